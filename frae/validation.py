@@ -1,0 +1,186 @@
+"""Every check of caller input (SPEC section 4), in one place.
+
+Each check raises ``TypeError`` for a wrong type and ``ValueError`` for a wrong value, with a
+message that names the argument, what was expected and what was given. Checks return the
+validated value in its canonical form and never modify what they were given, so a call that
+fails here has changed nothing.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import numpy.typing as npt
+
+if TYPE_CHECKING:
+    from frae.config import FRAEConfig
+
+OPTIMIZERS = ("sgd", "adam")
+
+
+def _describe(value: object) -> str:
+    if isinstance(value, np.ndarray):
+        return f"an array of shape {value.shape} and dtype {value.dtype}"
+    return f"{value!r} ({type(value).__name__})"
+
+
+def check_positive_int(value: object, name: str) -> int:
+    """An ``int`` (not ``bool``) of at least 1."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be an int, got {_describe(value)}")
+    if value < 1:
+        raise ValueError(f"{name} must be at least 1, got {value}")
+    return int(value)
+
+
+def check_units(value: object, name: str) -> tuple[int, ...]:
+    """A sequence (possibly empty) of positive layer widths."""
+    if isinstance(value, str | bytes) or not isinstance(value, Iterable):
+        raise TypeError(f"{name} must be a sequence of ints, got {_describe(value)}")
+    return tuple(check_positive_int(width, f"{name}[{i}]") for i, width in enumerate(value))
+
+
+def check_choice(value: object, name: str, choices: tuple[str, ...]) -> str:
+    if not isinstance(value, str):
+        raise TypeError(f"{name} must be one of {choices}, got {_describe(value)}")
+    if value not in choices:
+        raise ValueError(f"{name} must be one of {choices}, got {value!r}")
+    return value
+
+
+def check_seed(value: object, name: str = "seed") -> int:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be an int, got {_describe(value)}")
+    if value < 0:
+        raise ValueError(f"{name} must be non-negative, got {value}")
+    return int(value)
+
+
+def check_learning_rate(value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"learning_rate must be a float, got {_describe(value)}")
+    rate = float(value)
+    if not (math.isfinite(rate) and rate > 0):
+        raise ValueError(f"learning_rate must be a finite number above 0, got {value}")
+    return rate
+
+
+def check_config(config: object) -> FRAEConfig:
+    """``None`` gives the default config; anything but a ``FRAEConfig`` is a ``TypeError``."""
+    from frae.config import FRAEConfig
+
+    if config is None:
+        return FRAEConfig()
+    if not isinstance(config, FRAEConfig):
+        raise TypeError(f"config must be a frae.FRAEConfig or None, got {_describe(config)}")
+    return config
+
+
+def _as_float_array(value: object, name: str) -> npt.NDArray[np.floating[Any]]:
+    if not isinstance(value, np.ndarray):
+        raise TypeError(f"{name} must be a numpy.ndarray, got {_describe(value)}")
+    if not np.issubdtype(value.dtype, np.floating):
+        raise TypeError(
+            f"{name} must have a floating dtype (float16, float32 or float64), "
+            f"got dtype {value.dtype}"
+        )
+    return value
+
+
+def _check_finite(array: npt.NDArray[np.floating[Any]], name: str) -> None:
+    if not np.all(np.isfinite(array)):
+        bad = int(np.size(array) - np.count_nonzero(np.isfinite(array)))
+        raise ValueError(f"{name} must hold only finite values, got {bad} NaN or infinite")
+
+
+def check_sequences(
+    value: object, name: str, width: int, dtype: npt.DTypeLike
+) -> tuple[npt.NDArray[np.floating[Any]], bool]:
+    """Validate a batch ``(B, T, width)`` or one sequence ``(T, width)``.
+
+    Returns:
+        The array as a new C-contiguous ``(B, T, width)`` array of ``dtype``, and whether the
+        input was a single 2-D sequence (so the caller drops the batch axis again).
+    """
+    array = _as_float_array(value, name)
+    if array.ndim not in (2, 3):
+        raise ValueError(
+            f"{name} must have rank 3 (batch, time, features) or rank 2 (time, features), "
+            f"got shape {array.shape}"
+        )
+    single = array.ndim == 2
+    batch = array[None] if single else array
+    if batch.shape[-1] != width:
+        raise ValueError(f"{name} must have {width} features in its last axis, got {array.shape}")
+    if batch.shape[0] == 0:
+        raise ValueError(f"{name} must hold at least one sequence (B >= 1), got {array.shape}")
+    if batch.shape[1] == 0:
+        raise ValueError(f"{name} must hold at least one time step (T >= 1), got {array.shape}")
+    _check_finite(batch, name)
+    return np.array(batch, dtype=dtype, order="C"), single
+
+
+def check_target(y: object, x: npt.NDArray[np.floating[Any]], single: bool) -> Any:
+    """``y`` defaults to ``x``; otherwise it must be a finite float array of x's shape."""
+    if y is None:
+        return x
+    array = _as_float_array(y, "y")
+    expected = x.shape[1:] if single else x.shape
+    if array.shape != expected:
+        raise ValueError(f"y must have the shape of x, {expected}, got {array.shape}")
+    _check_finite(array, "y")
+    batch = array[None] if single else array
+    return np.array(batch, dtype=x.dtype, order="C")
+
+
+def check_weights(
+    weights: object, expected_shapes: Mapping[str, tuple[int, ...]]
+) -> dict[str, npt.NDArray[np.float32]]:
+    """Exactly the canonical names and shapes, floating and finite; returns float32 copies."""
+    if not isinstance(weights, Mapping):
+        raise TypeError(f"weights must be a dict of numpy arrays, got {_describe(weights)}")
+    missing = [key for key in expected_shapes if key not in weights]
+    extra = sorted(str(key) for key in weights if key not in expected_shapes)
+    if missing or extra:
+        raise ValueError(
+            f"weights must hold exactly the canonical names; missing {missing}, extra {extra}"
+        )
+    checked = {}
+    for key, shape in expected_shapes.items():
+        array = _as_float_array(weights[key], f"weights[{key!r}]")
+        if array.shape != shape:
+            raise ValueError(f"weights[{key!r}] must have shape {shape}, got {array.shape}")
+        _check_finite(array, f"weights[{key!r}]")
+        checked[key] = np.array(array, dtype=np.float32)
+    return checked
+
+
+def check_fit_options(
+    num_sequences: int,
+    *,
+    epochs: object,
+    batch_size: object,
+    optimizer: object,
+    learning_rate: object,
+    shuffle: object,
+    seed: object,
+) -> tuple[int, int, str, float, bool, int]:
+    """The keyword arguments of ``fit``; ``batch_size=None`` means all sequences at once."""
+    epochs = check_positive_int(epochs, "epochs")
+    if batch_size is None:
+        batch_size = num_sequences
+    batch_size = check_positive_int(batch_size, "batch_size")
+    if batch_size > num_sequences:
+        raise ValueError(
+            f"batch_size must be at most the number of sequences ({num_sequences}), "
+            f"got {batch_size}"
+        )
+    optimizer = check_choice(optimizer, "optimizer", OPTIMIZERS)
+    learning_rate = check_learning_rate(learning_rate)
+    if not isinstance(shuffle, bool):
+        raise TypeError(f"shuffle must be a bool, got {_describe(shuffle)}")
+    return epochs, batch_size, optimizer, learning_rate, shuffle, check_seed(seed)

@@ -1,0 +1,41 @@
+"""Model configs and input sizes shared by the parity tests.
+
+Batch, time, features and code width are all different in every case, so a swapped axis
+changes a shape or a value and fails.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+import pytest
+
+from frae import FRAEConfig
+
+
+@dataclass(frozen=True)
+class Case:
+    config: FRAEConfig
+    batch: int
+    steps: int
+
+    def inputs(self, seed: int = 0) -> npt.NDArray[np.float32]:
+        """Uniform values in [-1, 1), float32, shape (batch, steps, input_dim)."""
+        rng = np.random.default_rng(seed)
+        shape = (self.batch, self.steps, self.config.input_dim)
+        return rng.uniform(-1.0, 1.0, size=shape).astype(np.float32)
+
+
+CASES = {
+    "default": Case(FRAEConfig(), batch=3, steps=7),
+    "no_encoder_hidden": Case(FRAEConfig(encoder_units=()), batch=4, steps=6),
+    "no_decoder_hidden": Case(FRAEConfig(decoder_units=(), activation="tanh"), batch=3, steps=5),
+    "wide": Case(FRAEConfig(encoder_units=(32, 16), decoder_units=(24, 12)), batch=5, steps=9),
+    "features_3": Case(FRAEConfig(input_dim=3, activation="sigmoid"), batch=4, steps=6),
+    "latent_2": Case(FRAEConfig(input_dim=4, latent_dim=2, decoder_units=(5, 3)), batch=3, steps=6),
+    "linear_output": Case(FRAEConfig(output_activation="linear"), batch=5, steps=4),
+}
+
+CASE_PARAMS = [pytest.param(case, id=name) for name, case in CASES.items()]

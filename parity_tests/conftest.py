@@ -1,0 +1,66 @@
+"""Backend selection for the parity suite.
+
+``pytest parity_tests --backend NAME_OR_PATH`` (repeatable) runs the suite against registered
+backends or any ``package.module:attribute`` that follows the contract. Without it, every
+registered backend whose framework is installed runs; the header names the others and why.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+
+import frae
+
+MakeBackend = Callable[..., frae.Backend]
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--backend",
+        action="append",
+        default=None,
+        metavar="NAME_OR_PATH",
+        help="backend to test: a registered name or 'package.module:attribute' (repeatable)",
+    )
+
+
+def selected_backends(config: pytest.Config) -> list[str]:
+    return config.getoption("backend") or frae.installed_backends()
+
+
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    lines = [f"backends under test: {', '.join(selected_backends(config))}"]
+    if not config.getoption("backend"):
+        lines += [
+            f"backend not tested: {name}: {frae.unavailable_reason(name)}"
+            for name in frae.available_backends()
+            if frae.unavailable_reason(name)
+        ]
+    return lines
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "backend_spec" in metafunc.fixturenames:
+        metafunc.parametrize("backend_spec", selected_backends(metafunc.config))
+
+
+@pytest.fixture
+def make_backend(backend_spec: str) -> MakeBackend:
+    """``make_backend(config=None, *, seed=0, weights=None)`` builds the backend under test."""
+
+    def make(config: frae.FRAEConfig | None = None, **options: object) -> frae.Backend:
+        return frae.create(backend_spec, config, **options)  # type: ignore[arg-type]
+
+    return make
+
+
+@pytest.fixture
+def reference() -> MakeBackend:
+    """The float64 oracle, built like the backend under test."""
+
+    def make(config: frae.FRAEConfig | None = None, **options: object) -> frae.Backend:
+        return frae.create("reference", config, **options)  # type: ignore[arg-type]
+
+    return make

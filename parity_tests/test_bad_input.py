@@ -1,0 +1,190 @@
+"""SPEC section 4: every bad input raises the named error, names the argument, changes nothing."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pytest
+
+import frae
+from frae.registry import REGISTRY, BackendEntry
+from parity_tests.cases import CASES
+from parity_tests.conftest import MakeBackend
+
+X = CASES["default"].inputs(seed=1)  # (3, 7, 2)
+Z = np.zeros((3, 7, 1), np.float32)
+
+
+def _with(value: float, at: tuple[int, ...] = (1, 2, 0)) -> np.ndarray:
+    x = X.copy()
+    x[at] = value
+    return x
+
+
+def _weights(change: Callable[[dict[str, np.ndarray]], None]) -> dict[str, np.ndarray]:
+    weights = frae.initial_weights(frae.FRAEConfig(), seed=11)
+    change(weights)
+    return weights
+
+
+BAD_CALLS: dict[str, tuple[Callable[[Any], object], type[Exception], str]] = {
+    "predict rank 1": (lambda m: m.predict(X[0, 0]), ValueError, "x"),
+    "predict rank 4": (lambda m: m.predict(X[None]), ValueError, "x"),
+    "predict 3 features": (lambda m: m.predict(np.zeros((3, 7, 3), np.float32)), ValueError, "x"),
+    "predict T = 0": (lambda m: m.predict(X[:, :0]), ValueError, "x"),
+    "predict B = 0": (lambda m: m.predict(X[:0]), ValueError, "x"),
+    "predict NaN": (lambda m: m.predict(_with(np.nan)), ValueError, "x"),
+    "predict inf": (lambda m: m.predict(_with(-np.inf)), ValueError, "x"),
+    "predict integers": (lambda m: m.predict(X.astype(np.int64)), TypeError, "x"),
+    "predict a list": (lambda m: m.predict(X.tolist()), TypeError, "x"),
+    "encode rank 1": (lambda m: m.encode(X[0, 0]), ValueError, "x"),
+    "encode NaN": (lambda m: m.encode(_with(np.nan)), ValueError, "x"),
+    "decode 2 code features": (
+        lambda m: m.decode(np.zeros((3, 7, 2), np.float32)),
+        ValueError,
+        "z",
+    ),
+    "decode rank 4": (lambda m: m.decode(Z[None]), ValueError, "z"),
+    "decode T = 0": (lambda m: m.decode(Z[:, :0]), ValueError, "z"),
+    "decode inf": (lambda m: m.decode(Z + np.inf), ValueError, "z"),
+    "decode integers": (lambda m: m.decode(Z.astype(np.int32)), TypeError, "z"),
+    "loss y shape": (lambda m: m.loss_and_grads(X, X[:, :-1]), ValueError, "y"),
+    "loss y NaN": (lambda m: m.loss_and_grads(X, _with(np.nan)), ValueError, "y"),
+    "loss y integers": (lambda m: m.loss_and_grads(X, X.astype(np.int64)), TypeError, "y"),
+    "loss x NaN": (lambda m: m.loss_and_grads(_with(np.nan)), ValueError, "x"),
+    "fit x NaN in the last batch": (
+        lambda m: m.fit(_with(np.nan, at=(2, 6, 1)), batch_size=1),
+        ValueError,
+        "x",
+    ),
+    "fit y shape": (lambda m: m.fit(X, X[:2]), ValueError, "y"),
+    "fit epochs 0": (lambda m: m.fit(X, epochs=0), ValueError, "epochs"),
+    "fit epochs float": (lambda m: m.fit(X, epochs=2.0), TypeError, "epochs"),
+    "fit batch_size 0": (lambda m: m.fit(X, batch_size=0), ValueError, "batch_size"),
+    "fit batch_size > B": (lambda m: m.fit(X, batch_size=4), ValueError, "batch_size"),
+    "fit optimizer": (lambda m: m.fit(X, optimizer="rmsprop"), ValueError, "optimizer"),
+    "fit learning_rate < 0": (lambda m: m.fit(X, learning_rate=-0.1), ValueError, "learning_rate"),
+    "fit learning_rate NaN": (
+        lambda m: m.fit(X, learning_rate=np.nan),
+        ValueError,
+        "learning_rate",
+    ),
+    "fit shuffle": (lambda m: m.fit(X, shuffle="yes"), TypeError, "shuffle"),
+    "fit seed": (lambda m: m.fit(X, shuffle=True, seed=-1), ValueError, "seed"),
+    "set_weights missing": (
+        lambda m: m.set_weights(_weights(lambda w: w.pop("decoder/output/bias"))),
+        ValueError,
+        "decoder/output/bias",
+    ),
+    "set_weights extra": (
+        lambda m: m.set_weights(_weights(lambda w: w.update(extra=np.zeros(1, np.float32)))),
+        ValueError,
+        "extra",
+    ),
+    "set_weights transposed kernel": (
+        lambda m: m.set_weights(
+            _weights(lambda w: w.update({"decoder/output/kernel": w["decoder/output/kernel"].T}))
+        ),
+        ValueError,
+        "decoder/output/kernel",
+    ),
+    "set_weights NaN in the last entry": (
+        lambda m: m.set_weights(
+            _weights(lambda w: w.update({"decoder/output/bias": np.array([0, np.nan], np.float32)}))
+        ),
+        ValueError,
+        "decoder/output/bias",
+    ),
+    "set_weights integers": (
+        lambda m: m.set_weights(
+            _weights(lambda w: w.update({"encoder/latent/bias": np.zeros(1, np.int32)}))
+        ),
+        TypeError,
+        "encoder/latent/bias",
+    ),
+    "set_weights not a dict": (lambda m: m.set_weights([1, 2]), TypeError, "weights"),
+}
+
+
+@pytest.mark.parametrize("call", list(BAD_CALLS), ids=list(BAD_CALLS))
+def test_bad_input_raises_and_leaves_weights(make_backend: MakeBackend, call: str) -> None:
+    action, error, argument = BAD_CALLS[call]
+    model = make_backend(seed=4)
+    before = model.get_weights()
+    with pytest.raises(error) as raised:
+        action(model)
+    assert argument in str(raised.value), f"the message does not name {argument!r}: {raised.value}"
+    after = model.get_weights()
+    for name, value in before.items():
+        np.testing.assert_array_equal(after[name], value, err_msg=f"{call} changed {name}")
+
+
+BAD_CONFIGS: dict[str, tuple[dict[str, Any], type[Exception], str]] = {
+    "input_dim 0": ({"input_dim": 0}, ValueError, "input_dim"),
+    "input_dim float": ({"input_dim": 2.0}, TypeError, "input_dim"),
+    "input_dim bool": ({"input_dim": True}, TypeError, "input_dim"),
+    "latent_dim -1": ({"latent_dim": -1}, ValueError, "latent_dim"),
+    "encoder_units 0": ({"encoder_units": (4, 0)}, ValueError, "encoder_units[1]"),
+    "encoder_units int": ({"encoder_units": 4}, TypeError, "encoder_units"),
+    "decoder_units str": ({"decoder_units": "3"}, TypeError, "decoder_units"),
+    "activation relu": ({"activation": "relu"}, ValueError, "activation"),
+    "output_activation None": ({"output_activation": None}, TypeError, "output_activation"),
+}
+
+
+@pytest.mark.parametrize("case", list(BAD_CONFIGS), ids=list(BAD_CONFIGS))
+def test_bad_config_raises(case: str) -> None:
+    fields, error, argument = BAD_CONFIGS[case]
+    with pytest.raises(error, match=argument.replace("[", r"\[")):
+        frae.FRAEConfig(**fields)
+
+
+def test_config_units_become_tuples() -> None:
+    config = frae.FRAEConfig(encoder_units=[4, 3], decoder_units=[3])
+    assert config == frae.FRAEConfig()
+    assert hash(config) == hash(frae.FRAEConfig())
+
+
+def test_bad_create_arguments(backend_spec: str) -> None:
+    with pytest.raises(TypeError, match="config"):
+        frae.create(backend_spec, {"input_dim": 2})
+    with pytest.raises(ValueError, match="seed"):
+        frae.create(backend_spec, seed=-1)
+    with pytest.raises(ValueError, match="encoder/latent/kernel"):
+        frae.create(backend_spec, weights=_weights(lambda w: w.pop("encoder/latent/kernel")))
+
+
+def test_unknown_backend_lists_the_available_ones() -> None:
+    with pytest.raises(ValueError, match="tf_while") as raised:
+        frae.create("tensorflow")
+    for name in frae.available_backends():
+        assert name in str(raised.value)
+
+
+def test_bad_import_path() -> None:
+    with pytest.raises(ImportError, match="NoSuchBackend"):
+        frae.create("impls.reference:NoSuchBackend")
+    with pytest.raises(ModuleNotFoundError):
+        frae.create("no_such_package.module:Backend")
+
+
+def test_missing_framework_names_the_extra(tmp_path, monkeypatch) -> None:
+    (tmp_path / "frae_needs_missing.py").write_text("import frae_missing_framework\n")
+    monkeypatch.syspath_prepend(tmp_path)
+    entry = BackendEntry("frae_needs_missing:Backend", ("frae_missing_framework",), "missing")
+    monkeypatch.setitem(REGISTRY, "needs_missing", entry)
+    assert frae.unavailable_reason("needs_missing") is not None
+    with pytest.raises(ImportError, match=r"pip install 'frae\[missing\]'"):
+        frae.create("needs_missing")
+
+
+@pytest.mark.parametrize("name", [n for n, e in REGISTRY.items() if e.frameworks])
+def test_uninstalled_registered_backend_says_why(name: str) -> None:
+    reason = frae.unavailable_reason(name)
+    if reason is None:
+        pytest.skip(f"{name} is installed")
+    with pytest.raises(ImportError) as raised:
+        frae.create(name)
+    assert reason in str(raised.value)

@@ -1,0 +1,39 @@
+"""The core imports no framework; a backend imports only its own (a fresh process each)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+FRAMEWORKS = ("tensorflow", "jax", "flax", "optax", "keras", "torch", "numba")
+
+
+def _frameworks_imported_by(code: str) -> list[str]:
+    report = f"print(json.dumps(sorted(m for m in {FRAMEWORKS!r} if m in sys.modules)))"
+    probe = f"{code}\nimport json, sys\n{report}"
+    result = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=300
+    )
+    return json.loads(result.stdout.splitlines()[-1])
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        "import frae",
+        "import frae; frae.create('reference').predict(__import__('numpy').zeros((1, 3, 2)))",
+        "import frae; frae.available_backends(); frae.installed_backends()",
+    ],
+)
+def test_core_and_reference_import_no_framework(code: str) -> None:
+    assert _frameworks_imported_by(code) == []
+
+
+def test_the_probe_sees_an_imported_framework() -> None:
+    """The check above could pass vacuously if the probe were blind; it is not."""
+    assert _frameworks_imported_by(
+        "import frae, numpy; import sys; sys.modules['jax'] = numpy"
+    ) == ["jax"]

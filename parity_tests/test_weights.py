@@ -1,0 +1,127 @@
+"""Canonical weights: the SPEC's names, shapes and initial values, copies, files."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import frae
+from parity_tests.conftest import MakeBackend
+
+# SPEC section 2, written out by hand: the order in which initial weights are drawn.
+DEFAULT_LAYOUT = [
+    ("encoder/dense_0/kernel", (4, 4)),
+    ("encoder/dense_0/bias", (4,)),
+    ("encoder/dense_1/kernel", (4, 3)),
+    ("encoder/dense_1/bias", (3,)),
+    ("encoder/latent/kernel", (3, 1)),
+    ("encoder/latent/bias", (1,)),
+    ("decoder/dense_0/kernel", (3, 3)),
+    ("decoder/dense_0/bias", (3,)),
+    ("decoder/output/kernel", (3, 2)),
+    ("decoder/output/bias", (2,)),
+]
+# input_dim=3, encoder_units=(5,), latent_dim=2, decoder_units=(4, 6): no dense_1 in the
+# encoder, two hidden decoder layers, and a code read together with 3 feedback features.
+OTHER_CONFIG = frae.FRAEConfig(input_dim=3, encoder_units=(5,), latent_dim=2, decoder_units=(4, 6))
+OTHER_LAYOUT = [
+    ("encoder/dense_0/kernel", (6, 5)),
+    ("encoder/dense_0/bias", (5,)),
+    ("encoder/latent/kernel", (5, 2)),
+    ("encoder/latent/bias", (2,)),
+    ("decoder/dense_0/kernel", (5, 4)),
+    ("decoder/dense_0/bias", (4,)),
+    ("decoder/dense_1/kernel", (4, 6)),
+    ("decoder/dense_1/bias", (6,)),
+    ("decoder/output/kernel", (6, 3)),
+    ("decoder/output/bias", (3,)),
+]
+LAYOUTS = [
+    pytest.param(None, DEFAULT_LAYOUT, id="default"),
+    pytest.param(OTHER_CONFIG, OTHER_LAYOUT, id="other"),
+]
+
+
+def _spec_rule(layout: list[tuple[str, tuple[int, ...]]], seed: int) -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    return {name: rng.normal(0.0, 0.05, size=shape).astype(np.float32) for name, shape in layout}
+
+
+@pytest.mark.parametrize("seed", [0, 1, 7, 12345])
+@pytest.mark.parametrize(("config", "layout"), LAYOUTS)
+def test_initial_weights_follow_the_spec_rule(
+    make_backend: MakeBackend, config: frae.FRAEConfig | None, layout: list, seed: int
+) -> None:
+    weights = make_backend(config, seed=seed).get_weights()
+    expected = _spec_rule(layout, seed)
+    assert list(weights) == list(expected)
+    for name, value in expected.items():
+        assert weights[name].dtype == np.float32, name
+        np.testing.assert_array_equal(weights[name], value, err_msg=name)
+
+
+def test_get_weights_returns_copies(make_backend: MakeBackend) -> None:
+    model = make_backend(seed=3)
+    first = model.get_weights()
+    snapshot = {name: value.copy() for name, value in first.items()}
+    for value in first.values():
+        value += 1.0
+    for name, value in model.get_weights().items():
+        np.testing.assert_array_equal(value, snapshot[name], err_msg=name)
+
+
+def test_set_weights_copies_its_input(make_backend: MakeBackend) -> None:
+    model = make_backend()
+    given = _spec_rule(DEFAULT_LAYOUT, seed=5)
+    model.set_weights(given)
+    for value in given.values():
+        value *= 2.0
+    for name, value in model.get_weights().items():
+        np.testing.assert_array_equal(value, _spec_rule(DEFAULT_LAYOUT, 5)[name], err_msg=name)
+
+
+def test_weights_given_to_create_are_used(make_backend: MakeBackend) -> None:
+    given = _spec_rule(DEFAULT_LAYOUT, seed=9)
+    weights = make_backend(seed=0, weights=given).get_weights()
+    for name, value in given.items():
+        np.testing.assert_array_equal(weights[name], value, err_msg=name)
+
+
+def test_npz_round_trip(tmp_path) -> None:
+    weights = _spec_rule(OTHER_LAYOUT, seed=4)
+    path = tmp_path / "weights.npz"
+    frae.save_weights(path, weights)
+    loaded = frae.load_weights(path)
+    assert list(loaded) == list(weights)
+    for name, value in weights.items():
+        np.testing.assert_array_equal(loaded[name], value, err_msg=name)
+    assert list(tmp_path.iterdir()) == [path], "the temporary file of the atomic save remains"
+
+
+def test_load_weights_rejects_a_wrong_dtype(tmp_path) -> None:
+    weights = {
+        name: value.astype(np.float64) for name, value in _spec_rule(DEFAULT_LAYOUT, 0).items()
+    }
+    path = tmp_path / "weights.npz"
+    np.savez(path, **weights)
+    with pytest.raises(TypeError, match="float32"):
+        frae.load_weights(path)
+
+
+def test_load_weights_checks_against_a_config(tmp_path) -> None:
+    path = tmp_path / "weights.npz"
+    frae.save_weights(path, _spec_rule(DEFAULT_LAYOUT, 0))
+    with pytest.raises(ValueError, match="decoder/dense_1/kernel"):
+        frae.load_weights(path, OTHER_CONFIG)
+
+
+def test_failed_save_leaves_the_old_file(tmp_path) -> None:
+    path = tmp_path / "weights.npz"
+    frae.save_weights(path, _spec_rule(DEFAULT_LAYOUT, 0))
+    before = path.read_bytes()
+    broken = _spec_rule(DEFAULT_LAYOUT, 1)
+    del broken["decoder/output/kernel"]
+    with pytest.raises(ValueError, match="decoder/output/kernel"):
+        frae.save_weights(path, broken)
+    assert path.read_bytes() == before
+    assert list(tmp_path.iterdir()) == [path]
