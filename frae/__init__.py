@@ -4,6 +4,7 @@ Importing this package imports NumPy and nothing else; each backend's framework 
 only when that backend is created.
 """
 
+from frae import data
 from frae.backend import Backend, BaseBackend
 from frae.config import ACTIVATIONS, FRAEConfig
 from frae.params import initial_weights, load_weights, save_weights
@@ -16,6 +17,7 @@ __all__ = [
     "FRAEConfig",
     "available_backends",
     "create",
+    "data",
     "initial_weights",
     "installed_backends",
     "load_weights",

@@ -1,0 +1,3 @@
+from frae.cli import main
+
+main()
