@@ -15,8 +15,9 @@ install: $(STAMP)
 
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	PIP_CONSTRAINT=$(CURDIR)/constraints.txt $(BIN)/python -m pip install --quiet --progress-bar off \
-		-e ".[$(EXTRAS)]"
+	PIP_CONSTRAINT=$(CURDIR)/constraints.txt $(BIN)/python -m pip install --progress-bar off \
+		-e ".[$(EXTRAS)]" > $(VENV)/install.log 2>&1 \
+		|| { tail -n 40 $(VENV)/install.log; exit 1; }
 	touch $@
 
 test: $(STAMP)
