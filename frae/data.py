@@ -11,8 +11,9 @@ def multi_sine(
 ) -> npt.NDArray[np.float32]:
     """Smooth, learnable sequences: each feature a sum of ``waves`` random sines.
 
-    Periods lie between 10 and 100 steps and amplitudes are scaled so every value stays in
-    [-1, 1]. Returns float32 of shape ``(batch, steps, features)``.
+    Periods lie between 10 and 100 steps; amplitudes are scaled so every value stays in
+    [0, 1] around 0.5, a range the default swish output can reach (swish(a) >= -0.28).
+    Returns float32 of shape ``(batch, steps, features)``.
     """
     rng = np.random.default_rng(seed)
     shape = (batch, 1, features, waves)
@@ -24,7 +25,7 @@ def multi_sine(
     signal: npt.NDArray[np.float64] = np.sum(
         amplitude * np.sin(2 * np.pi * time / period + phase), axis=-1
     )
-    return signal.astype(np.float32)
+    return (0.5 + 0.5 * signal).astype(np.float32)
 
 
 def original_problem(seed: int = 0) -> npt.NDArray[np.float32]:

@@ -36,7 +36,7 @@ def test_shapes_and_dtypes(make_backend: MakeBackend, case: Case) -> None:
 def test_decode_of_encode_equals_predict(make_backend: MakeBackend, case: Case) -> None:
     model = make_backend(case.config, seed=1)
     x = case.inputs(seed=4)
-    assert_close("decode(encode(x)) vs predict(x)", model.decode(model.encode(x)), model.predict(x))
+    assert_close("self", model.decode(model.encode(x)), model.predict(x))
 
 
 def test_every_call_starts_from_zero_feedback(make_backend: MakeBackend) -> None:
@@ -58,14 +58,14 @@ def test_sequences_in_a_batch_are_independent(make_backend: MakeBackend) -> None
     together = model.predict(x)
     for index in range(len(x)):
         alone = model.predict(x[index : index + 1])
-        assert_close(f"sequence {index} alone vs in the batch", alone[0], together[index])
+        assert_close("self", alone[0], together[index], f"sequence {index}")
 
 
 def test_prefix_gives_the_same_first_steps(make_backend: MakeBackend) -> None:
     case = CASES["default"]
     model = make_backend(case.config, seed=2)
     x = case.inputs(seed=8)
-    assert_close("prefix of 3 steps", model.predict(x[:, :3]), model.predict(x)[:, :3])
+    assert_close("self", model.predict(x[:, :3]), model.predict(x)[:, :3])
 
 
 def test_one_sequence_gives_two_dimensional_outputs(make_backend: MakeBackend) -> None:

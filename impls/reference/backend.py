@@ -19,8 +19,10 @@ ADAM_EPSILON = 1e-7
 class ReferenceBackend(BaseBackend):
     """Exact and slow: every other backend is compared with this one.
 
-    Weights arrive and leave as float32 (the exchange format) but are held, trained and
-    used in float64, so its outputs, losses and gradients carry no float32 rounding.
+    Weights are float32 values, as everywhere (the exchange format, so a round trip through
+    ``get_weights`` changes nothing), but every computation on them is float64: outputs,
+    losses, gradients and optimizer state carry no float32 rounding, and each update is
+    computed in float64 and then rounded to float32, as a float32 weight would be.
     """
 
     name = "reference"
@@ -59,15 +61,15 @@ class ReferenceBackend(BaseBackend):
             count += 1
             for name, grad in grads.items():
                 if optimizer == "sgd":
-                    self._params[name] = self._params[name] - learning_rate * grad
-                    continue
-                first[name] = ADAM_BETA_1 * first[name] + (1 - ADAM_BETA_1) * grad
-                second[name] = ADAM_BETA_2 * second[name] + (1 - ADAM_BETA_2) * grad**2
-                m_hat = first[name] / (1 - ADAM_BETA_1**count)
-                v_hat = second[name] / (1 - ADAM_BETA_2**count)
-                self._params[name] = self._params[name] - learning_rate * m_hat / (
-                    np.sqrt(v_hat) + ADAM_EPSILON
-                )
+                    update = grad
+                else:
+                    first[name] = ADAM_BETA_1 * first[name] + (1 - ADAM_BETA_1) * grad
+                    second[name] = ADAM_BETA_2 * second[name] + (1 - ADAM_BETA_2) * grad**2
+                    m_hat = first[name] / (1 - ADAM_BETA_1**count)
+                    v_hat = second[name] / (1 - ADAM_BETA_2**count)
+                    update = m_hat / (np.sqrt(v_hat) + ADAM_EPSILON)
+                updated = self._params[name] - learning_rate * update
+                self._params[name] = updated.astype(np.float32).astype(np.float64)
             return loss
 
         return step

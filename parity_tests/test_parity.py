@@ -1,0 +1,120 @@
+"""Each backend against the float64 reference: outputs, gradients, training, round trips."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import frae
+from frae.data import multi_sine, original_problem
+from parity_tests.cases import CASE_PARAMS, CASES, Case
+from parity_tests.conftest import MakeBackend
+from parity_tests.tolerances import assert_close
+
+LONG = Case(frae.FRAEConfig(), batch=1, steps=2000)
+
+
+@pytest.mark.parametrize("case", [*CASE_PARAMS, pytest.param(LONG, id="T=2000")])
+def test_outputs_equal_the_reference(
+    make_backend: MakeBackend, reference: MakeBackend, case: Case
+) -> None:
+    model, oracle = make_backend(case.config, seed=3), reference(case.config, seed=3)
+    x = case.inputs(seed=10)
+    codes = oracle.encode(x)
+    assert_close("outputs", model.predict(x), oracle.predict(x), "predict")
+    assert_close("outputs", model.encode(x), codes, "encode")
+    codes = codes.astype(np.float32)
+    assert_close("outputs", model.decode(codes), oracle.decode(codes), "decode")
+
+
+@pytest.mark.parametrize("case", CASE_PARAMS)
+def test_loss_and_gradients_equal_the_reference(
+    make_backend: MakeBackend, reference: MakeBackend, case: Case
+) -> None:
+    model, oracle = make_backend(case.config, seed=4), reference(case.config, seed=4)
+    x, y = case.inputs(seed=11), case.inputs(seed=12)
+    loss, grads = model.loss_and_grads(x, y)
+    expected_loss, expected_grads = oracle.loss_and_grads(x, y)
+    assert_close("loss", np.float32(loss), np.float64(expected_loss))
+    missing = [name for name, grad in grads.items() if not np.any(grad)]
+    assert not missing, f"no gradient for {missing}"
+    for name, grad in grads.items():
+        assert np.all(np.isfinite(grad)), f"{name}: gradient is not finite"
+        assert_close("gradients", grad, expected_grads[name], name)
+
+
+@pytest.mark.parametrize(
+    ("optimizer", "learning_rate", "batch_size", "shuffle"),
+    [("sgd", 0.5, None, False), ("adam", 1e-2, 2, True)],
+    ids=["sgd", "adam"],
+)
+def test_training_follows_the_reference_step_by_step(
+    make_backend: MakeBackend,
+    reference: MakeBackend,
+    optimizer: str,
+    learning_rate: float,
+    batch_size: int | None,
+    shuffle: bool,
+) -> None:
+    """50 optimizer steps; the loss of every step and the final weights match."""
+    case = CASES["default"]
+    x = multi_sine(batch=4, steps=case.steps, seed=5)
+    options = {
+        "optimizer": optimizer,
+        "learning_rate": learning_rate,
+        "batch_size": batch_size,
+        "shuffle": shuffle,
+        "seed": 6,
+        "epochs": 50 if batch_size is None else 25,
+    }
+    model, oracle = make_backend(case.config, seed=5), reference(case.config, seed=5)
+    history, expected = model.fit(x, **options), oracle.fit(x, **options)
+    assert len(history["loss"]) == len(expected["loss"]) == 50
+    assert_close(optimizer, np.float32(history["loss"]), np.float64(expected["loss"]), "loss")
+    weights, expected_weights = model.get_weights(), oracle.get_weights()
+    for name, value in weights.items():
+        assert_close("outputs", value, expected_weights[name], name)
+
+
+def test_fit_halves_the_loss_on_a_learnable_signal(make_backend: MakeBackend) -> None:
+    x = multi_sine(batch=8, steps=100, seed=7)
+    losses = make_backend(seed=7).fit(x, epochs=60, learning_rate=1e-2)["loss"]
+    assert losses[-1] < 0.5 * losses[0], f"loss {losses[0]:.4f} -> {losses[-1]:.4f}"
+
+
+def test_fit_lowers_the_loss_on_the_original_problem(make_backend: MakeBackend) -> None:
+    """The question's setting: one sequence of 10 samples, Adam at 1e-3, 50 epochs."""
+    x = original_problem()
+    losses = make_backend(seed=0).fit(x, epochs=50, optimizer="adam", learning_rate=1e-3)["loss"]
+    assert len(losses) == 50
+    assert losses[-1] < losses[0] and losses[-1] == min(losses), losses
+
+
+def test_fit_changes_the_weights_and_each_call_starts_a_fresh_optimizer(
+    make_backend: MakeBackend,
+) -> None:
+    x = multi_sine(batch=2, steps=20, seed=8)
+    model, twin = make_backend(seed=8), make_backend(seed=8)
+    model.fit(x, epochs=2, learning_rate=1e-2)
+    model.fit(x, epochs=2, learning_rate=1e-2)
+    twin.fit(x, epochs=4, learning_rate=1e-2)  # one optimizer across four steps differs
+    changed, fresh, continued = (
+        model.get_weights(),
+        frae.initial_weights(model.config, 8),
+        twin.get_weights(),
+    )
+    assert all(not np.array_equal(changed[k], fresh[k]) for k in changed), "fit left weights"
+    assert any(not np.allclose(changed[k], continued[k], rtol=1e-3) for k in changed)
+
+
+def test_weights_round_trip_bit_for_bit(make_backend: MakeBackend, tmp_path) -> None:
+    case = CASES["latent_2"]
+    model = make_backend(case.config, seed=9)
+    model.fit(case.inputs(seed=13), epochs=3, learning_rate=1e-2)
+    x = case.inputs(seed=14)
+    before = model.predict(x)
+    model.set_weights(model.get_weights())
+    np.testing.assert_array_equal(model.predict(x), before)
+    frae.save_weights(tmp_path / "w.npz", model.get_weights())
+    loaded = make_backend(case.config, seed=0, weights=frae.load_weights(tmp_path / "w.npz"))
+    np.testing.assert_array_equal(loaded.predict(x), before)
