@@ -1,0 +1,5 @@
+"""TensorFlow: ``tf.while_loop`` over time with a ``TensorArray``, compiled by XLA."""
+
+from impls.tf_while.backend import TextbookTFWhileBackend, TFWhileBackend
+
+__all__ = ["TFWhileBackend", "TextbookTFWhileBackend"]

@@ -1,0 +1,153 @@
+"""``TFWhileBackend``: the contract on ``tf.while_loop``, every call one XLA-compiled function."""
+
+from __future__ import annotations
+
+import functools
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+from frae.backend import Array, BaseBackend, TrainStep
+from frae.config import FRAEConfig
+from frae.params import Weights
+from impls.tf_while import model
+from impls.tf_while.model import Variables, tf
+
+ADAM_BETA_1 = 0.9
+ADAM_BETA_2 = 0.999
+ADAM_EPSILON = 1e-7
+
+
+class _DropRetracingAdvice(logging.Filter):
+    """Each backend instance traces its functions once per shape, so TensorFlow's advice
+    about frequent retracing (counted over all instances) does not apply; other messages pass."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "triggered tf.function retracing" not in record.getMessage()
+
+
+tf.get_logger().addFilter(_DropRetracingAdvice())
+
+
+def sgd_step(
+    config: FRAEConfig, variables: Variables, x: tf.Tensor, y: tf.Tensor, lr: tf.Tensor
+) -> tf.Tensor:
+    """w ← w − lr·g; returns the loss before the update."""
+    loss, grads = model.loss_and_grads(config, variables, x, y)
+    for name, grad in grads.items():
+        variables[name].assign_sub(lr * grad)
+    return loss
+
+
+def adam_step(
+    config: FRAEConfig,
+    variables: Variables,
+    slots: dict[str, Variables],
+    x: tf.Tensor,
+    y: tf.Tensor,
+    lr: tf.Tensor,
+) -> tf.Tensor:
+    """Adam exactly as SPEC writes it: w ← w − lr·m̂/(√v̂ + ε).
+
+    Keras' ``Adam`` folds the bias corrections into the step size, which moves ε inside:
+    m̂/(√v̂ + ε/√(1 - β₂ᵗ)); written out here, the update is SPEC's to the letter.
+    ``slots`` holds ``step`` (a scalar), ``m`` and ``v``.
+    """
+    loss, grads = model.loss_and_grads(config, variables, x, y)
+    step = slots["step"]["count"].assign_add(1.0)
+    first_correction = 1.0 - ADAM_BETA_1**step
+    second_correction = 1.0 - ADAM_BETA_2**step
+    for name, grad in grads.items():
+        m = slots["m"][name].assign(ADAM_BETA_1 * slots["m"][name] + (1 - ADAM_BETA_1) * grad)
+        v = slots["v"][name].assign(
+            ADAM_BETA_2 * slots["v"][name] + (1 - ADAM_BETA_2) * tf.square(grad)
+        )
+        update = (m / first_correction) / (tf.sqrt(v / second_correction) + ADAM_EPSILON)
+        variables[name].assign_sub(lr * update)
+    return loss
+
+
+def reset_slots(slots: dict[str, Variables]) -> None:
+    """Fresh optimizer state: every slot back to zero."""
+    for group in slots.values():
+        for slot in group.values():
+            slot.assign(tf.zeros_like(slot))
+
+
+@functools.cache
+def compiled_functions(jit_compile: bool) -> dict[str, Any]:
+    """One ``tf.function`` per operation, shared by every instance.
+
+    Weights and optimizer slots are arguments, not captured, so two instances with the same
+    config and input shape share one trace and one XLA executable; the config is a static
+    (hashable) argument.
+    """
+    compile_ = functools.partial(tf.function, jit_compile=jit_compile, autograph=False)
+    return {
+        "predict": compile_(lambda config, v, x: model.unroll(config, v, x)[0]),
+        "encode": compile_(lambda config, v, x: model.unroll(config, v, x)[1]),
+        "decode": compile_(lambda config, v, z: model.unroll(config, v, z, codes_given=True)[0]),
+        "loss_and_grads": compile_(model.loss_and_grads),
+        "sgd": compile_(sgd_step),
+        "adam": compile_(adam_step),
+        "reset_slots": compile_(reset_slots),
+    }
+
+
+class TFWhileBackend(BaseBackend):
+    """``tf.while_loop`` + ``TensorArray`` under ``tf.function(jit_compile=True)``.
+
+    Each operation is one ``tf.function`` traced once per config and input shape and
+    compiled by XLA; a training step (forward, back-propagation through time, update) is
+    one of them.
+    """
+
+    name = "tf_while"
+    jit_compile = True
+
+    def _build(self, weights: Weights) -> None:
+        self.variables = model.create_variables(self.config)
+        self._write_weights(weights)
+        self.compiled = compiled_functions(self.jit_compile)
+        self._adam_slots = {
+            "step": {"count": tf.Variable(0.0)},
+            "m": {name: tf.Variable(tf.zeros_like(v)) for name, v in self.variables.items()},
+            "v": {name: tf.Variable(tf.zeros_like(v)) for name, v in self.variables.items()},
+        }
+
+    def _read_weights(self) -> Mapping[str, Any]:
+        return {name: variable.numpy() for name, variable in self.variables.items()}
+
+    def _write_weights(self, weights: Weights) -> None:
+        for name, value in weights.items():
+            self.variables[name].assign(value)
+
+    def _predict(self, x: Array) -> Array:
+        return self.compiled["predict"](self.config, self.variables, x).numpy()
+
+    def _encode(self, x: Array) -> Array:
+        return self.compiled["encode"](self.config, self.variables, x).numpy()
+
+    def _decode(self, z: Array) -> Array:
+        return self.compiled["decode"](self.config, self.variables, z).numpy()
+
+    def _loss_and_grads(self, x: Array, y: Array) -> tuple[float, Mapping[str, Any]]:
+        loss, grads = self.compiled["loss_and_grads"](self.config, self.variables, x, y)
+        return float(loss), {name: grad.numpy() for name, grad in grads.items()}
+
+    def _train_step(self, optimizer: str, learning_rate: float) -> TrainStep:
+        lr = tf.constant(learning_rate, tf.float32)  # a tensor: a new rate does not retrace
+        if optimizer == "sgd":
+            sgd = self.compiled["sgd"]
+            return lambda x, y: float(sgd(self.config, self.variables, x, y, lr))
+        slots = self._adam_slots
+        self.compiled["reset_slots"](slots)
+        adam = self.compiled["adam"]
+        return lambda x, y: float(adam(self.config, self.variables, slots, x, y, lr))
+
+
+class TextbookTFWhileBackend(TFWhileBackend):
+    """The same loop in graph mode without XLA: the textbook fix, kept as a baseline."""
+
+    name = "tf_while_graph"
+    jit_compile = False

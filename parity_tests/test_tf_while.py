@@ -1,0 +1,74 @@
+"""TensorFlow-specific promises of ``tf_while``: one trace per shape, a quiet terminal."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import frae
+from parity_tests.tolerances import assert_close
+
+pytest.importorskip("tensorflow")
+backend = pytest.importorskip("impls.tf_while.backend")
+
+
+def _tracing_counts(jit_compile: bool = True) -> dict[str, int]:
+    functions = backend.compiled_functions(jit_compile)
+    return {name: function.experimental_get_tracing_count() for name, function in functions.items()}
+
+
+def _exercise(model: frae.Backend, x: np.ndarray) -> None:
+    model.predict(x)
+    model.decode(model.encode(x))
+    model.loss_and_grads(x)
+    model.fit(x, epochs=2, optimizer="sgd", learning_rate=0.1)
+    model.fit(x, epochs=2, optimizer="adam", learning_rate=0.2)
+
+
+def test_one_trace_per_shape_shared_by_instances() -> None:
+    config = frae.FRAEConfig(encoder_units=(7,))  # a config no other test traces
+    x = frae.data.multi_sine(batch=2, steps=13, seed=1)
+    before = _tracing_counts()
+    _exercise(frae.create("tf_while", config), x)
+    first = _tracing_counts()
+    assert all(first[name] == before[name] + 1 for name in first), (before, first)
+    _exercise(frae.create("tf_while", config, seed=1), x)
+    _exercise(frae.create("tf_while", config, seed=2), x * 0.5)
+    assert _tracing_counts() == first, "same config and shapes traced again"
+    _exercise(frae.create("tf_while", config), x[:, :11])
+    shape_free = {"reset_slots": 0}  # optimizer state has the weights' shapes, not the input's
+    after = _tracing_counts()
+    assert all(after[name] == first[name] + shape_free.get(name, 1) for name in first), after
+
+
+def test_textbook_graph_mode_equals_compiled() -> None:
+    x = frae.data.multi_sine(batch=3, steps=20, seed=2)
+    compiled = frae.create("tf_while", seed=3)
+    textbook = frae.create("impls.tf_while:TextbookTFWhileBackend", seed=3)
+    assert textbook.name == "tf_while_graph"
+    assert_close("outputs", textbook.predict(x), compiled.predict(x))
+    before = _tracing_counts(jit_compile=False)["predict"]
+    textbook.predict(x)
+    assert _tracing_counts(jit_compile=False)["predict"] == before
+
+
+QUIET_RUN = """
+import numpy as np, frae
+for steps in range(3, 10):  # many shapes and instances: TensorFlow's retracing advice
+    model = frae.create("tf_while")
+    x = np.full((2, steps, 2), 0.5, np.float32)
+    model.predict(x)
+    model.fit(x, epochs=1)
+print("ran")
+"""
+
+
+def test_tensorflow_start_up_and_tracing_say_nothing() -> None:
+    result = subprocess.run(
+        [sys.executable, "-c", QUIET_RUN], capture_output=True, text=True, timeout=600, check=True
+    )
+    assert result.stdout == "ran\n"
+    assert result.stderr == ""
