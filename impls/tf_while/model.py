@@ -7,30 +7,13 @@ from the weights ("No gradients provided for any variable") cannot happen here.
 
 from __future__ import annotations
 
-import contextlib
 import os
-from collections.abc import Iterator
 
 from frae.config import FRAEConfig
-
-
-@contextlib.contextmanager
-def _native_stderr_silenced() -> Iterator[None]:
-    """Point file descriptor 2 at /dev/null: TensorFlow's C++ start-up banners (oneDNN,
-    CUDA probing on a machine without a GPU) are written before its log level applies.
-    Python exceptions still propagate and print after the descriptor is restored."""
-    saved = os.dup(2)
-    try:
-        with open(os.devnull, "wb") as devnull:
-            os.dup2(devnull.fileno(), 2)
-            yield
-    finally:
-        os.dup2(saved, 2)
-        os.close(saved)
-
+from frae.quiet import native_stderr_silenced
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # later INFO and WARNING lines too
-with _native_stderr_silenced():
+with native_stderr_silenced():
     import tensorflow as tf
 
     tf.config.list_logical_devices()  # device discovery, with its CUDA probe, happens here
