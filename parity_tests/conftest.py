@@ -42,8 +42,15 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    selected = selected_backends(metafunc.config)
     if "backend_spec" in metafunc.fixturenames:
-        metafunc.parametrize("backend_spec", selected_backends(metafunc.config))
+        metafunc.parametrize("backend_spec", selected)
+    if "other_spec" in metafunc.fixturenames:
+        others = [
+            name for name in ["reference", *frae.installed_backends()] if name not in selected
+        ]
+        others = list(dict.fromkeys(others)) or ["reference"]
+        metafunc.parametrize("other_spec", others)
 
 
 @pytest.fixture
@@ -52,6 +59,16 @@ def make_backend(backend_spec: str) -> MakeBackend:
 
     def make(config: frae.FRAEConfig | None = None, **options: object) -> frae.Backend:
         return frae.create(backend_spec, config, **options)  # type: ignore[arg-type]
+
+    return make
+
+
+@pytest.fixture
+def other_backend(other_spec: str) -> MakeBackend:
+    """Another backend than the one under test, for transfers between the two."""
+
+    def make(config: frae.FRAEConfig | None = None, **options: object) -> frae.Backend:
+        return frae.create(other_spec, config, **options)  # type: ignore[arg-type]
 
     return make
 

@@ -24,12 +24,15 @@ class SpecAdam(keras.optimizers.Adam):
 
     def update_step(self, gradient, variable, learning_rate) -> None:
         step = ops.cast(self.iterations + 1, variable.dtype)
+        # 1 - β and 1 - βᵗ from the same float32 β, so they cancel exactly in m̂ and v̂.
+        beta_1 = ops.cast(self.beta_1, variable.dtype)
+        beta_2 = ops.cast(self.beta_2, variable.dtype)
         m = self._momentums[self._get_variable_index(variable)]
         v = self._velocities[self._get_variable_index(variable)]
-        self.assign_add(m, (gradient - m) * (1 - self.beta_1))
-        self.assign_add(v, (ops.square(gradient) - v) * (1 - self.beta_2))
-        m_hat = m / (1 - ops.power(ops.cast(self.beta_1, variable.dtype), step))
-        v_hat = v / (1 - ops.power(ops.cast(self.beta_2, variable.dtype), step))
+        self.assign_add(m, (gradient - m) * (1 - beta_1))
+        self.assign_add(v, (ops.square(gradient) - v) * (1 - beta_2))
+        m_hat = m / (1 - ops.power(beta_1, step))
+        v_hat = v / (1 - ops.power(beta_2, step))
         lr = ops.cast(learning_rate, variable.dtype)
         self.assign_sub(variable, lr * m_hat / (ops.sqrt(v_hat) + self.epsilon))
 
