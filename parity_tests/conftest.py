@@ -14,6 +14,8 @@ import pytest
 import frae
 
 MakeBackend = Callable[..., frae.Backend]
+MUTANT_VERDICTS = pytest.StashKey[dict[str, bool]]()
+"""Mutant name -> whether the suite rejected it, filled by ``test_mutants.py``."""
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -24,10 +26,45 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="NAME_OR_PATH",
         help="backend to test: a registered name or 'package.module:attribute' (repeatable)",
     )
+    parser.addoption(
+        "--other-backend",
+        action="append",
+        default=None,
+        metavar="NAME_OR_PATH",
+        help="backend to transfer weights to and from (repeatable; default: every installed "
+        "backend other than those under test, or the reference)",
+    )
 
 
 def selected_backends(config: pytest.Config) -> list[str]:
     return config.getoption("backend") or frae.installed_backends()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "backend_specific(name): checks only the named backend's own promises"
+    )
+    config.addinivalue_line(
+        "markers", "project: checks this project itself (the oracle, tooling), not a backend"
+    )
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """With ``--backend``, run the contract's tests for those backends and nothing else."""
+    chosen = config.getoption("backend")
+    if not chosen:
+        return
+
+    def wanted(item: pytest.Item) -> bool:
+        specific = item.get_closest_marker("backend_specific")
+        if specific is not None:
+            return specific.args[0] in chosen
+        return item.get_closest_marker("project") is None
+
+    deselected = [item for item in items if not wanted(item)]
+    if deselected:
+        config.hook.pytest_deselected(items=deselected)
+        items[:] = [item for item in items if wanted(item)]
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:
@@ -81,3 +118,19 @@ def reference() -> MakeBackend:
         return frae.create("reference", config, **options)  # type: ignore[arg-type]
 
     return make
+
+
+@pytest.fixture
+def mutant_verdicts(request: pytest.FixtureRequest) -> dict[str, bool]:
+    return request.config.stash.setdefault(MUTANT_VERDICTS, {})
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    verdicts = terminalreporter.config.stash.get(MUTANT_VERDICTS, {})
+    if verdicts:
+        killed = sum(verdicts.values())
+        terminalreporter.write_line(
+            f"mutants rejected by the suite: {killed}/{len(verdicts)} "
+            f"({100 * killed / len(verdicts):.0f}%)"
+            + "".join(f"; survived: {name}" for name, dead in verdicts.items() if not dead)
+        )

@@ -6,9 +6,12 @@ import subprocess
 import sys
 
 import numpy as np
+import pytest
 
 import frae
 from frae.data import multi_sine, original_problem
+
+pytestmark = pytest.mark.project
 
 
 def test_multi_sine_is_bounded_smooth_and_seeded() -> None:

@@ -8,6 +8,8 @@ import sys
 
 import pytest
 
+pytestmark = pytest.mark.project
+
 FRAMEWORKS = ("tensorflow", "jax", "flax", "optax", "keras", "torch", "numba")
 
 

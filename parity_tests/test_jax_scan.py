@@ -17,6 +17,7 @@ import pytest
 import frae
 from parity_tests.tolerances import assert_close
 
+pytestmark = pytest.mark.backend_specific("jax_scan")
 jax = pytest.importorskip("jax")
 pytest.importorskip("flax")
 pytest.importorskip("optax")
@@ -191,6 +192,7 @@ def _probe(code: str) -> dict[str, object]:
 
 USE_THE_BACKEND = """
 import numpy as np, frae
+
 model = frae.create("jax_scan")
 x = frae.data.multi_sine(batch=2, steps=30, seed=1)
 model.fit(x, epochs=2)

@@ -15,6 +15,8 @@ import frae
 from parity_tests.cases import CASES
 from parity_tests.tolerances import assert_close
 
+pytestmark = pytest.mark.backend_specific("keras_rnn")
+
 keras = pytest.importorskip("keras")
 keras_model = pytest.importorskip("impls.keras_rnn.model")
 

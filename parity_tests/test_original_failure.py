@@ -18,6 +18,8 @@ import pytest
 import frae
 from parity_tests.checks import parameters_without_gradient
 
+pytestmark = pytest.mark.backend_specific("tf_while")
+
 tf = pytest.importorskip("tensorflow")
 model = pytest.importorskip("impls.tf_while.model")
 

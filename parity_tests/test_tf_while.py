@@ -11,6 +11,7 @@ import pytest
 import frae
 from parity_tests.tolerances import assert_close
 
+pytestmark = pytest.mark.backend_specific("tf_while")
 pytest.importorskip("tensorflow")
 backend = pytest.importorskip("impls.tf_while.backend")
 
@@ -57,6 +58,7 @@ def test_textbook_graph_mode_equals_compiled() -> None:
 
 QUIET_RUN = """
 import numpy as np, frae
+
 for steps in range(3, 10):  # many shapes and instances: TensorFlow's retracing advice
     model = frae.create("tf_while")
     x = np.full((2, steps, 2), 0.5, np.float32)

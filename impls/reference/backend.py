@@ -49,6 +49,11 @@ class ReferenceBackend(BaseBackend):
     def _loss_and_grads(self, x: Array, y: Array) -> tuple[float, Mapping[str, Any]]:
         return model.loss_and_grads(self._params, self.config, x, y)
 
+    @staticmethod
+    def adam_direction(m_hat: Array, v_hat: Array, count: int) -> Array:
+        """m̂/(√v̂ + ε): where SPEC puts ε (``count``, the step, is for other placements)."""
+        return m_hat / (np.sqrt(v_hat) + ADAM_EPSILON)
+
     def _train_step(self, optimizer: str, learning_rate: float) -> TrainStep:
         """SGD, w ← w - lr·g; or Adam with ε outside the square root, exactly as SPEC."""
         first = {name: np.zeros_like(value) for name, value in self._params.items()}
@@ -67,7 +72,7 @@ class ReferenceBackend(BaseBackend):
                     second[name] = ADAM_BETA_2 * second[name] + (1 - ADAM_BETA_2) * grad**2
                     m_hat = first[name] / (1 - ADAM_BETA_1**count)
                     v_hat = second[name] / (1 - ADAM_BETA_2**count)
-                    update = m_hat / (np.sqrt(v_hat) + ADAM_EPSILON)
+                    update = self.adam_direction(m_hat, v_hat, count)
                 updated = self._params[name] - learning_rate * update
                 self._params[name] = updated.astype(np.float32).astype(np.float64)
             return loss

@@ -1,0 +1,266 @@
+"""Implementations broken on purpose, one realistic mistake each, to prove the suite fails.
+
+``Float32Reference`` is the control: the oracle's maths with float32 results, as a correct
+float32 port returns them; it passes the whole suite. Each mutant changes one thing and
+names, in ``breaks``, the property (``parity_tests.properties``) whose tests must reject
+it. ``test_mutants.py`` runs that property's tests against each mutant in a subprocess:
+``pytest parity_tests --backend parity_tests.mutants:FeedbackCutOff``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+import numpy as np
+
+from frae import validation
+from frae.backend import Array, TrainStep
+from frae.params import Weights
+from impls.reference import model
+from impls.reference.backend import ADAM_BETA_2, ADAM_EPSILON, ReferenceBackend
+
+
+class Float32Reference(ReferenceBackend):
+    """The control: the reference with float32 outputs, codes and gradients."""
+
+    name = "float32_reference"
+    breaks: ClassVar[str | None] = None
+
+    def _predict(self, x: Array) -> Array:
+        return super()._predict(x).astype(np.float32)
+
+    def _encode(self, x: Array) -> Array:
+        return super()._encode(x).astype(np.float32)
+
+    def _decode(self, z: Array) -> Array:
+        return super()._decode(z).astype(np.float32)
+
+    def _loss_and_grads(self, x: Array, y: Array) -> tuple[float, Mapping[str, Any]]:
+        loss, grads = super()._loss_and_grads(x, y)
+        return loss, {name: grad.astype(np.float32) for name, grad in grads.items()}
+
+
+class FeedbackCutOff(Float32Reference):
+    """Every step sees x̂_{t-1} = 0: the feedback never reaches the next step."""
+
+    breaks = "outputs"
+
+    def _predict(self, x: Array) -> Array:
+        steps = [super()._predict(x[:, t : t + 1]) for t in range(x.shape[1])]
+        return np.concatenate(steps, axis=1)
+
+
+class OutputsShiftedByOneStep(Float32Reference):
+    """Returns the feedback x̂_{t-1} at step t instead of x̂_t (an off-by-one in the loop)."""
+
+    breaks = "outputs"
+
+    def _predict(self, x: Array) -> Array:
+        outputs = super()._predict(x)
+        return np.concatenate([np.zeros_like(outputs[:, :1]), outputs[:, :-1]], axis=1)
+
+
+class Float16Inside(Float32Reference):
+    """Weights rounded to float16 inside the computation (a mixed-precision default)."""
+
+    breaks = "outputs"
+
+    def _predict(self, x: Array) -> Array:
+        rounded = {k: v.astype(np.float16).astype(np.float64) for k, v in self._params.items()}
+        return model.run(rounded, self.config, x=x)[0].astype(np.float32)
+
+
+class CodesOfFirstSequence(Float32Reference):
+    """``encode`` broadcasts the first sequence's codes over the batch (an axis mix-up)."""
+
+    breaks = "codes"
+
+    def _encode(self, x: Array) -> Array:
+        codes = super()._encode(x)
+        return np.broadcast_to(codes[:1], codes.shape).copy()
+
+
+class DecoderWithoutFeedback(Float32Reference):
+    """``decode`` forgets its own feedback: each step starts from x̂_{t-1} = 0."""
+
+    breaks = "decoder"
+
+    def _decode(self, z: Array) -> Array:
+        steps = [super()._decode(z[:, t : t + 1]) for t in range(z.shape[1])]
+        return np.concatenate(steps, axis=1)
+
+
+class LossSummed(Float32Reference):
+    """The loss (and so its gradient) summed over elements instead of averaged."""
+
+    breaks = "loss"
+
+    def _loss_and_grads(self, x: Array, y: Array) -> tuple[float, Mapping[str, Any]]:
+        loss, grads = super()._loss_and_grads(x, y)
+        return loss * x.size, {name: grad * x.size for name, grad in grads.items()}
+
+
+class TargetIgnored(Float32Reference):
+    """``loss_and_grads(x, y)`` compares with x whatever y is (autoencoding hard-wired)."""
+
+    breaks = "loss"
+
+    def _loss_and_grads(self, x: Array, y: Array) -> tuple[float, Mapping[str, Any]]:
+        return super()._loss_and_grads(x, x)
+
+
+class GradientOfOneParameterMissing(Float32Reference):
+    """No gradient reaches ``encoder/latent/bias`` (a stop-gradient left in)."""
+
+    breaks = "gradients"
+
+    def _loss_and_grads(self, x: Array, y: Array) -> tuple[float, Mapping[str, Any]]:
+        loss, grads = super()._loss_and_grads(x, y)
+        return loss, {**grads, "encoder/latent/bias": np.zeros_like(grads["encoder/latent/bias"])}
+
+
+class StateCarriedOver(Float32Reference):
+    """The previous call's sequence seeds the next call's feedback (state kept on self)."""
+
+    breaks = "stateless"
+    _previous: Array | None = None
+
+    def _predict(self, x: Array) -> Array:
+        previous, self._previous = self._previous, x
+        if previous is None or len(previous) != len(x):
+            return super()._predict(x)
+        return super()._predict(np.concatenate([previous, x], axis=1))[:, -x.shape[1] :]
+
+
+class SingleSequenceKeepsBatchAxis(Float32Reference):
+    """A 2-D sequence comes back 3-D, (1, T, F)."""
+
+    breaks = "shapes"
+
+    def predict(self, x: Array) -> Array:
+        outputs = super().predict(x)
+        return outputs[None] if np.ndim(x) == 2 else outputs
+
+
+class NaNReplaced(Float32Reference):
+    """NaN and infinity silently replaced by numbers instead of rejected."""
+
+    breaks = "bad_input"
+
+    def _sequences(self, value: object, name: str, width: int) -> tuple[Array, bool]:
+        if isinstance(value, np.ndarray) and np.issubdtype(value.dtype, np.floating):
+            value = np.nan_to_num(value)
+        return super()._sequences(value, name, width)
+
+
+class WeightsAssignedBeforeChecking(Float32Reference):
+    """``set_weights`` assigns every well-shaped entry, then raises on the bad one."""
+
+    breaks = "bad_input"
+
+    def set_weights(self, weights: Mapping[str, Array]) -> None:
+        if isinstance(weights, Mapping):
+            current = self.get_weights()
+            for name, value in weights.items():
+                if name in current and np.shape(value) == current[name].shape:
+                    current[name] = np.asarray(value, np.float32)
+            self._write_weights(current)
+        super().set_weights(weights)
+
+
+class BiasDrawnBeforeKernel(Float32Reference):
+    """Initial weights drawn bias first, then kernel, for each layer."""
+
+    breaks = "initial_weights"
+
+    def __init__(self, config: Any = None, *, seed: int = 0, weights: Any = None) -> None:
+        super().__init__(config, seed=seed, weights=weights)
+        if weights is None:
+            rng = np.random.default_rng(seed)
+            shapes = self.config.parameter_shapes()
+            layers = dict.fromkeys(name.rpartition("/")[0] for name in shapes)
+            self._write_weights(
+                {
+                    f"{layer}/{part}": rng.normal(0.0, 0.05, shapes[f"{layer}/{part}"]).astype(
+                        np.float32
+                    )
+                    for layer in layers
+                    for part in ("bias", "kernel")
+                }
+            )
+
+
+class SquareKernelsTransposedOnImport(Float32Reference):
+    """``set_weights`` stores square kernels transposed: the shape check cannot see it."""
+
+    breaks = "round_trip"
+
+    def set_weights(self, weights: Mapping[str, Array]) -> None:
+        checked = validation.check_weights(weights, self.config.parameter_shapes())
+        self._write_weights({k: v.T if v.shape == v.shape[::-1] else v for k, v in checked.items()})
+
+
+class LossReportedAfterUpdate(Float32Reference):
+    """``fit`` reports each step's loss after its SGD update instead of before it."""
+
+    breaks = "sgd"
+
+    def _train_step(self, optimizer: str, learning_rate: float) -> TrainStep:
+        step = super()._train_step(optimizer, learning_rate)
+
+        def after(x: Array, y: Array) -> float:
+            step(x, y)
+            return model.loss_and_grads(self._params, self.config, x, y)[0]
+
+        return after
+
+
+class KerasEpsilonAdam(Float32Reference):
+    """Adam with ε where Keras' Adam puts it: m̂/(√v̂ + ε/√(1 - β₂ᵗ))."""
+
+    breaks = "adam"
+
+    @staticmethod
+    def adam_direction(m_hat: Array, v_hat: Array, count: int) -> Array:
+        return m_hat / (np.sqrt(v_hat) + ADAM_EPSILON / np.sqrt(1 - ADAM_BETA_2**count))
+
+
+class FitWithoutUpdate(Float32Reference):
+    """``fit`` computes and reports losses but never applies the update."""
+
+    breaks = "learning"
+
+    def _train_step(self, optimizer: str, learning_rate: float) -> TrainStep:
+        return lambda x, y: model.loss_and_grads(self._params, self.config, x, y)[0]
+
+
+class WeightsStaleAfterFit(Float32Reference):
+    """``get_weights`` returns a copy cached at the last ``set_weights``, not what fit trained."""
+
+    breaks = "transfer"
+
+    def _write_weights(self, weights: Weights) -> None:
+        super()._write_weights(weights)
+        self._cached = {name: value.copy() for name, value in weights.items()}
+
+    def _read_weights(self) -> Mapping[str, Any]:
+        return self._cached
+
+
+class HiddenActivationFixedToSwish(Float32Reference):
+    """Hidden layers use swish whatever ``config.activation`` says (the default hard-wired)."""
+
+    breaks = "random_configs"
+
+    def _predict(self, x: Array) -> Array:
+        config = dataclasses.replace(self.config, activation="swish")
+        return model.run(self._params, config, x=x)[0].astype(np.float32)
+
+
+MUTANTS = [
+    cls
+    for cls in list(globals().values())
+    if isinstance(cls, type) and issubclass(cls, Float32Reference) and cls.breaks is not None
+]

@@ -1,0 +1,159 @@
+"""Every property the parity suite checks: its tests, its tolerance and why.
+
+This table is the suite's index: ``parity_tests/README.md`` prints it (a test keeps the two
+equal), and the mutant test runs each property's tests against implementations broken on
+purpose to show that each property's check can fail.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from parity_tests.tolerances import TOLERANCES
+
+
+@dataclass(frozen=True)
+class Property:
+    title: str
+    checks: str
+    tests: tuple[str, ...]
+    """Test function names, each optionally with a fragment of its parameter id: ``name[sgd``."""
+    tolerances: tuple[str, ...] = ()
+    """Keys of ``TOLERANCES``; none means the comparison is exact."""
+
+    def selects(self, test_id: str) -> bool:
+        """Whether ``test_id`` (``name[params]``, as pytest reports it) checks this property."""
+        return any(_matches(pattern, test_id) for pattern in self.tests)
+
+
+def _matches(pattern: str, test_id: str) -> bool:
+    name, _, fragment = pattern.partition("[")
+    test_name, _, params = test_id.partition("[")
+    return test_name == name and (
+        not fragment or re.search(re.escape(fragment), params) is not None
+    )
+
+
+PROPERTIES = {
+    "outputs": Property(
+        "forward outputs",
+        "predict(x) equals the reference for 7 configs and one sequence of T = 2000",
+        ("test_predict_equals_the_reference",),
+        ("outputs",),
+    ),
+    "codes": Property(
+        "codes",
+        "encode(x) equals the reference's codes",
+        ("test_encode_equals_the_reference",),
+        ("outputs",),
+    ),
+    "decoder": Property(
+        "decoder-only reconstruction",
+        "decode(z) equals the reference's; decode(encode(x)) equals predict(x)",
+        ("test_decode_equals_the_reference", "test_decode_of_encode_equals_predict"),
+        ("outputs", "self"),
+    ),
+    "loss": Property(
+        "loss",
+        "the loss of loss_and_grads(x, y) equals the reference's",
+        ("test_loss_equals_the_reference",),
+        ("loss",),
+    ),
+    "gradients": Property(
+        "gradients",
+        "every gradient is finite, not all zero, and equals the reference's",
+        ("test_gradients_equal_the_reference",),
+        ("gradients",),
+    ),
+    "stateless": Property(
+        "no state kept between calls",
+        "each call starts from x̂₀ = 0: the same output after other calls, sequences of a batch "
+        "independent, a prefix gives the first steps",
+        (
+            "test_every_call_starts_from_zero_feedback",
+            "test_sequences_in_a_batch_are_independent",
+            "test_prefix_gives_the_same_first_steps",
+        ),
+        ("self",),
+    ),
+    "shapes": Property(
+        "shapes and dtypes",
+        "(B, T, ·) in and out, a 2-D sequence gives 2-D outputs, NumPy float arrays",
+        ("test_shapes_and_dtypes", "test_one_sequence_gives_two_dimensional_outputs"),
+    ),
+    "bad_input": Property(
+        "bad input",
+        "every bad input of SPEC section 4 raises the named error, names the argument and "
+        "leaves the weights unchanged",
+        ("test_bad_input_raises_and_leaves_weights", "test_bad_create_arguments"),
+    ),
+    "initial_weights": Property(
+        "initial weights",
+        "create(config, seed=s) starts from SPEC's NumPy draw, for 2 configs and 4 seeds",
+        ("test_initial_weights_follow_the_spec_rule",),
+    ),
+    "round_trip": Property(
+        "weight round trip",
+        "set_weights(get_weights()) and an .npz file leave outputs bit for bit; weights are "
+        "copied in and out",
+        (
+            "test_weights_round_trip_bit_for_bit",
+            "test_get_weights_returns_copies",
+            "test_set_weights_copies_its_input",
+            "test_weights_given_to_create_are_used",
+        ),
+    ),
+    "sgd": Property(
+        "SGD trajectory",
+        "the loss of each of 50 SGD steps of fit, and the final weights, equal the reference's",
+        ("test_training_follows_the_reference_step_by_step[sgd",),
+        ("sgd", "sgd weights"),
+    ),
+    "adam": Property(
+        "Adam trajectory",
+        "the loss of each of 50 Adam steps (mini-batches, shuffled), and the final weights, "
+        "equal the reference's",
+        ("test_training_follows_the_reference_step_by_step[adam",),
+        ("adam", "adam weights"),
+    ),
+    "learning": Property(
+        "loss decrease",
+        "fit halves the loss on multi-sine signals in 60 steps, lowers it on the original "
+        "problem, changes every weight, and starts a fresh optimizer at each call",
+        (
+            "test_fit_halves_the_loss_on_a_learnable_signal",
+            "test_fit_lowers_the_loss_on_the_original_problem",
+            "test_fit_changes_the_weights_and_each_call_starts_a_fresh_optimizer",
+        ),
+    ),
+    "transfer": Property(
+        "cross-framework transfer",
+        "weights trained by fit here give the same outputs in each other backend, and back",
+        ("test_trained_weights_transfer_to_every_other_backend",),
+        ("outputs",),
+    ),
+    "random_configs": Property(
+        "random configs and shapes",
+        "predict, loss and gradients equal the reference's for configs and sizes drawn by "
+        "hypothesis (widths, depths, F, L, B, T, activations)",
+        ("test_random_configs_equal_the_reference",),
+        ("outputs", "loss", "gradients"),
+    ),
+}
+
+
+def markdown_table() -> str:
+    """The table of ``parity_tests/README.md``."""
+    rows = [
+        "| property | what is checked | tolerance (rtol, atol) and why |",
+        "|---|---|---|",
+    ]
+    for prop in PROPERTIES.values():
+        tolerance = "<br>".join(
+            f"`{key}`: {TOLERANCES[key].rtol:g}, {TOLERANCES[key].atol:g}"
+            f"{' × largest' if TOLERANCES[key].scaled else ''}: {TOLERANCES[key].reason}"
+            for key in prop.tolerances
+        )
+        rows.append(f"| {prop.title} | {prop.checks} | {tolerance or 'exact'} |")
+    return "\n".join(rows)

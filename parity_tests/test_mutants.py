@@ -1,0 +1,76 @@
+"""The suite rejects every deliberately broken implementation, for the property it breaks.
+
+Each mutant of ``parity_tests.mutants`` runs, in a subprocess, through the tests of the
+property it names; at least one of them must fail. The control (the unbroken
+``Float32Reference``) must pass the whole backend-generic suite, so a failure is the
+mutation's doing. The kill rate is printed at the end of the run.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import xml.etree.ElementTree as ElementTree
+from pathlib import Path
+
+import pytest
+
+from parity_tests.mutants import MUTANTS
+from parity_tests.properties import PROPERTIES, markdown_table
+
+pytestmark = pytest.mark.project
+
+ROOT = Path(__file__).resolve().parent.parent
+GENERIC_TESTS = [
+    "parity_tests/test_parity.py",
+    "parity_tests/test_interface.py",
+    "parity_tests/test_bad_input.py",
+    "parity_tests/test_weights.py",
+    "parity_tests/test_random_configs.py",
+]
+
+
+def run_suite(backend: str, junit: Path, names: list[str] | None = None) -> dict[str, bool]:
+    """Run the generic tests against ``backend``; test id -> passed."""
+    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *GENERIC_TESTS]
+    command += ["--backend", backend, "--other-backend", "reference", f"--junitxml={junit}"]
+    if names:
+        command += ["-k", " or ".join(names)]
+    subprocess.run(command, cwd=ROOT, capture_output=True, timeout=900, check=False)
+    return {
+        case.attrib["name"]: not any(child.tag in ("failure", "error") for child in case)
+        for case in ElementTree.parse(junit).getroot().iter("testcase")
+        if not any(child.tag == "skipped" for child in case)
+    }
+
+
+def test_every_property_has_a_mutant() -> None:
+    assert {mutant.breaks for mutant in MUTANTS} == set(PROPERTIES)
+
+
+def test_control_passes_the_whole_suite(tmp_path: Path) -> None:
+    results = run_suite("parity_tests.mutants:Float32Reference", tmp_path / "control.xml")
+    assert len(results) > 100
+    assert all(results.values()), [test for test, passed in results.items() if not passed]
+    for key, prop in PROPERTIES.items():
+        assert any(prop.selects(test) for test in results), f"no test checks {key}"
+
+
+@pytest.mark.parametrize("mutant", MUTANTS, ids=[mutant.__name__ for mutant in MUTANTS])
+def test_suite_rejects_mutant(
+    mutant: type, tmp_path: Path, mutant_verdicts: dict[str, bool]
+) -> None:
+    prop = PROPERTIES[mutant.breaks]
+    names = sorted({pattern.partition("[")[0] for pattern in prop.tests})
+    results = run_suite(f"parity_tests.mutants:{mutant.__name__}", tmp_path / "run.xml", names)
+    checked = {test: passed for test, passed in results.items() if prop.selects(test)}
+    assert checked, f"no test of {mutant.breaks!r} ran"
+    mutant_verdicts[mutant.__name__] = not all(checked.values())
+    assert not all(checked.values()), f"{mutant.__name__} passed every {mutant.breaks!r} test"
+
+
+def test_readme_lists_every_property_and_mutant() -> None:
+    readme = (ROOT / "parity_tests" / "README.md").read_text()
+    assert markdown_table() in readme
+    for mutant in MUTANTS:
+        assert f"| `{mutant.__name__}` |" in readme

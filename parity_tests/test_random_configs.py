@@ -1,0 +1,64 @@
+"""Property-based: configs and sizes drawn by hypothesis, each backend against the reference.
+
+Examples per backend: ``FRAE_HYPOTHESIS_EXAMPLES`` (default 20; each new config compiles
+anew in the compiled backends, so this sets most of the file's cost). Under ``CI`` the
+draw is derandomized, so a CI run is repeatable.
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import frae
+from parity_tests.conftest import MakeBackend
+from parity_tests.tolerances import assert_close
+
+settings.register_profile(
+    "frae",
+    max_examples=int(os.environ.get("FRAE_HYPOTHESIS_EXAMPLES", "20")),
+    deadline=None,
+    derandomize=os.environ.get("CI", "").lower() == "true",
+    suppress_health_check=[HealthCheck.function_scoped_fixture],  # the fixture is a factory
+)
+settings.load_profile("frae")
+
+widths = st.lists(st.integers(1, 8), max_size=3)
+activations = st.sampled_from(frae.ACTIVATIONS)
+configs = st.builds(
+    frae.FRAEConfig,
+    input_dim=st.integers(1, 4),
+    encoder_units=widths,
+    latent_dim=st.integers(1, 3),
+    decoder_units=widths,
+    activation=activations,
+    output_activation=activations,
+)
+
+
+@given(config=configs, batch=st.integers(1, 4), steps=st.integers(1, 12), seed=st.integers(0, 999))
+def test_random_configs_equal_the_reference(
+    make_backend: MakeBackend,
+    reference: MakeBackend,
+    config: frae.FRAEConfig,
+    batch: int,
+    steps: int,
+    seed: int,
+) -> None:
+    rng = np.random.default_rng(seed)
+    x = rng.uniform(-1, 1, (batch, steps, config.input_dim)).astype(np.float32)
+    y = rng.uniform(-1, 1, x.shape).astype(np.float32)
+    weights = {
+        name: rng.normal(0.0, 0.5, shape).astype(np.float32)  # large enough to be nonlinear
+        for name, shape in config.parameter_shapes().items()
+    }
+    model, oracle = make_backend(config, weights=weights), reference(config, weights=weights)
+    assert_close("outputs", model.predict(x), oracle.predict(x), "predict")
+    loss, grads = model.loss_and_grads(x, y)
+    expected_loss, expected_grads = oracle.loss_and_grads(x, y)
+    assert_close("loss", np.float32(loss), np.float64(expected_loss))
+    for name, grad in grads.items():
+        assert_close("gradients", grad, expected_grads[name], name)
