@@ -8,6 +8,8 @@ import sys
 
 import pytest
 
+import frae
+
 pytestmark = pytest.mark.project
 
 FRAMEWORKS = ("tensorflow", "jax", "flax", "optax", "keras", "torch", "numba")
@@ -39,3 +41,18 @@ def test_the_probe_sees_an_imported_framework() -> None:
     assert _frameworks_imported_by(
         "import frae, numpy; import sys; sys.modules['jax'] = numpy"
     ) == ["jax"]
+
+
+@pytest.mark.parametrize(
+    "name", [name for name in frae.installed_backends() if frae.registry.REGISTRY[name].frameworks]
+)
+def test_a_backend_imports_only_what_its_framework_does(name: str) -> None:
+    """``create(name)`` and a call import no framework beyond what importing its own does
+    (TensorFlow itself imports jax and keras when they are installed, for example)."""
+    frameworks = frae.registry.REGISTRY[name].frameworks
+    alone = _frameworks_imported_by(f"import {', '.join(frameworks)}")
+    used = _frameworks_imported_by(
+        f"import numpy, frae; frae.create({name!r}).predict(numpy.zeros((1, 3, 2), 'float32'))"
+    )
+    assert set(frameworks) <= set(used)
+    assert used == alone
