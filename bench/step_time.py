@@ -1,8 +1,8 @@
-"""Steady-state time per time step of ``predict`` and of a training step, per backend.
+"""Steady-state µs per time step of ``predict`` and a training step for a few backends at one
+shape: a shortcut to the harness (``python -m bench`` measures everything).
 
-Each backend runs in a process of its own. ``predict`` is timed per call; a training step
-as ``fit(x, epochs=K)`` divided by K, so it includes the per-step cost a user pays through
-``fit`` (the loss of every step is read back). Compilation is excluded by a warm-up.
+Each backend runs in a process of its own, as in the harness; a training step is
+``fit(x, epochs=K)`` / K; compilation is excluded (it is the first call, timed apart).
 
     python -m bench.step_time tf_while impls.tf_while:TextbookTFWhileBackend --steps 1000
 """
@@ -10,82 +10,52 @@ as ``fit(x, epochs=K)`` divided by K, so it includes the per-step cost a user pa
 from __future__ import annotations
 
 import argparse
-import json
-import subprocess
-import sys
-import time
-from collections.abc import Callable
+import tempfile
+from pathlib import Path
 
-import numpy as np
-
-import frae
-from frae.data import multi_sine
+from bench.harness import Settings, Variant, run
 
 
-def _seconds(call: Callable[[], object], repeats: int) -> list[float]:
-    samples = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        call()  # returns NumPy: the work is finished when the clock stops
-        samples.append(time.perf_counter() - start)
-    return samples
-
-
-def measure(backend: str, batch: int, steps: int, repeats: int, train_steps: int) -> dict:
-    """µs per time step (median and interquartile range) of predict and a training step."""
-    x = multi_sine(batch=batch, steps=steps, seed=0)
-    model = frae.create(backend)
-    start = time.perf_counter()
-    model.predict(x)
-    first_predict = time.perf_counter() - start
-    model.fit(x, epochs=2, learning_rate=1e-3)  # warm-up: traces and compiles the step
-    result = {"backend": backend, "batch": batch, "steps": steps, "first_predict_s": first_predict}
-    for operation, call, per in (
-        ("predict", lambda: model.predict(x), steps),
-        ("train_step", lambda: model.fit(x, epochs=train_steps), steps * train_steps),
-    ):
-        quartiles = np.percentile(np.array(_seconds(call, repeats)) / per * 1e6, [25, 50, 75])
-        result[f"{operation}_us_per_step"] = float(quartiles[1])
-        result[f"{operation}_iqr_us"] = float(quartiles[2] - quartiles[0])
-    return result
-
-
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def main(argv: list[str] | None = None) -> None:
+    """Measure the named backends and print one row each, with the ratio to the fastest."""
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("backends", nargs="+", help="registered names or import paths")
     parser.add_argument("--batch", type=int, default=1)
     parser.add_argument("--steps", type=int, default=1000)
     parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--train-steps", type=int, default=5)
-    parser.add_argument("--in-process", action="store_true", help=argparse.SUPPRESS)
-    args = parser.parse_args()
-    options = [
-        f"--{k}={getattr(args, k.replace('-', '_'))}"
-        for k in ("batch", "steps", "repeats", "train-steps")
+    args = parser.parse_args(argv)
+    variants = [
+        Variant(name, name, "compiled", "named on the command line") for name in args.backends
     ]
-    if args.in_process:
-        for backend in args.backends:
-            print(
-                json.dumps(measure(backend, args.batch, args.steps, args.repeats, args.train_steps))
+    settings = Settings(repeats=args.repeats, train_steps=args.train_steps)
+    point = (args.batch, args.steps, ("predict", "train_step"))
+    with tempfile.TemporaryDirectory() as folder:
+        records = run(variants, [point], settings, Path(folder), progress=False)
+    timed = {
+        (r["variant"], r["operation"]): r["us_per_step"] for r in records if "us_per_step" in r
+    }
+    fastest = {
+        op: min((v for (_, o), v in timed.items() if o == op), default=float("nan"))
+        for op in ("predict", "train_step")
+    }
+    print(f"{'backend':<42}{'predict µs/step':>17}{'×best':>7}{'train µs/step':>15}{'×best':>7}")
+    for name in args.backends:
+        cells = []
+        for op, width in (("predict", 17), ("train_step", 15)):
+            value = timed.get((name, op))
+            cells.append(
+                f"{'—':>{width}}{'':>7}"
+                if value is None
+                else f"{value:>{width}.2f}{value / fastest[op]:>7.1f}"
             )
-        return
-    rows = []
-    for backend in args.backends:
-        command = [sys.executable, "-m", "bench.step_time", backend, *options, "--in-process"]
-        output = subprocess.run(command, capture_output=True, text=True, check=True).stdout
-        rows.append(json.loads(output.splitlines()[-1]))
-        print(json.dumps(rows[-1]), flush=True)
-    fastest = {op: min(r[f"{op}_us_per_step"] for r in rows) for op in ("predict", "train_step")}
-    print(f"\n{'backend':<42}{'predict µs/step':>17}{'×best':>7}{'train µs/step':>15}{'×best':>7}")
-    for r in rows:
-        print(
-            f"{r['backend']:<42}{r['predict_us_per_step']:>17.2f}"
-            f"{r['predict_us_per_step'] / fastest['predict']:>7.1f}"
-            f"{r['train_step_us_per_step']:>15.2f}"
-            f"{r['train_step_us_per_step'] / fastest['train_step']:>7.1f}"
-        )
+        print(f"{name:<42}{''.join(cells)}")
+    failures = [r for r in records if "error" in r or "skipped" in r]
+    for r in failures:
+        print(f"{r['variant']}: {r.get('error') or r.get('skipped')}")
     print(
-        f"B={args.batch} T={args.steps}; median of {args.repeats}, each backend in its own process"
+        f"B={args.batch} T={args.steps}; median of at least {args.repeats}, "
+        "each backend in its own process"
     )
 
 

@@ -1,8 +1,11 @@
-"""The main job: every installed backend against the float64 reference on the default model.
+"""The main job: every installed backend against the float64 reference on the default model,
+then the quick cross-framework benchmark.
 
 For each backend: the largest difference from the reference in outputs, codes, loss,
 gradients and a short Adam trajectory, and the steady-state time of ``predict`` per step.
-Backends that cannot run here are listed with the reason.
+Backends that cannot run here are listed with the reason. Then ``bench`` measures every
+variant, each in its own process, and writes the report (Markdown, JSON lines, PNGs) to a
+folder, ``reports/<timestamp>/`` unless named.
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ import statistics
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
@@ -83,7 +87,28 @@ def format_table(rows: list[Comparison]) -> str:
     return "\n".join(lines)
 
 
-def main() -> None:
+def parity_markdown(rows: list[Comparison], missing: dict[str, str]) -> str:
+    """The parity table as a Markdown section for the report."""
+    lines = [
+        "## Parity with the float64 reference (default model)",
+        "",
+        "Largest difference from the reference; Adam: "
+        f"{TRAINING_STEPS} steps, the relative difference of the loss trajectory.",
+        "",
+        "| backend | max abs dx̂ | max abs dz | loss rel | grad rel | adam rel | predict µs/step |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    lines += [
+        f"| {r.backend} | {r.output_error:.1e} | {r.code_error:.1e} | {r.loss_error:.1e} | "
+        f"{r.gradient_error:.1e} | {r.trajectory_error:.1e} | {r.predict_us_per_step:.1f} |"
+        for r in rows
+    ]
+    lines += [f"| {name} | not compared: {reason} | | | | | |" for name, reason in missing.items()]
+    return "\n".join(lines) + "\n"
+
+
+def main(out: Path | None = None, benchmark: bool = True) -> None:
+    """Print the parity table; then run the quick benchmark and write the report to ``out``."""
     x = multi_sine()
     batch, steps, features = x.shape
     print(f"FRAE default model {frae.FRAEConfig()}")
@@ -91,8 +116,24 @@ def main() -> None:
     print(f"errors are the largest difference from the reference; Adam: {TRAINING_STEPS} steps\n")
     rows = [compare_backend(name, x) for name in frae.installed_backends()]
     print(format_table(rows))
-    missing = [name for name in frae.available_backends() if frae.unavailable_reason(name)]
+    missing = {
+        name: reason
+        for name in frae.available_backends()
+        if (reason := frae.unavailable_reason(name)) is not None
+    }
     if missing:
         print("\nnot compared:")
-        for name in missing:
-            print(f"  {name}: {frae.unavailable_reason(name)}")
+        for name, reason in missing.items():
+            print(f"  {name}: {reason}")
+    if not benchmark:
+        return
+    from bench.harness import benchmark as run_benchmark
+    from bench.harness import default_out
+
+    folder = out or default_out()
+    print(f"\nquick benchmark, each variant in its own process; report in {folder}/", flush=True)
+    start = time.perf_counter()
+    _, summary = run_benchmark(quick=True, out=folder, preamble=parity_markdown(rows, missing))
+    print(f"\n{summary}")
+    print(f"\nreport ({time.perf_counter() - start:.0f} s): {folder / 'report.md'}")
+    print(f"also there: results.jsonl, {', '.join(p.name for p in sorted(folder.glob('*.png')))}")

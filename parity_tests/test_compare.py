@@ -26,9 +26,10 @@ def test_multi_sine_is_bounded_smooth_and_seeded() -> None:
     assert original_problem().shape == (1, 10, 2)
 
 
-def test_compare_prints_every_backend() -> None:
+def test_compare_prints_every_backend(tmp_path) -> None:
+    """The parity part of the main job; its benchmark part is test_bench's harness test."""
     result = subprocess.run(
-        [sys.executable, "-m", "frae", "compare"],
+        [sys.executable, "-m", "frae", "compare", "--no-bench", "--out", str(tmp_path)],
         capture_output=True,
         text=True,
         check=True,

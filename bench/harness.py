@@ -1,0 +1,529 @@
+"""The cross-framework benchmark: every variant in its own process, one report.
+
+    python -m bench [--quick] [--variants NAME ...] [--steps T ...] [--batch B ...] [--out DIR]
+
+A variant is a backend run one way: a registered backend, a baseline given by import path,
+or a floor, with the environment it needs (``KERAS_BACKEND`` for Keras). Each runs in a
+fresh process (``bench.worker``) over the grid of (B, T); the records stream back as JSON
+lines and are written, with the machine's facts and library versions, to
+``results.jsonl``; ``bench.report`` turns them into ``report.md`` and plots.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import importlib.metadata
+import importlib.util
+import json
+import os
+import platform
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+OPERATIONS = ("predict", "loss_and_grads", "train_step")
+STEPS = (100, 1000, 10000)
+BATCHES = (1, 32, 256)
+Point = tuple[int, int, tuple[str, ...]]
+"""(B, T, operations): one input shape of the grid and what is measured on it."""
+QUICK_GRID: tuple[Point, ...] = (
+    (1, 100, ("predict",)),
+    (1, 1000, OPERATIONS),
+    (256, 1000, ("predict",)),
+)
+"""``--quick``: every operation at the targets' shape B=1, T=1000; predict at a shorter T
+and at a large batch, for the scaling plots and the batching target."""
+LIBRARIES = (
+    "numpy",
+    "tensorflow",
+    "keras",
+    "jax",
+    "jaxlib",
+    "flax",
+    "optax",
+    "numba",
+    "llvmlite",
+    "torch",
+    "matplotlib",
+)
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One backend run one way, in a process of its own.
+
+    Attributes:
+        name: its label in the results.
+        backend: a registered name or ``"module:attribute"`` for ``frae.create``.
+        role: ``"floor"`` (the native floor every figure is divided by), ``"check"`` (the C
+            check of the floor), ``"compiled"`` (the suite's backends, held to the targets)
+            or ``"baseline"``.
+        about: one line for the report.
+        env: environment variables of its process.
+        needs: modules that must be importable (beyond what the registry checks).
+        slow: it interprets every time step (the reference, graph mode without XLA, eager
+            PyTorch), so it gets only part of the grid (``Settings.slow_max_steps``,
+            ``slow_max_batch``).
+        operations: what it offers.
+    """
+
+    name: str
+    backend: str
+    role: str
+    about: str
+    env: dict[str, str] = field(default_factory=dict)
+    needs: tuple[str, ...] = ()
+    slow: bool = False
+    operations: tuple[str, ...] = OPERATIONS
+
+
+def _keras(backend: str, framework: str, default: bool) -> Variant:
+    if default:
+        return Variant(
+            f"keras_default[{framework}]",
+            backend,
+            "baseline",
+            f"Keras' defaults on {framework}: model.predict / model.fit, jit_compile='auto'",
+            {"KERAS_BACKEND": framework},
+            ("keras", framework),
+            # Keras resolves 'auto' to no XLA on a CPU-only TensorFlow: graph mode, step by step
+            slow=framework == "tensorflow",
+        )
+    return Variant(
+        f"keras_rnn[{framework}]",
+        backend,
+        "compiled",
+        f"keras.layers.RNN over a custom cell on {framework}, XLA, predict_on_batch / "
+        "train_on_batch",
+        {"KERAS_BACKEND": framework},
+        ("keras", framework),
+    )
+
+
+VARIANTS = (
+    Variant(
+        "numba_floor",
+        "bench.floor:NumbaFloorBackend",
+        "floor",
+        "native floor: forward and BPTT loops compiled by Numba, float32, one thread",
+        needs=("numba",),
+    ),
+    Variant(
+        "c_forward",
+        "bench.cfloor:CFloorBackend",
+        "check",
+        "the same forward in plain C, compiled (cc -O2) when the model is created, called "
+        "by ctypes: the check on the floor",
+        operations=("predict",),
+    ),
+    Variant("tf_while", "tf_while", "compiled", "tf.while_loop + TensorArray under XLA"),
+    Variant("jax_scan", "jax_scan", "compiled", "jax.lax.scan over Flax NNX layers, jit"),
+    _keras("keras_rnn", "tensorflow", default=False),
+    _keras("keras_rnn", "jax", default=False),
+    Variant(
+        "textbook_fix",
+        "impls.tf_while:TextbookTFWhileBackend",
+        "baseline",
+        "the textbook fix: the same tf.while_loop in graph mode without XLA",
+        needs=("tensorflow",),
+        slow=True,
+    ),
+    _keras("impls.keras_rnn:DefaultKerasRNNBackend", "tensorflow", default=True),
+    _keras("impls.keras_rnn:DefaultKerasRNNBackend", "jax", default=True),
+    Variant(
+        "torch_eager",
+        "bench.torch_eager:TorchEagerBackend",
+        "baseline",
+        "PyTorch eager: nn.Linear layers, a Python loop over time, torch.optim.Adam",
+        needs=("torch",),
+        slow=True,
+    ),
+    Variant(
+        "reference",
+        "reference",
+        "baseline",
+        "the float64 NumPy reference, one time step at a time",
+        slow=True,
+    ),
+)
+
+
+@dataclass(frozen=True)
+class Settings:
+    """How long each measurement runs (see ``bench.worker``)."""
+
+    repeats: int = 7
+    min_time_s: float = 0.5
+    budget_s: float = 10.0
+    max_samples: int = 500
+    train_steps: int = 5
+    long_call_s: float = 20.0
+    """A first call longer than this gets one timed call and no warm-up."""
+    timeout_s: float = 3600.0
+    slow_max_steps: int = 1000
+    """Longest T a slow variant gets."""
+    slow_max_batch: int | None = None
+    """Largest B a slow variant gets (``None``: every B)."""
+
+
+QUICK_SETTINGS = Settings(
+    repeats=5,
+    min_time_s=0.05,
+    budget_s=1.0,
+    max_samples=100,
+    timeout_s=300,
+    slow_max_batch=1,
+)
+
+
+def frameworks(variant: Variant) -> list[str]:
+    """The frameworks a variant's process runs on (the Keras backend's included)."""
+    from frae.registry import REGISTRY
+
+    entry = REGISTRY.get(variant.backend)
+    found = [*(entry.frameworks if entry else ()), *variant.needs, *variant.env.values()]
+    return list(dict.fromkeys(name for name in found if name != "keras"))
+
+
+def unavailable(variant: Variant) -> str | None:
+    """Why ``variant`` cannot run here, or ``None``. Imports nothing."""
+    import frae
+
+    if ":" not in variant.backend:
+        reason = frae.unavailable_reason(variant.backend)
+        if reason:
+            return reason
+    missing = [m for m in variant.needs if importlib.util.find_spec(m) is None]
+    if missing:
+        return f"needs {', '.join(missing)}, which is not installed"
+    module = variant.backend.partition(":")[0]
+    if ":" in variant.backend and not _findable(module):
+        return f"module {module} is not importable"
+    if variant.role == "check":
+        from bench.cfloor import compiler
+
+        if compiler() is None:
+            return "no C compiler (cc or gcc) on PATH"
+    return None
+
+
+def _findable(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is not None
+    except ModuleNotFoundError:  # a parent package is missing
+        return False
+
+
+def machine_facts() -> dict[str, Any]:
+    """Platform, CPUs, Python, library versions and thread variables; imports no framework."""
+    versions = {}
+    for name in LIBRARIES:
+        try:
+            versions[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            continue
+    from bench.cfloor import FLAGS, compiler
+
+    cc = compiler()
+    cc_version = (
+        subprocess.run([cc, "--version"], capture_output=True, text=True).stdout.splitlines()[0]
+        if cc
+        else None
+    )
+    from bench.worker import THREAD_VARIABLES
+
+    return {
+        "platform": platform.platform(),
+        "machine": platform.machine(),
+        "processor": _cpu_model(),
+        "cpu_count": os.cpu_count(),
+        "affinity": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
+        "python": platform.python_version(),
+        "versions": versions,
+        "thread_variables": {k: os.environ[k] for k in THREAD_VARIABLES if k in os.environ},
+        "c_compiler": f"{cc_version} {' '.join(FLAGS)}" if cc else None,
+    }
+
+
+def _cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.partition(":")[2].strip()
+    except OSError:
+        pass
+    return platform.processor()
+
+
+def full_grid(batches: Iterable[int] = BATCHES, steps: Iterable[int] = STEPS) -> list[Point]:
+    """Every operation at every (B, T)."""
+    return [(b, t, OPERATIONS) for t in steps for b in batches]
+
+
+def points_for(variant: Variant, grid: Iterable[Point], settings: Settings) -> list[Point]:
+    """The part of ``grid`` a variant runs: the operations it offers; if slow, the caps."""
+    points = []
+    for batch, steps, operations in grid:
+        offered = tuple(op for op in operations if op in variant.operations)
+        capped = variant.slow and (
+            steps > settings.slow_max_steps
+            or (settings.slow_max_batch is not None and batch > settings.slow_max_batch)
+        )
+        if offered and not capped:
+            points.append((batch, steps, offered))
+    return points
+
+
+def run_variant(
+    variant: Variant,
+    points: list[Point],
+    settings: Settings,
+    log: Path,
+    on_record: Callable[[dict[str, Any]], None],
+) -> None:
+    """Run one variant's worker; pass each record it prints to ``on_record``.
+
+    A worker that fails or runs past ``settings.timeout_s`` yields a ``variant`` record with
+    the error and the tail of its log; the run goes on with the next variant.
+    """
+    job = {
+        "variant": variant.name,
+        "backend": variant.backend,
+        "points": points,
+        "frameworks": frameworks(variant),
+        "repeats": settings.repeats,
+        "min_time_s": settings.min_time_s,
+        "budget_s": settings.budget_s,
+        "max_samples": settings.max_samples,
+        "train_steps": settings.train_steps,
+        "long_call_s": settings.long_call_s,
+    }
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", **variant.env}
+    with log.open("w") as errors:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "bench.worker", json.dumps(job)],
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=errors,
+            text=True,
+        )
+        timer = threading.Timer(settings.timeout_s, process.kill)
+        timer.start()
+        try:
+            assert process.stdout is not None
+            for line in process.stdout:
+                if line.startswith("{"):
+                    on_record({**json.loads(line), "role": variant.role})
+            code = process.wait()
+        finally:
+            timed_out = not timer.is_alive() and process.returncode == -9
+            timer.cancel()
+    if code != 0:
+        tail = log.read_text(errors="replace").strip().splitlines()[-5:]
+        why = f"timed out after {settings.timeout_s:.0f} s" if timed_out else f"exited with {code}"
+        on_record(
+            {
+                "kind": "variant",
+                "variant": variant.name,
+                "role": variant.role,
+                "error": f"worker {why}: " + " | ".join(tail),
+            }
+        )
+
+
+def run(
+    variants: Iterable[Variant],
+    grid: Iterable[Point],
+    settings: Settings,
+    out: Path,
+    progress: bool = True,
+) -> list[dict[str, Any]]:
+    """Measure every variant over ``grid``; write ``out/results.jsonl``; return the records.
+
+    The first record (``kind: "run"``) holds the machine's facts, the grid and the settings;
+    then, per variant, its facts (or why it was skipped) and one record per measurement.
+    """
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "logs").mkdir(exist_ok=True)
+    variants, grid = list(variants), list(grid)
+    records: list[dict[str, Any]] = [
+        {
+            "kind": "run",
+            "started": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
+            "command": " ".join(sys.orig_argv),
+            "machine": machine_facts(),
+            "grid": grid,
+            "settings": settings.__dict__,
+            "variants": {
+                v.name: {
+                    "backend": v.backend,
+                    "role": v.role,
+                    "about": v.about,
+                    "env": v.env,
+                    "slow": v.slow,
+                }
+                for v in variants
+            },
+        }
+    ]
+    plan = [(v, points_for(v, grid, settings), unavailable(v)) for v in variants]
+    total = sum(len(p[2]) for _, points, reason in plan if reason is None for p in points)
+    bar = _progress_bar(total, progress)
+    with (out / "results.jsonl").open("w") as results:
+
+        def keep(record: dict[str, Any]) -> None:
+            records.append(record)
+            results.write(json.dumps(record) + "\n")
+            results.flush()
+            if record["kind"] == "result":
+                bar.update(1)
+                bar.set_postfix_str(f"{record['variant']} B={record['batch']} T={record['steps']}")
+
+        keep(records.pop())
+        start = time.perf_counter()
+        for variant, points, reason in plan:
+            if reason is not None:
+                keep(
+                    {
+                        "kind": "variant",
+                        "variant": variant.name,
+                        "role": variant.role,
+                        "skipped": reason,
+                    }
+                )
+                continue
+            before, begin = len(records), time.perf_counter()
+            bar.set_description(variant.name)
+            run_variant(variant, points, settings, out / "logs" / f"{variant.name}.log", keep)
+            done = sum(1 for r in records[before:] if r["kind"] == "result")
+            bar.update(sum(len(p[2]) for p in points) - done)
+            keep({"kind": "done", "variant": variant.name, "wall_s": time.perf_counter() - begin})
+        keep({"kind": "end", "wall_s": time.perf_counter() - start})
+    bar.close()
+    return records
+
+
+class _Silent:
+    """Stands in for a tqdm bar when there is none."""
+
+    def update(self, _: int) -> None: ...
+
+    def set_description(self, _: str) -> None: ...
+
+    def set_postfix_str(self, _: str) -> None: ...
+
+    def close(self) -> None: ...
+
+
+def _progress_bar(total: int, show: bool) -> Any:
+    if show:
+        try:
+            from tqdm import tqdm  # type: ignore[import-untyped]
+        except ImportError:
+            return _Silent()
+        return tqdm(total=total, unit="measurement", file=sys.stderr, dynamic_ncols=True)
+    return _Silent()
+
+
+def default_out() -> Path:
+    """``reports/<timestamp>/`` under the working folder."""
+    return Path("reports") / datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
+
+
+def select(names: list[str] | None) -> list[Variant]:
+    """The variants named (all by default); unknown names raise ``ValueError``."""
+    if not names:
+        return list(VARIANTS)
+    known = {v.name: v for v in VARIANTS}
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        raise ValueError(f"variants must be among {list(known)}, got {unknown}")
+    return [known[n] for n in names]
+
+
+def benchmark(
+    *,
+    quick: bool,
+    out: Path,
+    variants: list[str] | None = None,
+    batches: list[int] | None = None,
+    steps: list[int] | None = None,
+    settings: Settings | None = None,
+    progress: bool = True,
+    preamble: str = "",
+) -> tuple[list[dict[str, Any]], str]:
+    """Measure, then write the report (``preamble``, Markdown, goes before its summary);
+    returns the records and the summary for the terminal."""
+    from bench import report
+
+    if batches or steps:
+        grid = full_grid(batches or BATCHES, steps or STEPS)
+    else:
+        grid = list(QUICK_GRID) if quick else full_grid()
+    chosen = settings or (QUICK_SETTINGS if quick else Settings())
+    records = run(select(variants), grid, chosen, out, progress)
+    return records, report.write(records, out, preamble)
+
+
+def main(argv: list[str] | None = None, prog: str = "python -m bench") -> None:
+    """The command line: measure, write the report, print the summary."""
+    parser = argparse.ArgumentParser(
+        prog=prog, description=__doc__.splitlines()[0] if __doc__ else None
+    )
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="fewer repeats and a small grid: every operation at B=1, T=1000, predict at "
+        "B=1, T=100 and at B=256, T=1000 (--batch/--steps replace the grid)",
+    )
+    parser.add_argument("--variants", nargs="+", metavar="NAME", help="default: all")
+    parser.add_argument("--batch", nargs="+", type=int, metavar="B", help=f"default {BATCHES}")
+    parser.add_argument("--steps", nargs="+", type=int, metavar="T", help=f"default {STEPS}")
+    parser.add_argument("--repeats", type=int, help="least number of timed calls")
+    parser.add_argument("--train-steps", type=int, default=5, help="K in fit(x, epochs=K)/K")
+    parser.add_argument("--out", type=Path, help="report folder (default reports/<timestamp>)")
+    parser.add_argument("--no-progress", action="store_true")
+    parser.add_argument("--list", action="store_true", help="list the variants and exit")
+    args = parser.parse_args(argv)
+    if args.list:
+        for v in VARIANTS:
+            reason = unavailable(v)
+            print(
+                f"{v.name:<28}{v.role:<10}{v.about}" + (f"  [skipped: {reason}]" if reason else "")
+            )
+        return
+    if args.train_steps < 5:
+        parser.error(f"--train-steps must be at least 5, got {args.train_steps}")
+    settings = QUICK_SETTINGS if args.quick else Settings()
+    settings = Settings(
+        **{
+            **settings.__dict__,
+            "train_steps": args.train_steps,
+            **({"repeats": args.repeats} if args.repeats else {}),
+        }
+    )
+    try:
+        select(args.variants)
+    except ValueError as error:
+        parser.error(str(error))
+    out = args.out or default_out()
+    start = time.perf_counter()
+    _, summary = benchmark(
+        quick=args.quick,
+        out=out,
+        variants=args.variants,
+        batches=args.batch,
+        steps=args.steps,
+        settings=settings,
+        progress=not args.no_progress,
+    )
+    print(summary)
+    print(f"\nreport: {out / 'report.md'} ({time.perf_counter() - start:.0f} s)")

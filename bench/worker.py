@@ -1,0 +1,235 @@
+"""One backend's measurements, in a process of its own (started by ``bench.harness``).
+
+    python -m bench.worker '<job as JSON>'
+
+prints one JSON line per measurement on stdout: first the variant's facts (import time,
+library versions, thread settings), then one line per (operation, B, T). The protocol for
+each operation on each input shape, with a fresh model per shape:
+
+- first call: the first call on that shape, which traces and compiles (for ``train_step``,
+  ``fit(x, epochs=1)``);
+- warm-up: the same call once more, untimed;
+- steady state: calls timed one by one with ``time.perf_counter`` until there are at least
+  ``repeats`` of them and ``min_time_s`` has passed (at most ``max_samples``; at least
+  ``MIN_SAMPLES`` once ``budget_s`` has passed); the median and quartiles are reported.
+  Where the first call took longer than ``long_call_s``, one timed call and no warm-up
+  (the row says so in ``note``), so that one slow shape cannot hold the run for an hour.
+  Every backend returns NumPy, so the work is finished when the clock stops. A training
+  sample is ``fit(x, epochs=K)`` divided by K: one optimizer step per epoch, the whole batch.
+"""
+
+from __future__ import annotations
+
+import gc
+import importlib
+import json
+import os
+import resource
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+OPERATIONS = ("predict", "loss_and_grads", "train_step")
+MIN_SAMPLES = 3
+THREAD_VARIABLES = (
+    "OMP_NUM_THREADS",
+    "MKL_NUM_THREADS",
+    "OPENBLAS_NUM_THREADS",
+    "TF_NUM_INTRAOP_THREADS",
+    "TF_NUM_INTEROP_THREADS",
+    "XLA_FLAGS",
+    "NUMBA_NUM_THREADS",
+    "KERAS_BACKEND",
+)
+
+
+def peak_rss_mb() -> float:
+    """This process's peak resident memory so far, in MiB.
+
+    ``resource.getrusage(...).ru_maxrss``, except on Linux, which carries a parent's peak
+    into the child across fork and exec (a worker started by ``frae compare``, whose process
+    holds every framework, would report the parent's peak): there the high-water mark of
+    this process image, ``VmHWM`` in ``/proc/self/status``, is the same figure for the
+    worker alone.
+    """
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 2**10  # kB
+    except OSError:
+        pass
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak / (2**20 if sys.platform == "darwin" else 2**10)
+
+
+def thread_settings(frameworks: list[str]) -> dict[str, Any]:
+    """Thread counts as ``frameworks`` see them (only those: asking a framework can start
+    it), and the environment variables that set them."""
+    settings: dict[str, Any] = {
+        name: os.environ[name] for name in THREAD_VARIABLES if name in os.environ
+    }
+    if "tensorflow" in frameworks:
+        tf = importlib.import_module("tensorflow")
+        settings["tf_intra_op_threads"] = tf.config.threading.get_intra_op_parallelism_threads()
+        settings["tf_inter_op_threads"] = tf.config.threading.get_inter_op_parallelism_threads()
+    if "jax" in frameworks:
+        jax = importlib.import_module("jax")
+        settings["jax_devices"] = [str(device) for device in jax.devices()]
+    if "torch" in frameworks:
+        torch = importlib.import_module("torch")
+        settings["torch_threads"] = torch.get_num_threads()
+        settings["torch_interop_threads"] = torch.get_num_interop_threads()
+    if "numba" in frameworks:
+        settings["numba_threads"] = 1  # the floor's loops are not parallel
+    return settings
+
+
+def backend_module(backend: str) -> str:
+    """The module ``frae.create(backend)`` imports."""
+    from frae.registry import REGISTRY
+
+    target = backend if ":" in backend else REGISTRY[backend].target
+    return target.partition(":")[0]
+
+
+def sample(
+    call: Callable[[], object],
+    repeats: int,
+    min_time_s: float,
+    budget_s: float,
+    max_samples: int,
+) -> list[float]:
+    """Seconds of each timed call of ``call`` (see the module docstring for when it stops)."""
+    samples: list[float] = []
+    start = time.perf_counter()
+    while True:
+        begin = time.perf_counter()
+        call()
+        samples.append(time.perf_counter() - begin)
+        elapsed = time.perf_counter() - start
+        if len(samples) >= max_samples:
+            return samples
+        if len(samples) >= repeats and elapsed >= min_time_s:
+            return samples
+        if len(samples) >= MIN_SAMPLES and elapsed >= budget_s:
+            return samples
+
+
+def _calls(model: Any, x: np.ndarray, train_steps: int) -> dict[str, Any]:
+    """Per operation: (first and warm-up call, timed call, optimizer steps per timed call)."""
+    return {
+        "predict": (lambda: model.predict(x), lambda: model.predict(x), 1),
+        "loss_and_grads": (lambda: model.loss_and_grads(x), lambda: model.loss_and_grads(x), 1),
+        "train_step": (
+            lambda: model.fit(x, epochs=1, learning_rate=1e-3),
+            lambda: model.fit(x, epochs=train_steps, learning_rate=1e-3),
+            train_steps,
+        ),
+    }
+
+
+def measure_shape(
+    job: dict[str, Any], batch: int, steps: int, operations: list[str]
+) -> Iterator[dict[str, Any]]:
+    """``operations`` of a fresh model on one (B, T) input."""
+    import frae
+    from frae.data import multi_sine
+
+    x = multi_sine(batch=batch, steps=steps, features=2, seed=0)
+    start = time.perf_counter()
+    try:
+        model = frae.create(job["backend"], seed=0)
+        failure = None
+    except Exception as error:  # reported on every operation's row
+        model, failure = None, f"{type(error).__name__}: {error}"
+    create_s = time.perf_counter() - start
+    calls = _calls(model, x, job["train_steps"])
+    for operation in operations:
+        row: dict[str, Any] = {
+            "kind": "result",
+            "variant": job["variant"],
+            "operation": operation,
+            "batch": batch,
+            "steps": steps,
+            "create_s": create_s,
+        }
+        first, steady, per_call = calls[operation]
+        if failure:
+            yield {**row, "error": failure}
+            continue
+        try:
+            begin = time.perf_counter()
+            first()
+            row["first_call_s"] = time.perf_counter() - begin
+            if row["first_call_s"] > job["long_call_s"]:
+                row["note"] = (
+                    f"first call {row['first_call_s']:.0f} s > {job['long_call_s']:.0f} s: "
+                    "one timed call, no warm-up"
+                )
+                seconds = np.array(sample(steady, 1, 0.0, 0.0, 1))
+            else:
+                first()  # warm-up
+                gc.collect()
+                seconds = np.array(
+                    sample(
+                        steady,
+                        job["repeats"],
+                        job["min_time_s"],
+                        job["budget_s"],
+                        job["max_samples"],
+                    )
+                )
+        except NotImplementedError as error:
+            yield {**row, "unsupported": str(error)}
+            continue
+        except Exception as error:  # one failing operation must not hide the others
+            yield {**row, "error": f"{type(error).__name__}: {error}"}
+            continue
+        q1, median, q3 = np.percentile(seconds / per_call, [25, 50, 75])
+        yield {
+            **row,
+            "samples": len(seconds),
+            "steps_per_sample": per_call,
+            "median_s": float(median),
+            "q1_s": float(q1),
+            "q3_s": float(q3),
+            "us_per_step": float(median / steps * 1e6),
+            "iqr_us_per_step": float((q3 - q1) / steps * 1e6),
+            "sequence_steps_per_s": float(batch * steps / median),
+            "peak_rss_mb": peak_rss_mb(),
+        }
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Run the job given as JSON in ``argv[0]``; print JSON lines."""
+    job = json.loads((sys.argv[1:] if argv is None else argv)[0])
+
+    def emit(record: dict[str, Any]) -> None:
+        print(json.dumps(record), flush=True)
+
+    import frae  # the core, not counted in the import time
+
+    del frae
+    start = time.perf_counter()
+    importlib.import_module(backend_module(job["backend"]))
+    emit(
+        {
+            "kind": "variant",
+            "variant": job["variant"],
+            "backend": job["backend"],
+            "import_s": time.perf_counter() - start,
+            "threads": thread_settings(job["frameworks"]),
+            "peak_rss_mb": peak_rss_mb(),
+        }
+    )
+    for batch, steps, operations in job["points"]:
+        for record in measure_shape(job, batch, steps, operations):
+            emit(record)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,287 @@
+"""The benchmark's own correctness: the native floor computes the model, and the harness
+writes what it promises.
+
+- The Numba floor (``bench.floor``), in float64, equals the reference's outputs, codes, loss
+  and gradients to float64 rounding, on the default config and on one with other sizes and
+  activations; in float32, as the benchmark runs it, within the float32 tolerances.
+- The C forward (``bench.cfloor``) equals the reference's outputs (skipped without ``cc``).
+- The harness, on a tiny grid (reference and floor, B=2, T=20), writes valid JSON lines, a
+  Markdown report with its sections and decodable PNGs.
+
+Each check is shown to reject a deliberately broken implementation or output. No timing is
+asserted anywhere: the figures depend on the machine.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+import frae
+from frae.data import multi_sine
+from parity_tests.tolerances import assert_close
+
+pytestmark = pytest.mark.project
+numba = pytest.importorskip("numba", reason="the floor needs numba: pip install 'frae[bench]'")
+
+from bench import floor  # noqa: E402
+from bench.cfloor import CFloorBackend, compiler  # noqa: E402
+from bench.layout import flatten, plan, unflatten  # noqa: E402
+
+OTHER_CONFIG = frae.FRAEConfig(
+    input_dim=3,
+    encoder_units=(5,),
+    latent_dim=2,
+    decoder_units=(4, 6),
+    activation="tanh",
+    output_activation="sigmoid",
+)
+"""Different sizes everywhere (so a swapped axis or offset fails) and other activations."""
+NO_HIDDEN_CONFIG = frae.FRAEConfig(
+    encoder_units=(), decoder_units=(), activation="linear", output_activation="swish"
+)
+
+needs_cc = pytest.mark.skipif(compiler() is None, reason="no C compiler (cc or gcc)")
+
+
+def _sequences(config: frae.FRAEConfig, seed: int) -> np.ndarray:
+    return multi_sine(batch=3, steps=7, features=config.input_dim, seed=seed)
+
+
+def check_forward(model: frae.Backend, config: frae.FRAEConfig) -> None:
+    """``predict``, ``encode`` and ``decode`` of ``model`` against the reference."""
+    oracle = frae.create("reference", config, seed=3)
+    x = _sequences(config, seed=1)
+    assert_close("outputs", model.predict(x), oracle.predict(x), "predict")
+    assert_close("outputs", model.encode(x), oracle.encode(x), "encode")
+    z = oracle.encode(x)
+    assert_close("outputs", model.decode(z), oracle.decode(z), "decode")
+
+
+def check_gradients(model: frae.Backend, config: frae.FRAEConfig) -> None:
+    """Loss and every gradient of ``model`` against the reference, with y ≠ x."""
+    oracle = frae.create("reference", config, seed=3)
+    x, y = _sequences(config, seed=1), _sequences(config, seed=2)
+    loss, grads = model.loss_and_grads(x, y)
+    expected_loss, expected = oracle.loss_and_grads(x, y)
+    dtype = next(iter(grads.values())).dtype  # the loss is compared in the model's precision
+    assert_close("loss", np.asarray(loss, dtype), np.asarray(expected_loss))
+    assert grads.keys() == expected.keys()
+    for name in expected:
+        assert_close("gradients", grads[name], expected[name], name)
+
+
+class DroppedBiasFloor(floor.NumbaFloor64Backend):
+    """Broken: the output layer's bias is lost on the way in (a forgotten offset)."""
+
+    def _write_weights(self, weights: dict[str, Any]) -> None:
+        super()._write_weights(
+            {**weights, "decoder/output/bias": 0 * weights["decoder/output/bias"]}
+        )
+
+
+class ShiftedGradientFloor(floor.NumbaFloor64Backend):
+    """Broken: gradients read one slot off in the flat vector."""
+
+    def _flat_loss_and_grads(self, x: np.ndarray, y: np.ndarray) -> tuple[float, np.ndarray]:
+        loss, grads = super()._flat_loss_and_grads(x, y)
+        return loss, np.roll(grads, 1)
+
+
+class TruncatedFloor(floor.NumbaFloor64Backend):
+    """Broken: back-propagation through the last three steps only (truncated BPTT)."""
+
+    def _flat_loss_and_grads(self, x: np.ndarray, y: np.ndarray) -> tuple[float, np.ndarray]:
+        loss, _ = super()._flat_loss_and_grads(x, y)
+        tail = slice(x.shape[1] - 3, None)
+        _, grads = super()._flat_loss_and_grads(x[:, tail], y[:, tail])
+        return loss, grads
+
+
+@pytest.mark.parametrize("config", [frae.FRAEConfig(), OTHER_CONFIG], ids=["default", "other"])
+def test_numba_floor_float64_equals_the_reference(config: frae.FRAEConfig) -> None:
+    model = floor.NumbaFloor64Backend(config, seed=3)
+    check_forward(model, config)
+    check_gradients(model, config)
+
+
+def test_numba_floor_float32_is_within_float32_tolerances() -> None:
+    """As the benchmark runs it; also a 30-step Adam trajectory through ``fit``."""
+    config = frae.FRAEConfig()
+    model = floor.NumbaFloorBackend(config, seed=3)
+    assert model.predict(_sequences(config, 1)).dtype == np.float32
+    check_forward(model, config)
+    check_gradients(model, config)
+    x = _sequences(config, seed=1)
+    trajectory = model.fit(x, epochs=30, learning_rate=1e-2)["loss"]
+    expected = frae.create("reference", config, seed=3).fit(x, epochs=30, learning_rate=1e-2)
+    assert_close("adam", np.array(trajectory, np.float32), np.array(expected["loss"]))
+
+
+@pytest.mark.parametrize(
+    ("broken", "check"),
+    [
+        (DroppedBiasFloor, check_forward),
+        (ShiftedGradientFloor, check_gradients),
+        (TruncatedFloor, check_gradients),
+    ],
+    ids=["dropped-bias", "shifted-gradient", "truncated-bptt"],
+)
+def test_the_floor_checks_reject_a_broken_floor(
+    broken: type[floor.NumbaFloor64Backend], check: Callable[..., None]
+) -> None:
+    config = frae.FRAEConfig()
+    with pytest.raises(AssertionError):
+        check(broken(config, seed=3), config)
+
+
+def test_the_floor_layout_reads_the_concatenation_directly_without_hidden_units() -> None:
+    """With no hidden layers the latent and output layers read their inputs' blocks."""
+    layout = plan(NO_HIDDEN_CONFIG)
+    latent, output = layout.layers
+    assert latent[:2] == (0, 4)  # [x_t, x̂_{t-1}]
+    assert output[:2] == (layout.code_row, 3)  # [z_t, x̂_{t-1}]
+    weights = frae.initial_weights(NO_HIDDEN_CONFIG, seed=5)
+    assert all(
+        np.array_equal(a, weights[k])
+        for k, a in unflatten(flatten(weights, layout, np.float32), layout).items()
+    )
+
+
+@needs_cc
+@pytest.mark.parametrize(
+    "config",
+    [frae.FRAEConfig(), OTHER_CONFIG, NO_HIDDEN_CONFIG],
+    ids=["default", "other", "no-hidden"],
+)
+def test_c_forward_equals_the_reference(config: frae.FRAEConfig) -> None:
+    model = CFloorBackend(config, seed=3)
+    x = _sequences(config, seed=1)
+    assert_close("outputs", model.predict(x), frae.create("reference", config, seed=3).predict(x))
+
+
+@needs_cc
+def test_the_c_check_rejects_a_broken_forward() -> None:
+    class DroppedBiasC(CFloorBackend):
+        def _write_weights(self, weights: dict[str, Any]) -> None:
+            bias = weights["decoder/output/bias"]
+            super()._write_weights({**weights, "decoder/output/bias": 0 * bias})
+
+    config = frae.FRAEConfig()
+    x = _sequences(config, seed=1)
+    with pytest.raises(AssertionError):
+        assert_close(
+            "outputs",
+            DroppedBiasC(config, seed=3).predict(x),
+            frae.create("reference", config, seed=3).predict(x),
+        )
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="the carried-over peak is Linux's")
+def test_a_workers_peak_memory_is_its_own() -> None:
+    """Linux carries a parent's ``ru_maxrss`` into its child; the worker reports its own."""
+    ballast = np.ones(2**25)  # 256 MiB resident in this process
+    probe = "from bench.worker import peak_rss_mb; print(peak_rss_mb())"
+    result = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=60
+    )
+    assert float(result.stdout) < ballast.nbytes / 2**20 / 2
+
+
+# The harness, end to end -------------------------------------------------------------------
+
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+REPORT_SECTIONS = ("## Summary", "## Targets", "## Every measurement", "## Plots")
+
+
+def check_report(out: Path, variants: list[str], operations: tuple[str, ...]) -> None:
+    """``out`` holds JSON lines with the run's facts and every (variant, operation) timed,
+    a Markdown report with its sections and the plots it links, each a decodable PNG."""
+    import matplotlib.image
+
+    records = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    run = records[0]
+    assert run["kind"] == "run"
+    assert {"platform", "cpu_count", "python", "versions"} <= run["machine"].keys()
+    assert {"numpy", "numba"} <= run["machine"]["versions"].keys()
+    for variant in variants:
+        facts = [r for r in records if r["kind"] == "variant" and r["variant"] == variant]
+        assert facts and "import_s" in facts[0] and "threads" in facts[0], variant
+        for operation in operations:
+            rows = [
+                r for r in records if r.get("operation") == operation and r["variant"] == variant
+            ]
+            assert rows, (variant, operation)
+            for row in rows:
+                assert row["q1_s"] <= row["median_s"] <= row["q3_s"], row
+                assert row["median_s"] > 0 and row["first_call_s"] > 0 and row["peak_rss_mb"] > 0
+                assert row["us_per_step"] == pytest.approx(row["median_s"] / row["steps"] * 1e6)
+    text = (out / "report.md").read_text()
+    for section in REPORT_SECTIONS:
+        assert section in text, section
+    images = [line.split("(")[1].rstrip(")") for line in text.splitlines() if line.startswith("![")]
+    assert len(images) == 3
+    for image in images:
+        assert (out / image).read_bytes().startswith(PNG_SIGNATURE), image
+        assert matplotlib.image.imread(out / image).ndim == 3, image
+
+
+@pytest.fixture(scope="module")
+def tiny_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[dict[str, Any]], str]:
+    from bench.harness import Settings, benchmark
+
+    out = tmp_path_factory.mktemp("bench")
+    settings = Settings(repeats=3, min_time_s=0.0, budget_s=0.2, max_samples=5, timeout_s=300)
+    records, summary = benchmark(
+        quick=False,
+        out=out,
+        variants=["numba_floor", "reference", "torch_eager"],
+        batches=[2],
+        steps=[20],
+        settings=settings,
+        progress=False,
+    )
+    return out, records, summary
+
+
+def test_the_harness_writes_json_lines_markdown_and_plots(
+    tiny_run: tuple[Path, list[dict[str, Any]], str],
+) -> None:
+    out, records, summary = tiny_run
+    check_report(out, ["numba_floor", "reference"], ("predict", "loss_and_grads", "train_step"))
+    reference = next(line for line in summary.splitlines() if line.startswith("reference"))
+    assert "×)" in reference  # every figure carries its ratio to the floor
+    torch = [r for r in records if r["kind"] == "variant" and r["variant"] == "torch_eager"]
+    assert torch and ("skipped" in torch[0] or "import_s" in torch[0])
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        lambda out: (out / "first_call.png").write_bytes(b"not a png"),
+        lambda out: (out / "results.jsonl").write_text("{not json\n"),
+        lambda out: (out / "report.md").write_text(
+            (out / "report.md").read_text().replace("## Targets", "## Goals")
+        ),
+    ],
+    ids=["png", "json", "markdown"],
+)
+def test_the_report_check_rejects_damaged_output(
+    tiny_run: tuple[Path, list[dict[str, Any]], str],
+    tmp_path: Path,
+    damage: Callable[[Path], object],
+) -> None:
+    import shutil
+
+    copy = tmp_path / "copy"
+    shutil.copytree(tiny_run[0], copy)
+    damage(copy)
+    with pytest.raises((AssertionError, ValueError, OSError, SyntaxError)):
+        check_report(copy, ["numba_floor", "reference"], ("predict",))
