@@ -34,12 +34,13 @@ BATCHES = (1, 32, 256)
 Point = tuple[int, int, tuple[str, ...]]
 """(B, T, operations): one input shape of the grid and what is measured on it."""
 QUICK_GRID: tuple[Point, ...] = (
-    (1, 100, ("predict",)),
+    (1, 100, OPERATIONS),
     (1, 1000, OPERATIONS),
     (256, 1000, ("predict",)),
 )
-"""``--quick``: every operation at the targets' shape B=1, T=1000; predict at a shorter T
-and at a large batch, for the scaling plots and the batching target."""
+"""``--quick``: every operation at the targets' shape B=1, T=1000 and at a shorter T (which
+splits a call's cost into per call and per step); predict at a large batch, for the
+batching target."""
 LIBRARIES = (
     "numpy",
     "tensorflow",

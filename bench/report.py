@@ -225,6 +225,83 @@ def targets(records: list[Record]) -> list[Target]:
     ]
 
 
+@dataclass(frozen=True)
+class CallCost:
+    """A call's time split as ``per_call + per_step·T``, fitted over the T measured at one B."""
+
+    variant: str
+    operation: str
+    batch: int
+    steps: tuple[int, ...]
+    per_call_us: float
+    per_step_us: float
+
+
+def call_costs(records: Iterable[Record], batch: int = TARGET_SHAPE[0]) -> list[CallCost]:
+    """Least-squares lines through each (variant, operation)'s median call time against T at
+    ``batch``, where at least two T were measured.
+
+    The intercept is what a call costs whatever its length (dispatch, argument handling,
+    launching the compiled program, converting the result); the slope is the loop's own
+    cost per time step. A ratio to the floor at one T mixes the two; the split says which
+    one a backend would have to shrink.
+    """
+    times: dict[tuple[str, str], dict[int, float]] = {}
+    for (variant, operation, b, steps), record in results(records).items():
+        if b == batch:
+            times.setdefault((variant, operation), {})[steps] = float(record["median_s"])
+    costs = []
+    for (variant, operation), by_steps in times.items():
+        if len(by_steps) < 2:
+            continue
+        steps = sorted(by_steps)
+        mean_t = sum(steps) / len(steps)
+        mean_s = sum(by_steps.values()) / len(steps)
+        slope = sum((t - mean_t) * (by_steps[t] - mean_s) for t in steps) / sum(
+            (t - mean_t) ** 2 for t in steps
+        )
+        costs.append(
+            CallCost(
+                variant,
+                operation,
+                batch,
+                tuple(steps),
+                (mean_s - slope * mean_t) * 1e6,
+                slope * 1e6,
+            )
+        )
+    return costs
+
+
+def call_cost_rows(records: list[Record]) -> list[list[str]]:
+    """One row per (variant, operation) with a fitted split, the per-step part also as a
+    ratio to the floor's per-step part."""
+    costs = call_costs(records)
+    floor = {c.operation: c.per_step_us for c in costs if c.variant == FLOOR}
+    rows = []
+    for cost in costs:
+        base = floor.get(cost.operation)
+        ratio = f" ({_fmt(cost.per_step_us / base)}×)" if base else ""
+        rows.append(
+            [
+                cost.variant,
+                OPERATION_LABELS[cost.operation],
+                ", ".join(map(str, cost.steps)),
+                _fmt(cost.per_call_us),
+                _fmt(cost.per_step_us) + ratio,
+            ]
+        )
+    return rows
+
+
+CALL_COST_HEADER = ["variant", "operation", "T fitted", "µs per call", "µs per step (× floor)"]
+CALL_COST_CAPTION = (
+    "Each call's median time fitted as per call + per step × T over the T measured at B=1 "
+    "(least squares): the fixed cost of a call apart from the loop's cost per time step. A "
+    "negative or noisy intercept means the fixed cost is too small to separate at these T."
+)
+
+
 def _fmt(value: float | None, digits: int = 3) -> str:
     if value is None:
         return "—"
@@ -547,6 +624,10 @@ def markdown(records: list[Record], images: list[Path], preamble: str = "") -> s
     lines += _markdown_table(SUMMARY_HEADER, summary_rows(records))
     lines += ["", "## Targets", "", "| target | measured (ratios) | result |", "|---|---|---|"]
     lines += [f"| {t.statement} | {t.measured} | {t.verdict} |" for t in targets(records)]
+    costs = call_cost_rows(records)
+    if costs:
+        lines += ["", "## Cost per call and per step (B=1)", "", CALL_COST_CAPTION, ""]
+        lines += _markdown_table(CALL_COST_HEADER, costs)
     lines += ["", "## Variants", ""]
     walls = {r["variant"]: r["wall_s"] for r in records if r["kind"] == "done"}
     for name, about in run["variants"].items():

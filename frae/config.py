@@ -8,6 +8,17 @@ from frae import validation
 
 ACTIVATIONS = ("swish", "tanh", "sigmoid", "linear")
 
+FUSED_PRODUCT_MAX_SIZE = 256
+"""Kernels with at most this many entries are applied as ``sum(h[..., :, None] * kernel,
+axis=-2)``, not as a matmul, in every compiled backend.
+
+XLA fuses that broadcast product and its sum with the bias and the activation into one loop
+per layer, where a matmul stays a call of its own; in a time step of tiny layers, each call
+costs more than its few multiplies (docs/performance.md has the measurements). Larger
+kernels keep the matmul and its tuned library kernel. Both forms are float32 products with
+float32 sums, held to the same tolerances.
+"""
+
 
 @dataclass(frozen=True)
 class FRAEConfig:

@@ -26,7 +26,7 @@ import numpy as np
 import optax
 from flax import nnx
 
-from frae.config import FRAEConfig
+from frae.config import FUSED_PRODUCT_MAX_SIZE, FRAEConfig
 from frae.validation import OPTIMIZERS
 
 Array = jax.Array
@@ -42,13 +42,6 @@ ADAM_EPSILON = 1e-7
 # Full float32 products: on GPUs the default precision of a float32 matmul may be TF32
 # (10-bit mantissa), far outside the parity tolerances against the float64 reference.
 PRECISION = jax.lax.Precision.HIGHEST
-
-# A layer whose kernel has at most this many entries computes h @ kernel as a broadcast
-# product summed over the fan-in. XLA fuses that sum with the bias and the activation into
-# one loop, where a dot stays a call of its own: in a time step of tiny layers, each such
-# call costs more than its few multiplies (at B=1, predict 0.20 -> 0.14 µs per step and
-# back-propagation 2.4 -> 1.9; measured in docs/performance.md). Larger layers keep the dot.
-FUSED_PRODUCT_MAX_SIZE = 256
 
 # The scan of a gradient steps this many time steps per loop iteration: back-propagation
 # stores and reads a dozen arrays per step, and fewer iterations halve the per-iteration

@@ -9,9 +9,10 @@ loop: ``tf.while_loop`` on TensorFlow, ``lax.scan`` on JAX.
 
 from __future__ import annotations
 
+import math
 import os
 
-from frae.config import FRAEConfig
+from frae.config import FUSED_PRODUCT_MAX_SIZE, FRAEConfig
 from frae.quiet import native_stderr_silenced
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # later INFO and WARNING lines too
@@ -65,7 +66,12 @@ class FRAECell(keras.layers.Layer):
     def _dense_stack(self, layers, h):
         for name, activation in layers:
             kernel = self.weights_by_name[f"{name}/kernel"]
-            h = activation(ops.matmul(h, kernel) + self.weights_by_name[f"{name}/bias"])
+            product = (
+                ops.sum(h[..., :, None] * kernel, axis=-2)
+                if math.prod(kernel.shape) <= FUSED_PRODUCT_MAX_SIZE
+                else ops.matmul(h, kernel)
+            )
+            h = activation(product + self.weights_by_name[f"{name}/bias"])
         return h
 
     def decode_step(self, code, feedback):

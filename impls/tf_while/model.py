@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 
-from frae.config import FRAEConfig
+from frae.config import FUSED_PRODUCT_MAX_SIZE, FRAEConfig
 from frae.quiet import native_stderr_silenced
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # later INFO and WARNING lines too
@@ -45,7 +45,13 @@ def _dense_stack(
     h: tf.Tensor,
 ) -> tf.Tensor:
     for (name, _), activation in zip(layers, activations, strict=True):
-        h = activation(tf.matmul(h, weights[f"{name}/kernel"]) + weights[f"{name}/bias"])
+        kernel = weights[f"{name}/kernel"]
+        product = (
+            tf.reduce_sum(h[:, :, None] * kernel, axis=1)
+            if kernel.shape.num_elements() <= FUSED_PRODUCT_MAX_SIZE
+            else tf.matmul(h, kernel)
+        )
+        h = activation(product + weights[f"{name}/bias"])
     return h
 
 
