@@ -1,0 +1,131 @@
+"""Kernels per time step: the operations in each loop body of the XLA programs behind
+``tf_while`` and ``jax_scan``, read from the optimized HLO.
+
+XLA on CPU runs every fusion, dot and copy of a ``while`` body as a call of its own at each
+iteration. At B=1 such a call does a few dozen flops at most, so the number of calls per
+time step, not arithmetic, sets the cost per step; the Numba floor is one function with
+none. ``docs/performance.md`` reads these counts next to the measured times.
+
+    python -m bench.kernels [--batch B] [--steps T] [--backends tf_while jax_scan]
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+from collections import Counter
+from collections.abc import Callable
+
+import numpy as np
+
+import frae
+
+BOOKKEEPING = frozenset({"get-tuple-element", "constant", "parameter", "tuple", "bitcast"})
+"""HLO instructions that launch no work: they name buffers or parts of tuples."""
+
+_COMPUTATION = re.compile(r"^(?:ENTRY )?%?([\w.\-]+) \(", re.MULTILINE)
+_BODY = re.compile(r"\bbody=%?([\w.\-]+)")
+_OPCODE = re.compile(r"^\s*(?:ROOT )?%?[\w.\-]+ = .*?\s([a-z][\w\-]*)\(", re.MULTILINE)
+
+
+def computations(hlo: str) -> dict[str, str]:
+    """HLO module text -> the text of each computation by name."""
+    starts = [(m.start(), m.group(1)) for m in _COMPUTATION.finditer(hlo)]
+    ends = [start for start, _ in starts[1:]] + [len(hlo)]
+    return {name: hlo[start:end] for (start, name), end in zip(starts, ends, strict=True)}
+
+
+def loop_kernels(hlo: str) -> list[Counter[str]]:
+    """Per ``while`` loop of the module, in order: its body's instructions that do work, by
+    opcode (``fusion``, ``dot``, ``copy``, ...)."""
+    by_name = computations(hlo)
+    loops = []
+    for body in _BODY.findall(hlo):
+        opcodes = _OPCODE.findall(by_name.get(body, ""))
+        loops.append(Counter(op for op in opcodes if op not in BOOKKEEPING))
+    return loops
+
+
+Programs = dict[str, tuple[str, int]]
+"""operation -> (optimized HLO, time steps per loop iteration)."""
+
+
+def jax_scan_programs(config: frae.FRAEConfig, x: np.ndarray) -> Programs:
+    """jax_scan's predict, loss_and_grads and Adam step on ``x``; the scans of a gradient
+    run ``GRADIENT_UNROLL`` steps per iteration."""
+    from impls.jax_scan import model
+
+    compiled = model.compiled(config)
+    weights = dict(frae.initial_weights(config))
+    state = compiled.optimizer_inits["adam"](weights)
+    rate = np.float32(1e-3)
+    lowered = {
+        "predict": compiled.predict.lower(weights, x),
+        "loss_and_grads": compiled.loss_and_grads.lower(weights, x, x),
+        "train_step": compiled.train_steps["adam"].lower(weights, state, rate, x, x),
+    }
+    unrolled = {"predict": 1, "loss_and_grads": model.GRADIENT_UNROLL}
+    return {
+        name: (program.compile().as_text(), unrolled.get(name, model.GRADIENT_UNROLL))
+        for name, program in lowered.items()
+    }
+
+
+def tf_while_programs(config: frae.FRAEConfig, x: np.ndarray) -> Programs:
+    """tf_while's predict, loss_and_grads and Adam step on ``x``, one step per iteration."""
+    from impls.tf_while.model import tf
+
+    backend = frae.create("tf_while", config)
+    functions, variables = backend.compiled, backend.variables  # type: ignore[attr-defined]
+    x_tensor, rate = tf.constant(x), tf.constant(1e-3)
+    arguments = {
+        "predict": (x_tensor,),
+        "loss_and_grads": (x_tensor, x_tensor),
+        "train_step": (backend._adam_slots, x_tensor, x_tensor, rate),  # type: ignore[attr-defined]
+    }
+    names = {"predict": "predict", "loss_and_grads": "loss_and_grads", "train_step": "adam"}
+    return {
+        operation: (
+            functions[names[operation]].experimental_get_compiler_ir(config, variables, *args)(
+                stage="optimized_hlo"
+            ),
+            1,
+        )
+        for operation, args in arguments.items()
+    }
+
+
+PROGRAMS: dict[str, Callable[[frae.FRAEConfig, np.ndarray], Programs]] = {
+    "tf_while": tf_while_programs,
+    "jax_scan": jax_scan_programs,
+}
+
+
+def describe(loops: list[Counter[str]], steps_per_iteration: int = 1) -> str:
+    """'25 (fusion 24, copy 1) + 22 (...)': each loop's kernels per iteration, and their
+    sum per time step."""
+    parts = " + ".join(
+        f"{sum(kinds.values())} ({', '.join(f'{op} {n}' for op, n in kinds.most_common())})"
+        for kinds in loops
+    )
+    per_step = sum(sum(kinds.values()) for kinds in loops) / steps_per_iteration
+    unrolled = f" per {steps_per_iteration} steps" if steps_per_iteration > 1 else ""
+    return f"{parts}{unrolled}: {per_step:.1f} per time step"
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--batch", type=int, default=1)
+    parser.add_argument("--steps", type=int, default=1000)
+    parser.add_argument("--backends", nargs="+", choices=sorted(PROGRAMS), default=list(PROGRAMS))
+    args = parser.parse_args(argv)
+    config = frae.FRAEConfig()
+    x = frae.data.multi_sine(batch=args.batch, steps=args.steps)
+    print(f"default config, B={args.batch}, T={args.steps}: kernels per loop iteration")
+    for backend in args.backends:
+        for operation, (hlo, steps) in PROGRAMS[backend](config, x).items():
+            print(f"{backend:<9} {operation:<15} {describe(loop_kernels(hlo), steps)}")
+
+
+if __name__ == "__main__":
+    main()
