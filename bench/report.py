@@ -254,18 +254,18 @@ def call_costs(records: Iterable[Record], batch: int = TARGET_SHAPE[0]) -> list[
     for (variant, operation), by_steps in times.items():
         if len(by_steps) < 2:
             continue
-        steps = sorted(by_steps)
-        mean_t = sum(steps) / len(steps)
-        mean_s = sum(by_steps.values()) / len(steps)
-        slope = sum((t - mean_t) * (by_steps[t] - mean_s) for t in steps) / sum(
-            (t - mean_t) ** 2 for t in steps
+        lengths = sorted(by_steps)
+        mean_t = sum(lengths) / len(lengths)
+        mean_s = sum(by_steps.values()) / len(lengths)
+        slope = sum((t - mean_t) * (by_steps[t] - mean_s) for t in lengths) / sum(
+            (t - mean_t) ** 2 for t in lengths
         )
         costs.append(
             CallCost(
                 variant,
                 operation,
                 batch,
-                tuple(steps),
+                tuple(lengths),
                 (mean_s - slope * mean_t) * 1e6,
                 slope * 1e6,
             )
