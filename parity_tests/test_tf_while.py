@@ -1,7 +1,9 @@
-"""TensorFlow-specific promises of ``tf_while``: one trace per shape, a quiet terminal."""
+"""TensorFlow-specific promises of ``tf_while``: one trace per shape, a quiet terminal, and a
+gradient loop that copies nothing T long and saves no weights per step."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 
@@ -74,3 +76,59 @@ def test_tensorflow_start_up_and_tracing_say_nothing() -> None:
     )
     assert result.stdout == "ran\n"
     assert result.stderr == ""
+
+
+def _gradient_loops(loss: object = None) -> str:
+    """The optimized HLO of tf_while's ``loss_and_grads`` at T=37 (a length no weight has),
+    with ``model.mean_squared_error`` replaced by ``loss`` if given."""
+    from impls.tf_while import model as tf_model
+    from impls.tf_while.model import tf
+
+    config, steps = frae.FRAEConfig(), 37
+    x = tf.constant(frae.data.multi_sine(batch=2, steps=steps))
+    variables = tf_model.create_variables(config)
+
+    def loss_and_grads(x: tf.Tensor) -> object:
+        with tf.GradientTape() as tape:
+            value = (loss or tf_model.mean_squared_error)(config, variables, x, x)
+        return value, tape.gradient(value, variables)
+
+    function = tf.function(loss_and_grads, jit_compile=True, autograph=False)
+    return function.experimental_get_compiler_ir(x)(stage="optimized_hlo")
+
+
+def _loss_through_the_outputs(config, variables, x, y):  # type: ignore[no-untyped-def]
+    from impls.tf_while import model as tf_model
+    from impls.tf_while.model import tf
+
+    return tf.reduce_mean(tf.square(tf_model.unroll(config, variables, x)[0] - y))
+
+
+def _t_long_copies_in_loops(hlo: str) -> list[str]:
+    from bench.kernels import computations
+
+    bodies = set(re.findall(r"\bbody=%?([\w.\-]+)", hlo))
+    found = []
+    for name, text in computations(hlo).items():
+        if name in bodies:
+            found += re.findall(r"= (f32\[37,[^\]]*\])\S* copy\(", text)
+    return found
+
+
+def test_the_gradient_loop_copies_no_time_long_array() -> None:
+    """Summing the loss inside the loop keeps each backward step's cost independent of T.
+
+    Differentiated through the stacked outputs instead, XLA copies the T-long gradient
+    arrays of the outputs and codes at every backward iteration (a step then costs time
+    proportional to T): the same check finds those copies there.
+    """
+    assert _t_long_copies_in_loops(_gradient_loops()) == []
+    assert _t_long_copies_in_loops(_gradient_loops(_loss_through_the_outputs))
+
+
+def test_no_copy_of_a_kernel_is_saved_per_time_step() -> None:
+    """The weights are read outside the loop: no (T, in, out) stack of a kernel exists.
+
+    Read inside the body, each read is a new tensor per iteration, which the gradient saves.
+    """
+    assert not re.search(r"f32\[37,4,4\]", _gradient_loops())
