@@ -51,8 +51,8 @@ Programs = dict[str, tuple[str, int]]
 
 
 def jax_scan_programs(config: frae.FRAEConfig, x: np.ndarray) -> Programs:
-    """jax_scan's predict, loss_and_grads and Adam step on ``x``; the scans of a gradient
-    run ``GRADIENT_UNROLL`` steps per iteration."""
+    """jax_scan's predict, loss_and_grads and Adam step on ``x``; below ``REMAT_MIN_BATCH``
+    sequences the scans of a gradient run ``GRADIENT_UNROLL`` steps per iteration."""
     from impls.jax_scan import model
 
     compiled = model.compiled(config)
@@ -64,9 +64,9 @@ def jax_scan_programs(config: frae.FRAEConfig, x: np.ndarray) -> Programs:
         "loss_and_grads": compiled.loss_and_grads.lower(weights, x, x),
         "train_step": compiled.train_steps["adam"].lower(weights, state, rate, x, x),
     }
-    unrolled = {"predict": 1, "loss_and_grads": model.GRADIENT_UNROLL}
+    gradient = 1 if len(x) >= model.REMAT_MIN_BATCH else model.GRADIENT_UNROLL
     return {
-        name: (program.compile().as_text(), unrolled.get(name, model.GRADIENT_UNROLL))
+        name: (program.compile().as_text(), 1 if name == "predict" else gradient)
         for name, program in lowered.items()
     }
 

@@ -65,6 +65,21 @@ def test_scan_equals_the_cell_stepped_in_a_python_loop() -> None:
         assert_close("self", np.asarray(code), np.asarray(codes[:, t]), f"z at {t}")
 
 
+@pytest.mark.parametrize(
+    "batch", [jax_model.REMAT_MIN_BATCH - 1, jax_model.REMAT_MIN_BATCH], ids=["stored", "remat"]
+)
+def test_both_gradient_strategies_equal_the_reference(batch: int) -> None:
+    """Below ``REMAT_MIN_BATCH`` the gradient stores each step (unrolled scan), from it on it
+    recomputes each step; the parity cases' batches are all below, so both are checked here."""
+    rng = np.random.default_rng(7)
+    x, y = (rng.uniform(-1.0, 1.0, (batch, 5, CONFIG.input_dim)).astype(np.float32) for _ in "xy")
+    loss, grads = frae.create("jax_scan", CONFIG, seed=8).loss_and_grads(x, y)
+    expected_loss, expected = frae.create("reference", CONFIG, seed=8).loss_and_grads(x, y)
+    assert_close("loss", np.float32(loss), np.float64(expected_loss))
+    for name, grad in grads.items():
+        assert_close("gradients", grad, expected[name], name)
+
+
 def _device_results(model: frae.Backend) -> dict[str, object]:
     """Every array the jitted functions return, before any conversion to NumPy."""
     compiled = jax_model.compiled(model.config)

@@ -45,9 +45,16 @@ PRECISION = jax.lax.Precision.HIGHEST
 
 # The scan of a gradient steps this many time steps per loop iteration: back-propagation
 # stores and reads a dozen arrays per step, and fewer iterations halve the per-iteration
-# work around them at B=1 (1.9 -> 1.2 µs per step). The forward alone runs fastest unrolled
+# work around them at B=1 (2.4 -> 1.2 µs per step). The forward alone runs fastest unrolled
 # by 1 (0.14 vs 0.35 at unroll 4), so ``predict`` does not unroll.
 GRADIENT_UNROLL = 4
+
+# From this batch size on, a gradient recomputes each step's forward in the backward loop
+# (``jax.checkpoint`` on the cell) instead of storing its intermediates, and does not
+# unroll: with large batches, writing and reading the stored arrays costs more than the
+# arithmetic again (B=256: 68 -> 33 µs per step, B=64: 9.6 -> 6.9); below, storing is as
+# fast or faster (B=32: 4.8 against 5.2; B=1, unrolled: 1.2 against 1.7).
+REMAT_MIN_BATCH = 64
 
 ACTIVATIONS: dict[str, Callable[[Array], Array]] = {
     "swish": nnx.swish,  # a·sigmoid(a)
@@ -132,15 +139,23 @@ class FRAE(nnx.Module):
 
 
 def run(
-    model: FRAE, sequences: Array, *, codes_given: bool = False, unroll: int = 1
+    model: FRAE,
+    sequences: Array,
+    *,
+    codes_given: bool = False,
+    unroll: int = 1,
+    remat: bool = False,
 ) -> tuple[Array, Array]:
     """Step the recurrence from x̂₀ = 0; returns ``(x̂, z)``, each ``(B, T, ·)``.
 
     ``sequences`` is x, or with ``codes_given`` the codes z for the decoder alone; ``unroll``
-    time steps run per iteration of the scan's loop. The one transpose of each array:
+    time steps run per iteration of the scan's loop; with ``remat`` a gradient recomputes
+    each step instead of storing its intermediates. The one transpose of each array:
     batch-major at the edges, time-major for the scan.
     """
     cell = model.decode_step if codes_given else model.step
+    if remat:
+        cell = jax.checkpoint(cell)
     feedback = jnp.zeros((sequences.shape[0], model.input_dim), sequences.dtype)
     _, (outputs, codes) = jax.lax.scan(cell, feedback, jnp.swapaxes(sequences, 0, 1), unroll=unroll)
     return jnp.swapaxes(outputs, 0, 1), jnp.swapaxes(codes, 0, 1)
@@ -203,7 +218,9 @@ def _decode(graphdef: nnx.GraphDef[FRAE], params: Params, z: Array) -> Array:
 
 def _loss(state: nnx.State, graphdef: nnx.GraphDef[FRAE], x: Array, y: Array) -> Array:
     """mean((x̂ - y)²) over every element of ``(B, T, F)``."""
-    outputs = run(nnx.merge(graphdef, state), x, unroll=GRADIENT_UNROLL)[0]
+    large = x.shape[0] >= REMAT_MIN_BATCH
+    model = nnx.merge(graphdef, state)
+    outputs = run(model, x, unroll=1 if large else GRADIENT_UNROLL, remat=large)[0]
     return jnp.mean(jnp.square(outputs - y))
 
 
