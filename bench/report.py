@@ -656,6 +656,10 @@ def summary(records: list[Record]) -> str:
     batch, steps = summary_shape(records)
     lines = [f"B={batch}, T={steps}: {SUMMARY_CAPTION}", ""]
     lines += _text_table(SUMMARY_HEADER, summary_rows(records))
+    costs = call_cost_rows(records)
+    if costs:
+        lines += ["", "B=1: each call fitted as µs per call + µs per step × T", ""]
+        lines += _text_table(CALL_COST_HEADER, costs)
     lines += ["", "targets:"]
     for target in targets(records):
         lines += [f"  {target.statement}", f"    {target.measured}", f"    -> {target.verdict}"]
