@@ -35,15 +35,19 @@ def computations(hlo: str) -> dict[str, str]:
     return {name: hlo[start:end] for (start, name), end in zip(starts, ends, strict=True)}
 
 
+def loop_bodies(hlo: str) -> list[str]:
+    """The text of each ``while`` loop's body computation, in the module's order."""
+    by_name = computations(hlo)
+    return [by_name.get(body, "") for body in _BODY.findall(hlo)]
+
+
 def loop_kernels(hlo: str) -> list[Counter[str]]:
     """Per ``while`` loop of the module, in order: its body's instructions that do work, by
     opcode (``fusion``, ``dot``, ``copy``, ...)."""
-    by_name = computations(hlo)
-    loops = []
-    for body in _BODY.findall(hlo):
-        opcodes = _OPCODE.findall(by_name.get(body, ""))
-        loops.append(Counter(op for op in opcodes if op not in BOOKKEEPING))
-    return loops
+    return [
+        Counter(op for op in _OPCODE.findall(body) if op not in BOOKKEEPING)
+        for body in loop_bodies(hlo)
+    ]
 
 
 Programs = dict[str, tuple[str, int]]

@@ -105,14 +105,13 @@ def _loss_through_the_outputs(config, variables, x, y):  # type: ignore[no-untyp
 
 
 def _t_long_copies_in_loops(hlo: str) -> list[str]:
-    from bench.kernels import computations
+    from bench.kernels import loop_bodies
 
-    bodies = set(re.findall(r"\bbody=%?([\w.\-]+)", hlo))
-    found = []
-    for name, text in computations(hlo).items():
-        if name in bodies:
-            found += re.findall(r"= (f32\[37,[^\]]*\])\S* copy\(", text)
-    return found
+    return [
+        shape
+        for body in loop_bodies(hlo)
+        for shape in re.findall(r"= (f32\[37,[^\]]*\])\S* copy\(", body)
+    ]
 
 
 def test_the_gradient_loop_copies_no_time_long_array() -> None:
