@@ -1,20 +1,34 @@
-# make compare: the cross-framework comparison on the default model (the main job).
-# make test:    the parity suite over every installed backend.
-# Both need nothing but python3: they create .venv and install the project into it, through
-# constraints.txt, with the extras they need; the install reruns when either file changes.
+# make compare:   the cross-framework comparison on the default model (the main job).
+# make test:      the whole parity suite over every installed backend (what CI runs).
+# make test-fast: the same without the tests that rerun the suite or the main job in a
+#                 subprocess (marked `nested`): the edit loop.
+# Each creates .venv with the Python the pinned stack needs (PYTHON_VERSION; found on PATH,
+# under pyenv or in the usual folders, or given as PYTHON=...) and installs the project into
+# it through constraints.txt; the install reruns when either file changes.
 
-PYTHON ?= python3
+PYTHON_VERSION := 3.13
+CANDIDATES := python$(PYTHON_VERSION) python3 python \
+	$(wildcard $(HOME)/.pyenv/versions/$(PYTHON_VERSION)*/bin/python$(PYTHON_VERSION)) \
+	$(wildcard /usr/local/bin/python$(PYTHON_VERSION) /usr/bin/python$(PYTHON_VERSION))
+IS_WANTED := import sys; sys.exit(sys.version_info[:2] != tuple(map(int, "$(PYTHON_VERSION)".split("."))))
+ifndef PYTHON
+PYTHON := $(firstword $(foreach p,$(CANDIDATES),$(shell $(p) -c '$(IS_WANTED)' >/dev/null 2>&1 && echo $(p))))
+endif
 VENV := .venv
 BIN := $(VENV)/bin
 EXTRAS ?= all
 STAMP := $(VENV)/.installed-$(EXTRAS)
 
-.PHONY: test compare lint install clean
+.PHONY: test test-fast compare lint install clean
 
 install: $(STAMP)
 
 $(STAMP): pyproject.toml constraints.txt
-	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	@test -n "$(PYTHON)" || { echo "make: the pinned stack needs Python $(PYTHON_VERSION), and none was found \
+	(tried: $(CANDIDATES)). Install it (pyenv install $(PYTHON_VERSION), or your system's \
+	python$(PYTHON_VERSION) package) or name it: make PYTHON=/path/to/python$(PYTHON_VERSION)" >&2; exit 1; }
+	@$(BIN)/python -c '$(IS_WANTED)' 2>/dev/null || { rm -rf $(VENV); $(PYTHON) -m venv $(VENV); }
+	@echo "installing into $(VENV) with $$($(BIN)/python --version) (log: $(VENV)/install.log)"
 	PIP_CONSTRAINT=$(CURDIR)/constraints.txt $(BIN)/python -m pip install --progress-bar off \
 		-e ".[$(EXTRAS)]" > $(VENV)/install.log 2>&1 \
 		|| { tail -n 40 $(VENV)/install.log; exit 1; }
@@ -22,6 +36,9 @@ $(STAMP): pyproject.toml constraints.txt
 
 test: $(STAMP)
 	$(BIN)/python -m pytest
+
+test-fast: $(STAMP)
+	$(BIN)/python -m pytest -m "not nested"
 
 compare: $(STAMP)
 	$(BIN)/frae compare

@@ -57,9 +57,9 @@ Programs = dict[str, tuple[str, int]]
 def jax_scan_programs(config: frae.FRAEConfig, x: np.ndarray) -> Programs:
     """jax_scan's predict, loss_and_grads and Adam step on ``x``; below ``REMAT_MIN_BATCH``
     sequences the scans of a gradient run ``GRADIENT_UNROLL`` steps per iteration."""
-    from impls.jax_scan import model
+    from impls.jax_scan import backend, train
 
-    compiled = model.compiled(config)
+    compiled = backend.compiled(config)
     weights = dict(frae.initial_weights(config))
     state = compiled.optimizer_inits["adam"](weights)
     rate = np.float32(1e-3)
@@ -68,7 +68,7 @@ def jax_scan_programs(config: frae.FRAEConfig, x: np.ndarray) -> Programs:
         "loss_and_grads": compiled.loss_and_grads.lower(weights, x, x),
         "train_step": compiled.train_steps["adam"].lower(weights, state, rate, x, x),
     }
-    gradient = 1 if len(x) >= model.REMAT_MIN_BATCH else model.GRADIENT_UNROLL
+    gradient = 1 if len(x) >= train.REMAT_MIN_BATCH else train.GRADIENT_UNROLL
     return {
         name: (program.compile().as_text(), 1 if name == "predict" else gradient)
         for name, program in lowered.items()
@@ -77,15 +77,16 @@ def jax_scan_programs(config: frae.FRAEConfig, x: np.ndarray) -> Programs:
 
 def tf_while_programs(config: frae.FRAEConfig, x: np.ndarray) -> Programs:
     """tf_while's predict, loss_and_grads and Adam step on ``x``, one step per iteration."""
+    from impls.tf_while import TFWhileBackend
     from impls.tf_while.model import tf
 
-    backend = frae.create("tf_while", config)
-    functions, variables = backend.compiled, backend.variables  # type: ignore[attr-defined]
+    backend = TFWhileBackend(config)
+    functions, variables = backend.compiled, backend.variables
     x_tensor, rate = tf.constant(x), tf.constant(1e-3)
     arguments = {
         "predict": (x_tensor,),
         "loss_and_grads": (x_tensor, x_tensor),
-        "train_step": (backend._adam_slots, x_tensor, x_tensor, rate),  # type: ignore[attr-defined]
+        "train_step": (backend.optimizer_slots, x_tensor, x_tensor, rate),
     }
     names = {"predict": "predict", "loss_and_grads": "loss_and_grads", "train_step": "adam"}
     return {

@@ -14,35 +14,34 @@ import functools
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 import optax
 
 import frae
 from frae.backend import TrainStep
+from frae.optimizers import ADAM
 
-ACTIVATIONS = {"swish": jax.nn.swish, "tanh": jnp.tanh, "sigmoid": jax.nn.sigmoid}
-
-
-def _act(name: str, pre: jax.Array) -> jax.Array:
-    return ACTIVATIONS[name](pre) if name in ACTIVATIONS else pre
+ACTIVATIONS = {
+    "swish": jax.nn.swish,
+    "tanh": jnp.tanh,
+    "sigmoid": jax.nn.sigmoid,
+    "linear": lambda pre: pre,
+}
 
 
 @functools.partial(jax.jit, static_argnames=("config", "codes_given"))
 def run(config: frae.FRAEConfig, params: dict, seq: jax.Array, codes_given: bool = False):
     """(x̂, z) from x (or x̂ from the codes z alone), batch-major in and out."""
-    hidden = [config.activation] * len(config.decoder_units) + [config.output_activation]
 
-    def stack(layers, activations, h):
-        for (name, _), activation in zip(layers, activations, strict=True):
-            h = _act(activation, h @ params[f"{name}/kernel"] + params[f"{name}/bias"])
+    def stack(layers, h):  # the config's layer table: names and activations
+        for layer in layers:
+            h = ACTIVATIONS[layer.activation](h @ params[layer.kernel] + params[layer.bias])
         return h
 
     def step(feedback, fresh):
         code = fresh
         if not codes_given:
-            encoder = [config.activation] * len(config.encoder_layers)
-            code = stack(config.encoder_layers, encoder, jnp.concatenate([fresh, feedback], -1))
-        output = stack(config.decoder_layers, hidden, jnp.concatenate([code, feedback], -1))
+            code = stack(config.encoder_layers, jnp.concatenate([fresh, feedback], -1))
+        output = stack(config.decoder_layers, jnp.concatenate([code, feedback], -1))
         return output, (output, code)
 
     start = jnp.zeros((seq.shape[0], config.input_dim), seq.dtype)
@@ -80,11 +79,11 @@ class PlainJaxFRAE(frae.BaseBackend):
         return loss_and_grads(self.config, self.params, x, y)
 
     def _train_step(self, optimizer: str, learning_rate: float) -> TrainStep:
-        beta_1, beta_2 = np.float32(0.9), np.float32(0.999)  # one rounding for 1 - β and βᵗ
+        beta_1, beta_2 = ADAM.float32_betas()  # one rounding for 1 - β and βᵗ
         if optimizer == "sgd":
             transform = optax.sgd(learning_rate)
         else:
-            transform = optax.adam(learning_rate, b1=beta_1, b2=beta_2, eps=1e-7)
+            transform = optax.adam(learning_rate, b1=beta_1, b2=beta_2, eps=ADAM.epsilon)
         state = transform.init(self.params)
 
         def step(x, y):

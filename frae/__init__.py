@@ -1,4 +1,4 @@
-"""FRAE: one feedback recurrent autoencoder, many frameworks, one contract (SPEC.md).
+"""FRAE: one feedback recurrent autoencoder, many frameworks, one contract (docs/contract.md).
 
 Importing this package imports NumPy and nothing else; each backend's framework is imported
 only when that backend is created.
@@ -6,15 +6,20 @@ only when that backend is created.
 
 from frae import data
 from frae.backend import Backend, BaseBackend
-from frae.config import ACTIVATIONS, FRAEConfig
+from frae.config import ACTIVATIONS, FRAEConfig, Layer
+from frae.optimizers import ADAM, OPTIMIZERS, AdamSpec
 from frae.params import initial_weights, load_weights, save_weights
 from frae.registry import available_backends, create, installed_backends, unavailable_reason
 
 __all__ = [
     "ACTIVATIONS",
+    "ADAM",
+    "OPTIMIZERS",
+    "AdamSpec",
     "Backend",
     "BaseBackend",
     "FRAEConfig",
+    "Layer",
     "available_backends",
     "create",
     "data",

@@ -1,4 +1,4 @@
-"""The backend contract (SPEC section 3) and the boundary every backend shares.
+"""The backend contract (docs/contract.md, section 3) and the boundary every backend shares.
 
 ``Backend`` is the protocol a caller relies on. ``BaseBackend`` implements it once for every
 framework: it validates input (``frae.validation``), adds and drops the batch axis of a
@@ -196,4 +196,4 @@ class BaseBackend(abc.ABC):
 
     @abc.abstractmethod
     def _train_step(self, optimizer: str, learning_rate: float) -> TrainStep:
-        """A step function with fresh optimizer state (SPEC: new state at each ``fit``)."""
+        """A step function with fresh optimizer state (the contract: new state at each ``fit``)."""

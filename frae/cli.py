@@ -1,9 +1,10 @@
-"""The ``frae`` command."""
+"""The ``frae`` command: the one place that composes the core with the benchmark."""
 
 from __future__ import annotations
 
 import argparse
 import sys
+import time
 from pathlib import Path
 
 
@@ -24,6 +25,24 @@ def main(argv: list[str] | None = None) -> None:
     commands.add_parser("bench", help="the cross-framework benchmark (frae bench --help)")
     args = parser.parse_args(arguments)
     if args.command == "compare":
-        from frae.compare import main as compare_main
+        run_compare(args.out, benchmark=not args.no_bench)
 
-        compare_main(out=args.out, benchmark=not args.no_bench)
+
+def run_compare(out: Path | None, benchmark: bool) -> None:
+    """The main job: the parity table (``frae.compare``), then the quick benchmark, each
+    variant in its own process, with the parity table at the head of its report."""
+    from frae.compare import main as parity
+
+    preamble = parity()
+    if not benchmark:
+        return
+    from bench.harness import benchmark as run_benchmark
+    from bench.harness import default_out
+
+    folder = out or default_out()
+    print(f"\nquick benchmark, each variant in its own process; report in {folder}/", flush=True)
+    start = time.perf_counter()
+    _, summary = run_benchmark(quick=True, out=folder, preamble=preamble)
+    print(f"\n{summary}")
+    print(f"\nreport ({time.perf_counter() - start:.0f} s): {folder / 'report.md'}")
+    print(f"also there: results.jsonl, {', '.join(p.name for p in sorted(folder.glob('*.png')))}")

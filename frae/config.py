@@ -1,8 +1,10 @@
-"""The model's configuration (SPEC section 1)."""
+"""The model's configuration (docs/contract.md, section 1) and its layer table."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass
+from typing import Any
 
 from frae import validation
 
@@ -18,6 +20,37 @@ costs more than its few multiplies (docs/performance.md has the measurements). L
 kernels keep the matmul and its tuned library kernel. Both forms are float32 products with
 float32 sums, held to the same tolerances.
 """
+
+
+@dataclass(frozen=True)
+class Layer:
+    """One dense layer of the step, ``h ← activation(h @ kernel + bias)``.
+
+    Attributes:
+        name: canonical prefix, ``"encoder/dense_0"``; its weights are ``name + "/kernel"``
+            of shape ``(fan_in, units)`` and ``name + "/bias"`` of shape ``(units,)``.
+        fan_in: width of the layer's input.
+        units: width of its output.
+        activation: one of ``ACTIVATIONS``.
+    """
+
+    name: str
+    fan_in: int
+    units: int
+    activation: str
+
+    @property
+    def kernel(self) -> str:
+        return f"{self.name}/kernel"
+
+    @property
+    def bias(self) -> str:
+        return f"{self.name}/bias"
+
+    @property
+    def short_name(self) -> str:
+        """The name within its side: ``"dense_0"``, ``"latent"``, ``"output"``."""
+        return self.name.rpartition("/")[2]
 
 
 @dataclass(frozen=True)
@@ -50,26 +83,75 @@ class FRAEConfig:
             object.__setattr__(self, field, value)
 
     @property
-    def encoder_layers(self) -> tuple[tuple[str, int], ...]:
-        """``(name, units)`` of each encoder layer, the latent layer last."""
-        hidden = tuple((f"encoder/dense_{i}", u) for i, u in enumerate(self.encoder_units))
-        return (*hidden, ("encoder/latent", self.latent_dim))
+    def encoder_layers(self) -> tuple[Layer, ...]:
+        """The encoder, ``[x_t, x̂_{t-1}]`` (width 2F) in, the latent layer (width L) last."""
+        return _stack(
+            "encoder",
+            2 * self.input_dim,
+            self.encoder_units,
+            ("latent", self.latent_dim),
+            self.activation,
+            self.activation,
+        )
 
     @property
-    def decoder_layers(self) -> tuple[tuple[str, int], ...]:
-        """``(name, units)`` of each decoder layer, the output layer last."""
-        hidden = tuple((f"decoder/dense_{i}", u) for i, u in enumerate(self.decoder_units))
-        return (*hidden, ("decoder/output", self.input_dim))
+    def decoder_layers(self) -> tuple[Layer, ...]:
+        """The decoder, ``[z_t, x̂_{t-1}]`` (width L + F) in, the output layer (width F) last,
+        the only layer with ``output_activation``."""
+        return _stack(
+            "decoder",
+            self.latent_dim + self.input_dim,
+            self.decoder_units,
+            ("output", self.input_dim),
+            self.activation,
+            self.output_activation,
+        )
+
+    @property
+    def layers(self) -> tuple[Layer, ...]:
+        """Every layer of a time step in order: the encoder's, then the decoder's."""
+        return self.encoder_layers + self.decoder_layers
 
     def parameter_shapes(self) -> dict[str, tuple[int, ...]]:
-        """Canonical names and shapes (SPEC section 2), in the order initial weights are drawn."""
+        """Canonical names and shapes, in the order initial weights are drawn."""
         shapes: dict[str, tuple[int, ...]] = {}
-        for layers, fan_in in (
-            (self.encoder_layers, 2 * self.input_dim),
-            (self.decoder_layers, self.latent_dim + self.input_dim),
-        ):
-            for name, units in layers:
-                shapes[f"{name}/kernel"] = (fan_in, units)
-                shapes[f"{name}/bias"] = (units,)
-                fan_in = units
+        for layer in self.layers:
+            shapes[layer.kernel] = (layer.fan_in, layer.units)
+            shapes[layer.bias] = (layer.units,)
         return shapes
+
+    def to_dict(self) -> dict[str, Any]:
+        """The fields as plain JSON values (unit tuples as lists)."""
+        fields = asdict(self)
+        return {k: list(v) if isinstance(v, tuple) else v for k, v in fields.items()}
+
+    @classmethod
+    def from_dict(cls, fields: Mapping[str, Any]) -> FRAEConfig:
+        """The config ``to_dict`` described; unknown fields are a ``ValueError``."""
+        if not isinstance(fields, Mapping):
+            raise TypeError(f"config fields must be a dict, got {type(fields).__name__}")
+        unknown = sorted(set(fields) - set(cls.__dataclass_fields__))
+        if unknown:
+            raise ValueError(
+                f"config fields must be among {list(cls.__dataclass_fields__)}, got {unknown}"
+            )
+        return cls(**fields)
+
+
+def _stack(
+    side: str,
+    fan_in: int,
+    hidden_units: tuple[int, ...],
+    last: tuple[str, int],
+    hidden_activation: str,
+    last_activation: str,
+) -> tuple[Layer, ...]:
+    """The layers of one side: ``dense_i`` of ``hidden_units``, then ``last`` (name, units)."""
+    names = [f"{side}/dense_{i}" for i in range(len(hidden_units))] + [f"{side}/{last[0]}"]
+    units = [*hidden_units, last[1]]
+    activations = [hidden_activation] * len(hidden_units) + [last_activation]
+    layers = []
+    for name, width, activation in zip(names, units, activations, strict=True):
+        layers.append(Layer(name, fan_in, width, activation))
+        fan_in = width
+    return tuple(layers)

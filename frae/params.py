@@ -1,4 +1,4 @@
-"""Canonical weights: SPEC-exact initial values and validated, atomic ``.npz`` files."""
+"""Canonical weights: the contract's initial values and validated, atomic ``.npz`` files."""
 
 from __future__ import annotations
 

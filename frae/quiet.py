@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import contextlib
+import importlib
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from types import ModuleType
 
 
 @contextlib.contextmanager
@@ -23,3 +25,18 @@ def native_stderr_silenced() -> Iterator[None]:
     finally:
         os.dup2(saved, 2)
         os.close(saved)
+
+
+def import_quietly(module: str, start: Callable[[ModuleType], object] | None = None) -> ModuleType:
+    """Import ``module`` with native stderr silenced, then run ``start(module)`` likewise.
+
+    ``start`` is where a framework's first device discovery happens (TensorFlow probes for
+    CUDA there), so its lines are held back too. TensorFlow's later INFO and WARNING lines
+    are turned off through ``TF_CPP_MIN_LOG_LEVEL`` unless the caller set it.
+    """
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    with native_stderr_silenced():
+        imported = importlib.import_module(module)
+        if start is not None:
+            start(imported)
+    return imported

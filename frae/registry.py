@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,15 +34,33 @@ def available_backends() -> list[str]:
     return list(REGISTRY)
 
 
-def unavailable_reason(name: str) -> str | None:
-    """Why ``create(name)`` would fail to import, or ``None`` if it can. Imports nothing."""
-    entry = _entry(name)
-    missing = [module for module in entry.frameworks if importlib.util.find_spec(module) is None]
+def module_of(backend: str) -> str:
+    """The module ``create(backend)`` imports: a registered name's, or an import path's."""
+    return _target(backend).partition(":")[0]
+
+
+def frameworks_of(backend: str) -> tuple[str, ...]:
+    """The frameworks a registered backend imports (none known for an import path)."""
+    entry = REGISTRY.get(backend)
+    return entry.frameworks if entry else ()
+
+
+def unavailable_reason(backend: str, *, needs: Iterable[str] = ()) -> str | None:
+    """Why ``create(backend)`` would fail to import, or ``None`` if it can. Imports nothing.
+
+    ``backend`` is a registered name or a ``"package.module:attribute"`` path; ``needs``
+    adds modules that must be importable too (the frameworks of a backend given by path).
+    """
+    entry = REGISTRY.get(backend)
+    required = [*(entry.frameworks if entry else ()), *needs]
+    missing = [module for module in dict.fromkeys(required) if not _findable(module)]
     if missing:
-        return f"needs {', '.join(missing)}: pip install 'frae[{entry.extra}]'"
-    module = entry.target.partition(":")[0]
-    if importlib.util.find_spec(module) is None:
-        return f"not implemented in this version ({module} is absent)"
+        extra = f"pip install 'frae[{entry.extra}]'" if entry and entry.extra else "not installed"
+        return f"needs {', '.join(missing)}: {extra}"
+    module = module_of(backend)
+    if not _findable(module):
+        what = "not implemented in this version" if entry else "not importable"
+        return f"{what} ({module} is absent)"
     return None
 
 
@@ -68,9 +86,8 @@ def create(
     if ":" in backend:
         factory = _load(backend)
     else:
-        entry = _entry(backend)
         try:
-            factory = _load(entry.target)
+            factory = _load(_target(backend))
         except ModuleNotFoundError as error:
             reason = unavailable_reason(backend) or str(error)
             raise ImportError(f"backend {backend!r} cannot be imported: {reason}") from error
@@ -80,13 +97,24 @@ def create(
     return model
 
 
-def _entry(name: str) -> BackendEntry:
-    if name not in REGISTRY:
+def _target(backend: str) -> str:
+    """``"module:attribute"`` of a registered name, or the import path itself."""
+    if ":" in backend:
+        return backend
+    if backend not in REGISTRY:
         raise ValueError(
             f"backend must be one of {available_backends()} or 'package.module:attribute', "
-            f"got {name!r}"
+            f"got {backend!r}"
         )
-    return REGISTRY[name]
+    return REGISTRY[backend].target
+
+
+def _findable(module: str) -> bool:
+    """Whether ``module`` can be imported, without importing it (its parents may be)."""
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ModuleNotFoundError, ValueError):  # a parent package is missing, or "" given
+        return False
 
 
 def _load(target: str) -> Any:

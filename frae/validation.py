@@ -1,4 +1,4 @@
-"""Every check of caller input (SPEC section 4), in one place.
+"""Every check of caller input (docs/contract.md, section 4), in one place.
 
 Each check raises ``TypeError`` for a wrong type and ``ValueError`` for a wrong value, with a
 message that names the argument, what was expected and what was given. Checks return the
@@ -16,10 +16,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
+from frae.optimizers import OPTIMIZERS
+
 if TYPE_CHECKING:
     from frae.config import FRAEConfig
-
-OPTIMIZERS = ("sgd", "adam")
 
 
 def _describe(value: object) -> str:

@@ -1,2 +1,10 @@
-"""One folder per backend, each with the same files: ``model.py`` holds the recurrence in its
-framework, ``backend.py`` the ``frae.BaseBackend`` subclass, ``__init__.py`` exports it."""
+"""One folder per backend, each with the same files in the same roles:
+
+- ``model.py``: the recurrence in its framework, the cell and the time loop, entered through
+  ``unroll(config, weights, sequences, *, codes_given=False) -> (x̂, z)``, batch-major;
+- ``train.py``: training, the loss, its gradients, the contract's SGD and Adam, the step;
+- ``backend.py``: the adapter to ``frae.BaseBackend`` and its compile cache;
+- ``__init__.py``: exports the backend class, which ``frae.registry`` names.
+
+Each imports its own framework and ``frae``, nothing else.
+"""

@@ -7,6 +7,7 @@ registered backend whose framework is installed runs; the header names the other
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 
 import pytest
@@ -46,6 +47,11 @@ def pytest_configure(config: pytest.Config) -> None:
     )
     config.addinivalue_line(
         "markers", "project: checks this project itself (the oracle, tooling), not a backend"
+    )
+    config.addinivalue_line(
+        "markers",
+        "nested: runs the suite or the main job again in a subprocess (minutes); "
+        "'make test-fast' leaves these out",
     )
 
 
@@ -93,31 +99,19 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 @pytest.fixture
 def make_backend(backend_spec: str) -> MakeBackend:
     """``make_backend(config=None, *, seed=0, weights=None)`` builds the backend under test."""
-
-    def make(config: frae.FRAEConfig | None = None, **options: object) -> frae.Backend:
-        return frae.create(backend_spec, config, **options)  # type: ignore[arg-type]
-
-    return make
+    return functools.partial(frae.create, backend_spec)
 
 
 @pytest.fixture
 def other_backend(other_spec: str) -> MakeBackend:
     """Another backend than the one under test, for transfers between the two."""
-
-    def make(config: frae.FRAEConfig | None = None, **options: object) -> frae.Backend:
-        return frae.create(other_spec, config, **options)  # type: ignore[arg-type]
-
-    return make
+    return functools.partial(frae.create, other_spec)
 
 
 @pytest.fixture
 def reference() -> MakeBackend:
     """The float64 oracle, built like the backend under test."""
-
-    def make(config: frae.FRAEConfig | None = None, **options: object) -> frae.Backend:
-        return frae.create("reference", config, **options)  # type: ignore[arg-type]
-
-    return make
+    return functools.partial(frae.create, "reference")
 
 
 @pytest.fixture

@@ -17,9 +17,11 @@ import numpy as np
 
 from frae import validation
 from frae.backend import Array, TrainStep
+from frae.optimizers import ADAM
 from frae.params import Weights
-from impls.reference import model
-from impls.reference.backend import ADAM_BETA_2, ADAM_EPSILON, ReferenceBackend
+from impls.reference import train
+from impls.reference.backend import ReferenceBackend
+from impls.reference.model import unroll
 
 
 class Float32Reference(ReferenceBackend):
@@ -68,8 +70,8 @@ class Float16Inside(Float32Reference):
     breaks = "outputs"
 
     def _predict(self, x: Array) -> Array:
-        rounded = {k: v.astype(np.float16).astype(np.float64) for k, v in self._params.items()}
-        return model.run(rounded, self.config, x=x)[0].astype(np.float32)
+        rounded = {k: v.astype(np.float16).astype(np.float64) for k, v in self.params.items()}
+        return unroll(self.config, rounded, x)[0].astype(np.float32)
 
 
 class CodesOfFirstSequence(Float32Reference):
@@ -212,7 +214,7 @@ class LossReportedAfterUpdate(Float32Reference):
 
         def after(x: Array, y: Array) -> float:
             step(x, y)
-            return model.loss_and_grads(self._params, self.config, x, y)[0]
+            return train.loss_and_grads(self.config, self.params, x, y)[0]
 
         return after
 
@@ -222,9 +224,28 @@ class KerasEpsilonAdam(Float32Reference):
 
     breaks = "adam"
 
-    @staticmethod
-    def adam_direction(m_hat: Array, v_hat: Array, count: int) -> Array:
-        return m_hat / (np.sqrt(v_hat) + ADAM_EPSILON / np.sqrt(1 - ADAM_BETA_2**count))
+    def _train_step(self, optimizer: str, learning_rate: float) -> TrainStep:
+        if optimizer != "adam":
+            return super()._train_step(optimizer, learning_rate)
+        first = {name: np.zeros_like(value) for name, value in self.params.items()}
+        second = {name: np.zeros_like(value) for name, value in self.params.items()}
+        count = 0
+
+        def step(x: Array, y: Array) -> float:
+            nonlocal count
+            loss, grads = train.loss_and_grads(self.config, self.params, x, y)
+            count += 1
+            epsilon = ADAM.epsilon / np.sqrt(1 - ADAM.beta_2**count)
+            for name, grad in grads.items():
+                first[name] = ADAM.beta_1 * first[name] + (1 - ADAM.beta_1) * grad
+                second[name] = ADAM.beta_2 * second[name] + (1 - ADAM.beta_2) * grad**2
+                m_hat = first[name] / (1 - ADAM.beta_1**count)
+                v_hat = second[name] / (1 - ADAM.beta_2**count)
+                updated = self.params[name] - learning_rate * m_hat / (np.sqrt(v_hat) + epsilon)
+                self.params[name] = updated.astype(np.float32).astype(np.float64)
+            return loss
+
+        return step
 
 
 class FitWithoutUpdate(Float32Reference):
@@ -233,7 +254,7 @@ class FitWithoutUpdate(Float32Reference):
     breaks = "learning"
 
     def _train_step(self, optimizer: str, learning_rate: float) -> TrainStep:
-        return lambda x, y: model.loss_and_grads(self._params, self.config, x, y)[0]
+        return lambda x, y: train.loss_and_grads(self.config, self.params, x, y)[0]
 
 
 class WeightsStaleAfterFit(Float32Reference):
@@ -256,7 +277,7 @@ class HiddenActivationFixedToSwish(Float32Reference):
 
     def _predict(self, x: Array) -> Array:
         config = dataclasses.replace(self.config, activation="swish")
-        return model.run(self._params, config, x=x)[0].astype(np.float32)
+        return unroll(config, self.params, x)[0].astype(np.float32)
 
 
 MUTANTS = [

@@ -84,13 +84,13 @@ PROPERTIES = {
     ),
     "bad_input": Property(
         "bad input",
-        "every bad input of SPEC section 4 raises the named error, names the argument and "
-        "leaves the weights unchanged",
+        "every bad input of the contract's section 4 raises the named error, names the argument "
+        "and leaves the weights unchanged",
         ("test_bad_input_raises_and_leaves_weights", "test_bad_create_arguments"),
     ),
     "initial_weights": Property(
         "initial weights",
-        "create(config, seed=s) starts from SPEC's NumPy draw, for 2 configs and 4 seeds",
+        "create(config, seed=s) starts from the contract's NumPy draw, for 2 configs and 4 seeds",
         ("test_initial_weights_follow_the_spec_rule",),
     ),
     "round_trip": Property(

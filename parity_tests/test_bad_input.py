@@ -1,4 +1,5 @@
-"""SPEC section 4: every bad input raises the named error, names the argument, changes nothing."""
+"""Contract, section 4: each bad input raises the named error, names the argument, changes
+nothing."""
 
 from __future__ import annotations
 

@@ -26,6 +26,7 @@ def test_multi_sine_is_bounded_smooth_and_seeded() -> None:
     assert original_problem().shape == (1, 10, 2)
 
 
+@pytest.mark.nested
 def test_compare_prints_every_backend(tmp_path) -> None:
     """The parity part of the main job; its benchmark part is test_bench's harness test."""
     result = subprocess.run(

@@ -22,6 +22,8 @@ jax = pytest.importorskip("jax")
 pytest.importorskip("flax")
 pytest.importorskip("optax")
 jax_model = pytest.importorskip("impls.jax_scan.model")
+jax_train = pytest.importorskip("impls.jax_scan.train")
+jax_backend = pytest.importorskip("impls.jax_scan.backend")
 nnx = jax_model.nnx
 
 # every size different, no square kernel: a swapped axis or transposed kernel fails
@@ -41,7 +43,7 @@ def test_weights_round_trip_through_the_nnx_state() -> None:
     assert sorted(back) == sorted(weights)
     for name, value in weights.items():
         np.testing.assert_array_equal(np.asarray(back[name]), value, err_msg=name)
-    module = nnx.merge(jax_model.compiled(CONFIG).graphdef, state)
+    module = nnx.merge(jax_model.graphdef(CONFIG), state)
     for name, value in weights.items():
         *layer_path, kind = name.split("/")
         layer = module
@@ -55,9 +57,9 @@ def test_weights_round_trip_through_the_nnx_state() -> None:
 
 def test_scan_equals_the_cell_stepped_in_a_python_loop() -> None:
     weights = frae.initial_weights(CONFIG, seed=2)
-    module = nnx.merge(jax_model.compiled(CONFIG).graphdef, jax_model.state_from_weights(weights))
+    module = nnx.merge(jax_model.graphdef(CONFIG), jax_model.state_from_weights(weights))
     x = _inputs(seed=3)
-    outputs, codes = jax_model.run(module, x)
+    outputs, codes = jax_model.unroll(CONFIG, weights, x)
     feedback = np.zeros((BATCH, CONFIG.input_dim), np.float32)
     for t in range(STEPS):
         feedback, (output, code) = module.step(feedback, x[:, t])
@@ -66,7 +68,7 @@ def test_scan_equals_the_cell_stepped_in_a_python_loop() -> None:
 
 
 @pytest.mark.parametrize(
-    "batch", [jax_model.REMAT_MIN_BATCH - 1, jax_model.REMAT_MIN_BATCH], ids=["stored", "remat"]
+    "batch", [jax_train.REMAT_MIN_BATCH - 1, jax_train.REMAT_MIN_BATCH], ids=["stored", "remat"]
 )
 def test_both_gradient_strategies_equal_the_reference(batch: int) -> None:
     """Below ``REMAT_MIN_BATCH`` the gradient stores each step (unrolled scan), from it on it
@@ -82,8 +84,8 @@ def test_both_gradient_strategies_equal_the_reference(batch: int) -> None:
 
 def _device_results(model: frae.Backend) -> dict[str, object]:
     """Every array the jitted functions return, before any conversion to NumPy."""
-    compiled = jax_model.compiled(model.config)
-    params = model._read_weights()
+    compiled = jax_backend.compiled(model.config)
+    params = model.params  # type: ignore[attr-defined]
     x, y = _inputs(seed=4), _inputs(seed=5)
     results: dict[str, object] = {
         "predict": compiled.predict(params, x),
@@ -110,7 +112,7 @@ def test_float32_throughout() -> None:
         for path, leaf in jax.tree_util.tree_leaves_with_path(result):
             allowed = (np.int32,) if "count" in jax.tree_util.keystr(path) else (np.float32,)
             assert leaf.dtype in allowed, f"{what}{jax.tree_util.keystr(path)}: {leaf.dtype}"
-    assert all(value.dtype == np.float32 for value in model._read_weights().values())
+    assert all(value.dtype == np.float32 for value in model.params.values())  # type: ignore[attr-defined]
     assert not jax.config.jax_enable_x64
 
 
@@ -132,14 +134,14 @@ def test_one_trace_per_shape(
 ) -> None:
     """Repeated calls with new values, new weights or a new instance reuse the compiled code."""
     traces: Counter[int] = Counter()
-    run = jax_model.run
+    unroll = jax_model.unroll
 
-    def counted_run(*args: object, **kwargs: object) -> object:
-        traces[args[1].shape[1]] += 1  # by T
-        return run(*args, **kwargs)
+    def counted_unroll(*args: object, **kwargs: object) -> object:
+        traces[args[2].shape[1]] += 1  # by T
+        return unroll(*args, **kwargs)
 
-    monkeypatch.setattr(jax_model, "run", counted_run)
-    jax_model.compiled.cache_clear()  # compile afresh, so that the first call must trace
+    monkeypatch.setattr(jax_model, "unroll", counted_unroll)
+    jax_backend.compiled.cache_clear()  # compile afresh, so that the first call must trace
     model = frae.create("jax_scan", CONFIG, seed=4)
     for seed in range(3):
         call(model, _inputs(seed=seed))

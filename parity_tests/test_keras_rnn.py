@@ -24,6 +24,7 @@ KERAS_BACKENDS = {"tensorflow": "tensorflow", "jax": "jax", "torch": "torch"}
 ROOT = Path(__file__).resolve().parent.parent
 
 
+@pytest.mark.nested
 @pytest.mark.parametrize("keras_backend", list(KERAS_BACKENDS))
 def test_parity_suite_passes_on_keras_backend(keras_backend: str) -> None:
     """The whole suite for keras_rnn, in a process whose Keras runs on ``keras_backend``."""
@@ -110,7 +111,7 @@ def test_canonical_weights_load_into_the_keras_model() -> None:
 
 def test_keras_defaults_baseline_equals_the_compiled_backend() -> None:
     x = frae.data.multi_sine(batch=3, steps=15, seed=4)
-    baseline = frae.create("impls.keras_rnn:DefaultKerasRNNBackend", seed=5)
+    baseline = frae.create("bench.baselines.keras_defaults:KerasDefaultsBackend", seed=5)
     compiled = frae.create("keras_rnn", seed=5)
     assert_close("outputs", baseline.predict(x), compiled.predict(x))
     losses = baseline.fit(x, epochs=3, optimizer="sgd", learning_rate=0.5)["loss"]

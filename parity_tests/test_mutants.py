@@ -48,6 +48,7 @@ def test_every_property_has_a_mutant() -> None:
     assert {mutant.breaks for mutant in MUTANTS} == set(PROPERTIES)
 
 
+@pytest.mark.nested
 def test_control_passes_the_whole_suite(tmp_path: Path) -> None:
     results = run_suite("parity_tests.mutants:Float32Reference", tmp_path / "control.xml")
     assert len(results) > 100
@@ -56,6 +57,7 @@ def test_control_passes_the_whole_suite(tmp_path: Path) -> None:
         assert any(prop.selects(test) for test in results), f"no test checks {key}"
 
 
+@pytest.mark.nested
 @pytest.mark.parametrize("mutant", MUTANTS, ids=[mutant.__name__ for mutant in MUTANTS])
 def test_suite_rejects_mutant(
     mutant: type, tmp_path: Path, mutant_verdicts: dict[str, bool]

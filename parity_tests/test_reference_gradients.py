@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from impls.reference import model
+from impls.reference import model, train
 from parity_tests.cases import CASE_PARAMS, Case
 
 pytestmark = pytest.mark.project
@@ -33,9 +33,9 @@ def _central_differences(
         for index in np.ndindex(value.shape):
             original = value[index]
             value[index] = original + STEP
-            up = model.loss_and_grads(params, case.config, x, y)[0]
+            up = train.loss_and_grads(case.config, params, x, y)[0]
             value[index] = original - STEP
-            down = model.loss_and_grads(params, case.config, x, y)[0]
+            down = train.loss_and_grads(case.config, params, x, y)[0]
             value[index] = original
             grad[index] = (up - down) / (2 * STEP)
         grads[name] = grad
@@ -47,7 +47,7 @@ def test_gradients_equal_central_differences(case: Case) -> None:
     params = _random_params(case, seed=1)
     x = case.inputs(seed=2).astype(np.float64)
     y = case.inputs(seed=3).astype(np.float64)
-    _, analytic = model.loss_and_grads(params, case.config, x, y)
+    _, analytic = train.loss_and_grads(case.config, params, x, y)
     numeric = _central_differences(case, params, x, y)
     for name in params:
         scale = max(np.abs(numeric[name]).max(), np.abs(analytic[name]).max())

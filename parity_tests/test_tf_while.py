@@ -50,8 +50,8 @@ def test_one_trace_per_shape_shared_by_instances() -> None:
 def test_textbook_graph_mode_equals_compiled() -> None:
     x = frae.data.multi_sine(batch=3, steps=20, seed=2)
     compiled = frae.create("tf_while", seed=3)
-    textbook = frae.create("impls.tf_while:TextbookTFWhileBackend", seed=3)
-    assert textbook.name == "tf_while_graph"
+    textbook = frae.create("bench.baselines.textbook_fix:TextbookFixBackend", seed=3)
+    assert textbook.name == "textbook_fix"
     assert_close("outputs", textbook.predict(x), compiled.predict(x))
     before = _tracing_counts(jit_compile=False)["predict"]
     textbook.predict(x)
@@ -80,8 +80,9 @@ def test_tensorflow_start_up_and_tracing_say_nothing() -> None:
 
 def _gradient_loops(loss: object = None) -> str:
     """The optimized HLO of tf_while's ``loss_and_grads`` at T=37 (a length no weight has),
-    with ``model.mean_squared_error`` replaced by ``loss`` if given."""
+    with ``train.mean_squared_error`` replaced by ``loss`` if given."""
     from impls.tf_while import model as tf_model
+    from impls.tf_while import train as tf_train
     from impls.tf_while.model import tf
 
     config, steps = frae.FRAEConfig(), 37
@@ -90,7 +91,7 @@ def _gradient_loops(loss: object = None) -> str:
 
     def loss_and_grads(x: tf.Tensor) -> object:
         with tf.GradientTape() as tape:
-            value = (loss or tf_model.mean_squared_error)(config, variables, x, x)
+            value = (loss or tf_train.mean_squared_error)(config, variables, x, x)
         return value, tape.gradient(value, variables)
 
     function = tf.function(loss_and_grads, jit_compile=True, autograph=False)

@@ -1,4 +1,4 @@
-"""Canonical weights: the SPEC's names, shapes and initial values, copies, files."""
+"""Canonical weights: the contract's names, shapes and initial values, copies, files."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 import frae
 from parity_tests.conftest import MakeBackend
 
-# SPEC section 2, written out by hand: the order in which initial weights are drawn.
+# The contract's section 2, written out by hand: the order in which initial weights are drawn.
 DEFAULT_LAYOUT = [
     ("encoder/dense_0/kernel", (4, 4)),
     ("encoder/dense_0/bias", (4,)),

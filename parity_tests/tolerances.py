@@ -72,7 +72,8 @@ TOLERANCES = {
     "adam": Tolerance(
         rtol=1e-5,
         atol=0.0,
-        reason="the loss of each of 50 Adam steps, ε = 1e-7 placed as SPEC: m̂/√v̂ normalizes "
+        reason="the loss of each of 50 Adam steps, ε = 1e-7 placed as the contract places it: "
+        "m̂/√v̂ normalizes "
         "every update, so the float32 noise of a small gradient moves its weight as much as "
         "a large gradient would (measured at most 1.4e-6; ε placed as Keras' Adam places it, "
         "or 1 - β and 1 - βᵗ from differently rounded β, exceed it)",

@@ -1,5 +1,5 @@
 """Keras 3: a ``keras.layers.RNN`` over a custom cell, on whichever Keras backend runs."""
 
-from impls.keras_rnn.backend import DefaultKerasRNNBackend, KerasRNNBackend
+from impls.keras_rnn.backend import KerasRNNBackend
 
-__all__ = ["DefaultKerasRNNBackend", "KerasRNNBackend"]
+__all__ = ["KerasRNNBackend"]

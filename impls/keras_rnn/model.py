@@ -10,17 +10,16 @@ loop: ``tf.while_loop`` on TensorFlow, ``lax.scan`` on JAX.
 from __future__ import annotations
 
 import math
-import os
+from typing import TYPE_CHECKING
 
 from frae.config import FUSED_PRODUCT_MAX_SIZE, FRAEConfig
-from frae.quiet import native_stderr_silenced
+from frae.quiet import import_quietly
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # later INFO and WARNING lines too
-with native_stderr_silenced():
+if TYPE_CHECKING:
     import keras
-    from keras import ops
-
-    ops.convert_to_numpy(ops.zeros(()))  # the Keras backend finds its devices here
+else:  # the Keras backend finds its devices at its first operation
+    keras = import_quietly("keras", lambda keras: keras.ops.convert_to_numpy(keras.ops.zeros(())))
+ops = keras.ops
 
 PACKAGE = "frae"
 
@@ -49,13 +48,9 @@ class FRAECell(keras.layers.Layer):
 
     def __init__(self, frae_config: dict, **kwargs) -> None:
         super().__init__(**kwargs)
-        self.frae_config = FRAEConfig(**frae_config)
+        self.frae_config = FRAEConfig.from_dict(frae_config)
         self.state_size = self.frae_config.input_dim
         self.output_size = self.frae_config.input_dim + self.frae_config.latent_dim
-        hidden = ACTIVATIONS[self.frae_config.activation]
-        self._encoder = [(name, hidden) for name, _ in self.frae_config.encoder_layers]
-        self._decoder = [(name, hidden) for name, _ in self.frae_config.decoder_layers]
-        self._decoder[-1] = (self._decoder[-1][0], ACTIVATIONS[self.frae_config.output_activation])
 
     def build(self, input_shape) -> None:
         self.weights_by_name = {
@@ -63,37 +58,34 @@ class FRAECell(keras.layers.Layer):
             for name, shape in self.frae_config.parameter_shapes().items()
         }
 
-    def _dense_stack(self, layers, h):
-        for name, activation in layers:
-            kernel = self.weights_by_name[f"{name}/kernel"]
+    def dense_stack(self, layers, h):
+        """``h ← act(h @ kernel + bias)`` for each layer; tiny kernels as a fused product."""
+        for layer in layers:
+            kernel = self.weights_by_name[layer.kernel]
             product = (
                 ops.sum(h[..., :, None] * kernel, axis=-2)
                 if math.prod(kernel.shape) <= FUSED_PRODUCT_MAX_SIZE
                 else ops.matmul(h, kernel)
             )
-            h = activation(product + self.weights_by_name[f"{name}/bias"])
+            h = ACTIVATIONS[layer.activation](product + self.weights_by_name[layer.bias])
         return h
 
     def decode_step(self, code, feedback):
         """x̂_t from z_t and x̂_{t-1}."""
-        return self._dense_stack(self._decoder, ops.concatenate([code, feedback], axis=-1))
+        return self.dense_stack(
+            self.frae_config.decoder_layers, ops.concatenate([code, feedback], axis=-1)
+        )
 
     def call(self, inputs, states):
         feedback = states[0]
-        code = self._dense_stack(self._encoder, ops.concatenate([inputs, feedback], axis=-1))
+        code = self.dense_stack(
+            self.frae_config.encoder_layers, ops.concatenate([inputs, feedback], axis=-1)
+        )
         reconstruction = self.decode_step(code, feedback)
         return ops.concatenate([reconstruction, code], axis=-1), [reconstruction]
 
     def get_config(self) -> dict:
-        config = self.frae_config
-        return {
-            **super().get_config(),
-            "frae_config": {
-                **config.__dict__,
-                "encoder_units": list(config.encoder_units),
-                "decoder_units": list(config.decoder_units),
-            },
-        }
+        return {**super().get_config(), "frae_config": self.frae_config.to_dict()}
 
 
 @keras.saving.register_keras_serializable(package=PACKAGE)
@@ -111,27 +103,31 @@ class DecoderCell(keras.layers.Layer):
         return reconstruction, [reconstruction]
 
 
+def unroll(config: FRAEConfig, cell: FRAECell, sequences, *, codes_given: bool = False):
+    """The recurrence over symbolic batch-major ``sequences`` from x̂₀ = 0: ``(x̂, z)``.
+
+    ``cell`` holds the weights; ``keras.layers.RNN`` supplies the loop. ``sequences`` is x,
+    or with ``codes_given`` the codes z for the decoder alone (then z is returned as given).
+    """
+    if codes_given:
+        loop = keras.layers.RNN(DecoderCell(cell), return_sequences=True, name="frae_decoder_rnn")
+        return loop(sequences), sequences
+    both = keras.layers.RNN(cell, return_sequences=True, name="frae_rnn")(sequences)
+    return both[..., : config.input_dim], both[..., config.input_dim :]
+
+
 def build_models(config: FRAEConfig) -> tuple[keras.Model, keras.Model, keras.Model]:
     """The autoencoder (x -> x̂), its encoder (x -> z) and its decoder (z -> x̂).
 
     The three share one ``FRAECell``; the autoencoder is the model a user saves.
     """
-    features, latent = config.input_dim, config.latent_dim
-    cell = FRAECell(
-        {
-            **config.__dict__,
-            "encoder_units": list(config.encoder_units),
-            "decoder_units": list(config.decoder_units),
-        },
-        name="frae_cell",
+    cell = FRAECell(config.to_dict(), name="frae_cell")
+    sequences = keras.Input((None, config.input_dim), name="x")
+    outputs, codes = unroll(config, cell, sequences)
+    given = keras.Input((None, config.latent_dim), name="z")
+    decoded, _ = unroll(config, cell, given, codes_given=True)
+    return (
+        keras.Model(sequences, outputs, name="frae"),
+        keras.Model(sequences, codes, name="frae_encoder"),
+        keras.Model(given, decoded, name="frae_decoder"),
     )
-    sequences = keras.Input((None, features), name="x")
-    both = keras.layers.RNN(cell, return_sequences=True, name="frae_rnn")(sequences)
-    autoencoder = keras.Model(sequences, both[..., :features], name="frae")
-    encoder = keras.Model(sequences, both[..., features:], name="frae_encoder")
-    codes = keras.Input((None, latent), name="z")
-    decoded = keras.layers.RNN(DecoderCell(cell), return_sequences=True, name="frae_decoder_rnn")(
-        codes
-    )
-    decoder = keras.Model(codes, decoded, name="frae_decoder")
-    return autoencoder, encoder, decoder

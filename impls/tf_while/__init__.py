@@ -1,5 +1,5 @@
 """TensorFlow: ``tf.while_loop`` over time with a ``TensorArray``, compiled by XLA."""
 
-from impls.tf_while.backend import TextbookTFWhileBackend, TFWhileBackend
+from impls.tf_while.backend import TFWhileBackend
 
-__all__ = ["TFWhileBackend", "TextbookTFWhileBackend"]
+__all__ = ["TFWhileBackend"]

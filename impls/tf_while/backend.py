@@ -10,14 +10,9 @@ from typing import Any
 import numpy as np
 
 from frae.backend import Array, BaseBackend, TrainStep
-from frae.config import FRAEConfig
 from frae.params import Weights
-from impls.tf_while import model
-from impls.tf_while.model import Variables, tf
-
-ADAM_BETA_1 = 0.9
-ADAM_BETA_2 = 0.999
-ADAM_EPSILON = 1e-7
+from impls.tf_while import model, train
+from impls.tf_while.model import tf
 
 
 class _DropRetracingAdvice(logging.Filter):
@@ -29,52 +24,6 @@ class _DropRetracingAdvice(logging.Filter):
 
 
 tf.get_logger().addFilter(_DropRetracingAdvice())
-
-
-def sgd_step(
-    config: FRAEConfig, variables: Variables, x: tf.Tensor, y: tf.Tensor, lr: tf.Tensor
-) -> tf.Tensor:
-    """w ← w − lr·g; returns the loss before the update."""
-    loss, grads = model.loss_and_grads(config, variables, x, y)
-    for name, grad in grads.items():
-        variables[name].assign_sub(lr * grad)
-    return loss
-
-
-def adam_step(
-    config: FRAEConfig,
-    variables: Variables,
-    slots: dict[str, Variables],
-    x: tf.Tensor,
-    y: tf.Tensor,
-    lr: tf.Tensor,
-) -> tf.Tensor:
-    """Adam exactly as SPEC writes it: w ← w − lr·m̂/(√v̂ + ε).
-
-    Keras' ``Adam`` folds the bias corrections into the step size, which moves ε inside:
-    m̂/(√v̂ + ε/√(1 - β₂ᵗ)); written out here, the update is SPEC's to the letter.
-    ``slots`` holds ``step`` (a scalar), ``m`` and ``v``.
-    """
-    loss, grads = model.loss_and_grads(config, variables, x, y)
-    # Both betas as float32 first: 1 - β and 1 - βᵗ from the same rounded β cancel exactly in
-    # m̂ and v̂ (from 0.999 in double for one and float32 for the other, v̂ errs by 1.3e-5).
-    beta_1, beta_2 = tf.constant(ADAM_BETA_1), tf.constant(ADAM_BETA_2)
-    step = slots["step"]["count"].assign_add(1.0)
-    first_correction = 1.0 - beta_1**step
-    second_correction = 1.0 - beta_2**step
-    for name, grad in grads.items():
-        m = slots["m"][name].assign(beta_1 * slots["m"][name] + (1 - beta_1) * grad)
-        v = slots["v"][name].assign(beta_2 * slots["v"][name] + (1 - beta_2) * tf.square(grad))
-        update = (m / first_correction) / (tf.sqrt(v / second_correction) + ADAM_EPSILON)
-        variables[name].assign_sub(lr * update)
-    return loss
-
-
-def reset_slots(slots: dict[str, Variables]) -> None:
-    """Fresh optimizer state: every slot back to zero."""
-    for group in slots.values():
-        for slot in group.values():
-            slot.assign(tf.zeros_like(slot))
 
 
 @functools.cache
@@ -90,10 +39,10 @@ def compiled_functions(jit_compile: bool) -> dict[str, Any]:
         "predict": compile_(lambda config, v, x: model.unroll(config, v, x)[0]),
         "encode": compile_(lambda config, v, x: model.unroll(config, v, x)[1]),
         "decode": compile_(lambda config, v, z: model.unroll(config, v, z, codes_given=True)[0]),
-        "loss_and_grads": compile_(model.loss_and_grads),
-        "sgd": compile_(sgd_step),
-        "adam": compile_(adam_step),
-        "reset_slots": compile_(reset_slots),
+        "loss_and_grads": compile_(train.loss_and_grads),
+        "sgd": compile_(train.sgd_step),
+        "adam": compile_(train.adam_step),
+        "reset_slots": compile_(train.reset_slots),
     }
 
 
@@ -113,11 +62,7 @@ class TFWhileBackend(BaseBackend):
         self._write_weights(weights)
         self.compiled = compiled_functions(self.jit_compile)
         self._concrete: dict[tuple[Any, ...], Any] = {}
-        self._adam_slots = {
-            "step": {"count": tf.Variable(0.0)},
-            "m": {name: tf.Variable(tf.zeros_like(v)) for name, v in self.variables.items()},
-            "v": {name: tf.Variable(tf.zeros_like(v)) for name, v in self.variables.items()},
-        }
+        self.optimizer_slots = train.create_slots(self.variables)
 
     def _call(self, operation: str, *args: Any) -> Any:
         """``compiled_functions()[operation](config, variables, *args)``, through the concrete
@@ -163,13 +108,6 @@ class TFWhileBackend(BaseBackend):
         lr = tf.constant(learning_rate, tf.float32)  # a tensor: a new rate does not retrace
         if optimizer == "sgd":
             return lambda x, y: float(self._call("sgd", x, y, lr))
-        slots = self._adam_slots
+        slots = self.optimizer_slots
         self.compiled["reset_slots"](slots)
         return lambda x, y: float(self._call("adam", slots, x, y, lr))
-
-
-class TextbookTFWhileBackend(TFWhileBackend):
-    """The same loop in graph mode without XLA: the textbook fix, kept as a baseline."""
-
-    name = "tf_while_graph"
-    jit_compile = False

@@ -1,4 +1,4 @@
-"""The FRAE recurrence as a ``tf.Module``: ``tf.while_loop`` over time, XLA-compiled.
+"""The FRAE recurrence in TensorFlow: the cell and ``tf.while_loop`` over time, XLA-compiled.
 
 The feedback x̂_{t-1} is a loop variable of the ``tf.while_loop``, never an attribute, and
 every ``TensorArray.write`` result is reassigned: the two mistakes that disconnect the loss
@@ -7,17 +7,16 @@ from the weights ("No gradients provided for any variable") cannot happen here.
 
 from __future__ import annotations
 
-import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING
 
-from frae.config import FUSED_PRODUCT_MAX_SIZE, FRAEConfig
-from frae.quiet import native_stderr_silenced
+from frae.config import FUSED_PRODUCT_MAX_SIZE, FRAEConfig, Layer
+from frae.quiet import import_quietly
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # later INFO and WARNING lines too
-with native_stderr_silenced():
+if TYPE_CHECKING:
     import tensorflow as tf
-
-    tf.config.list_logical_devices()  # device discovery, with its CUDA probe, happens here
+else:  # device discovery, with its CUDA probe, happens in list_logical_devices
+    tf = import_quietly("tensorflow", lambda tf: tf.config.list_logical_devices())
 
 ACTIVATIONS = {
     "swish": tf.nn.silu,
@@ -38,20 +37,16 @@ def create_variables(config: FRAEConfig) -> Variables:
     }
 
 
-def _dense_stack(
-    weights: dict[str, tf.Tensor],
-    layers: tuple[tuple[str, int], ...],
-    activations: list,
-    h: tf.Tensor,
-) -> tf.Tensor:
-    for (name, _), activation in zip(layers, activations, strict=True):
-        kernel = weights[f"{name}/kernel"]
+def dense_stack(weights: dict[str, tf.Tensor], layers: Iterable[Layer], h: tf.Tensor) -> tf.Tensor:
+    """``h ← act(h @ kernel + bias)`` for each layer; tiny kernels as a fused product."""
+    for layer in layers:
+        kernel = weights[layer.kernel]
         product = (
             tf.reduce_sum(h[:, :, None] * kernel, axis=1)
             if kernel.shape.num_elements() <= FUSED_PRODUCT_MAX_SIZE
             else tf.matmul(h, kernel)
         )
-        h = activation(product + weights[f"{name}/bias"])
+        h = ACTIVATIONS[layer.activation](product + weights[layer.bias])
     return h
 
 
@@ -67,21 +62,14 @@ def make_cell(config: FRAEConfig, variables: Variables, *, codes_given: bool = F
     kernel per step); a tensor from outside is a loop invariant, read where it is.
     """
     weights = {name: tf.convert_to_tensor(variable) for name, variable in variables.items()}
-    hidden = ACTIVATIONS[config.activation]
-    encoder = [hidden] * len(config.encoder_layers)
-    decoder = [hidden] * len(config.decoder_units) + [ACTIVATIONS[config.output_activation]]
 
     def cell(fresh: tf.Tensor, feedback: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
         code = (
             fresh
             if codes_given
-            else _dense_stack(
-                weights, config.encoder_layers, encoder, tf.concat([fresh, feedback], axis=1)
-            )
+            else dense_stack(weights, config.encoder_layers, tf.concat([fresh, feedback], axis=1))
         )
-        return code, _dense_stack(
-            weights, config.decoder_layers, decoder, tf.concat([code, feedback], axis=1)
-        )
+        return code, dense_stack(weights, config.decoder_layers, tf.concat([code, feedback], 1))
 
     return cell
 
@@ -120,51 +108,3 @@ def unroll(
         tf.transpose(outputs.stack(), [1, 0, 2]),
         tf.transpose(codes.stack(), [1, 0, 2]),
     )
-
-
-def mean_squared_error(
-    config: FRAEConfig, variables: Variables, x: tf.Tensor, y: tf.Tensor
-) -> tf.Tensor:
-    """mean((x̂ - y)²) over ``(B, T, F)``, each step's squares summed inside the loop.
-
-    The loss is the only output, so no array of reconstructions crosses the loop and the
-    loop's gradient reads nothing from one: differentiating through ``unroll`` instead,
-    XLA copies the T-long gradient arrays of the outputs and codes at every backward step,
-    and a step costs time proportional to T (at B=256, 127 µs per step at T=1000 and 973
-    at T=4000; summed inside, 35 at both). The sum is kept in float64, so adding T small
-    terms one at a time loses nothing the float32 mean would keep.
-    """
-    cell = make_cell(config, variables)
-    batch, steps = x.shape[0], x.shape[1]
-    inputs = tf.transpose(x, [1, 0, 2])
-    targets = tf.transpose(y, [1, 0, 2])
-
-    def step(t, feedback, total):
-        _, reconstruction = cell(inputs[t], feedback)
-        squares = tf.reduce_sum(tf.square(reconstruction - targets[t]))
-        return t + 1, reconstruction, total + tf.cast(squares, tf.float64)
-
-    _, _, total = tf.while_loop(
-        lambda t, *_: t < steps,
-        step,
-        (tf.constant(0), tf.zeros([batch, config.input_dim]), tf.constant(0.0, tf.float64)),
-        maximum_iterations=steps,
-    )
-    return tf.cast(total / float(batch * steps * config.input_dim), tf.float32)
-
-
-def loss_and_grads(
-    config: FRAEConfig, variables: Variables, x: tf.Tensor, y: tf.Tensor
-) -> tuple[tf.Tensor, dict[str, tf.Tensor]]:
-    """Mean squared error and its gradient, back-propagated through the whole loop.
-
-    Raises ``ValueError`` at trace time, naming them, if the loss does not depend on some
-    weights (the original failure would have been caught here).
-    """
-    with tf.GradientTape() as tape:
-        loss = mean_squared_error(config, variables, x, y)
-    grads = tape.gradient(loss, variables)
-    disconnected = [name for name, grad in grads.items() if grad is None]
-    if disconnected:
-        raise ValueError(f"the loss does not depend on {disconnected}: no gradient for them")
-    return loss, grads

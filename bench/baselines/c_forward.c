@@ -1,11 +1,11 @@
 /* The FRAE forward in plain C: the check that the Numba floor is a floor.
  *
- * Same workspace as bench/floor.py: one time step is a (ROWS, B) array of float, batch
+ * Same workspace as bench/baselines/numba_floor.py: one time step is a (ROWS, B) array of float, batch
  * innermost; rows hold the encoder input [x_t, x̂_{t-1}], each encoder layer's output, the
  * decoder input [z_t, x̂_{t-1}], each decoder layer's output, x̂_t last. The weights are one
  * flat vector in canonical order, kernels (in, out) row-major.
  *
- * bench/cfloor.py writes frae_plan.h for one config and compiles this file with it, so
+ * bench/baselines/c_forward.py writes frae_plan.h for one config and compiles this file with it, so
  * every layer size is a compile-time constant:
  *   FEATURES, ROWS, FEEDBACK_A, FEEDBACK_D, OUTPUT_ROW
  *   FRAE_LAYERS(X): X(in_row, fan_in, out_row, units, kernel, bias, activation) per layer.

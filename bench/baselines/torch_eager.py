@@ -1,7 +1,8 @@
 """PyTorch's eager loop, as a PyTorch user writes it: a benchmark baseline.
 
 An ``nn.Module`` of ``nn.Linear`` layers, a Python ``for`` loop over time, autograd for the
-gradients and ``torch.optim.Adam`` (ε = 1e-7 as SPEC; PyTorch, too, adds ε outside √v̂).
+gradients and ``torch.optim.Adam`` with the contract's constants (PyTorch, too, adds ε
+outside √v̂).
 No ``torch.compile``, no scripting: the code a PyTorch user writes first. The harness runs
 it only where ``torch`` is importable; it is not part of any extra.
 """
@@ -16,9 +17,8 @@ from torch import nn
 
 from frae.backend import Array, BaseBackend, TrainStep
 from frae.config import FRAEConfig
+from frae.optimizers import ADAM
 from frae.params import Weights
-
-ADAM_EPSILON = 1e-7
 
 ACTIVATIONS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
     "swish": nn.functional.silu,
@@ -34,20 +34,14 @@ class FRAEModule(nn.Module):
     def __init__(self, config: FRAEConfig) -> None:
         super().__init__()
         self.config = config
-        fan_in = 2 * config.input_dim
-        self.encoder = nn.ModuleList()
-        for _, units in config.encoder_layers:
-            self.encoder.append(nn.Linear(fan_in, units))
-            fan_in = units
-        fan_in = config.latent_dim + config.input_dim
-        self.decoder = nn.ModuleList()
-        for _, units in config.decoder_layers:
-            self.decoder.append(nn.Linear(fan_in, units))
-            fan_in = units
-        hidden = ACTIVATIONS[config.activation]
-        self.encoder_activations = [hidden] * len(self.encoder)
-        self.decoder_activations = [hidden] * (len(self.decoder) - 1)
-        self.decoder_activations.append(ACTIVATIONS[config.output_activation])
+        self.encoder, self.decoder = (
+            nn.ModuleList(nn.Linear(layer.fan_in, layer.units) for layer in layers)
+            for layers in (config.encoder_layers, config.decoder_layers)
+        )
+        self.encoder_activations, self.decoder_activations = (
+            [ACTIVATIONS[layer.activation] for layer in layers]
+            for layers in (config.encoder_layers, config.decoder_layers)
+        )
 
     def decode_step(self, code: torch.Tensor, feedback: torch.Tensor) -> torch.Tensor:
         h = torch.cat([code, feedback], dim=1)
@@ -75,7 +69,7 @@ class FRAEModule(nn.Module):
 
 
 class TorchEagerBackend(BaseBackend):
-    """``FRAEModule`` behind the SPEC contract, float32 on the CPU."""
+    """``FRAEModule`` behind the contract, float32 on the CPU."""
 
     name = "torch_eager"
 
@@ -85,7 +79,7 @@ class TorchEagerBackend(BaseBackend):
 
     def _layers(self) -> dict[str, nn.Linear]:
         """Canonical layer name -> its ``nn.Linear`` (whose weight is the kernel transposed)."""
-        names = [name for name, _ in (*self.config.encoder_layers, *self.config.decoder_layers)]
+        names = [layer.name for layer in self.config.layers]
         layers = [*self.module.encoder, *self.module.decoder]
         return dict(zip(names, layers, strict=True))  # type: ignore[arg-type]
 
@@ -136,7 +130,9 @@ class TorchEagerBackend(BaseBackend):
         update = (
             torch.optim.SGD(parameters, lr=learning_rate)
             if optimizer == "sgd"
-            else torch.optim.Adam(parameters, lr=learning_rate, eps=ADAM_EPSILON)
+            else torch.optim.Adam(
+                parameters, lr=learning_rate, betas=(ADAM.beta_1, ADAM.beta_2), eps=ADAM.epsilon
+            )
         )
 
         def step(x: Array, y: Array) -> float:

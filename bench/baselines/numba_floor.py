@@ -2,7 +2,7 @@
 
 Written as a performance engineer would write it by hand, for any ``FRAEConfig``:
 
-- one time step lives in a ``(rows, B)`` workspace laid out by ``bench.layout.plan``; a
+- one time step lives in a ``(rows, B)`` workspace laid out by ``layout.plan``; a
   layer reads one block of rows and writes the next;
 - every size is a compile-time constant: each layer is a small function with its sizes
   frozen in (Numba treats closure values as constants), inlined into one step, so the
@@ -16,7 +16,7 @@ Written as a performance engineer would write it by hand, for any ``FRAEConfig``
   float64 for the exactness test against the reference). ``error_model="numpy"`` only drops
   the zero-divisor test that Python semantics put before every division.
 
-``NumbaFloorBackend`` puts the kernels behind the SPEC contract, so the harness times it as
+``NumbaFloorBackend`` puts the kernels behind the contract, so the harness times it as
 it times every framework: through ``predict``, ``loss_and_grads`` and ``fit``.
 """
 
@@ -31,14 +31,11 @@ import numba
 import numpy as np
 import numpy.typing as npt
 
-from bench.layout import Layer, Plan, flatten, plan, unflatten
+from bench.baselines.layout import Layer, Plan, flatten, plan, unflatten
 from frae.backend import Array, BaseBackend, TrainStep
 from frae.config import FRAEConfig
+from frae.optimizers import ADAM
 from frae.params import Weights
-
-ADAM_BETA_1 = 0.9
-ADAM_BETA_2 = 0.999
-ADAM_EPSILON = 1e-7
 
 Kernel = Callable[..., Any]
 
@@ -63,7 +60,7 @@ class Kernels(NamedTuple):
     backward: Kernel
     """``(work, slopes, outputs, targets, scale, theta, delta, carry, lanes, loss)``."""
     adam: Kernel
-    """``(theta, grads, m, v, rate, β₁ᵗ, β₂ᵗ)``, in place."""
+    """``(theta, grads, m, v, rate, β₁, β₂, ε, t)``, in place."""
 
 
 def _activation(one: Any) -> Kernel:
@@ -236,14 +233,15 @@ def _backward(layout: Plan, layers: Kernel, zero: Any) -> Kernel:
 
 
 @_compiled
-def _adam(theta, grads, first, second, rate, beta_1_power, beta_2_power):  # type: ignore[no-untyped-def]
-    """SPEC's Adam, ε outside the root: w ← w − lr·m̂/(√v̂ + ε); powers are β₁ᵗ and β₂ᵗ."""
+def _adam(theta, grads, first, second, rate, beta_1, beta_2, epsilon, count):  # type: ignore[no-untyped-def]
+    """The contract's Adam, ε outside the root: w ← w − lr·m̂/(√v̂ + ε) at step ``count``."""
+    beta_1_power, beta_2_power = beta_1**count, beta_2**count
     for p in range(theta.shape[0]):
-        first[p] = ADAM_BETA_1 * first[p] + (1.0 - ADAM_BETA_1) * grads[p]
-        second[p] = ADAM_BETA_2 * second[p] + (1.0 - ADAM_BETA_2) * grads[p] * grads[p]
+        first[p] = beta_1 * first[p] + (1.0 - beta_1) * grads[p]
+        second[p] = beta_2 * second[p] + (1.0 - beta_2) * grads[p] * grads[p]
         m_hat = first[p] / (1.0 - beta_1_power)
         v_hat = second[p] / (1.0 - beta_2_power)
-        theta[p] = theta[p] - rate * m_hat / (math.sqrt(v_hat) + ADAM_EPSILON)
+        theta[p] = theta[p] - rate * m_hat / (math.sqrt(v_hat) + epsilon)
 
 
 @functools.cache
@@ -286,10 +284,10 @@ class _Workspace(NamedTuple):
 
 
 class NumbaFloorBackend(BaseBackend):
-    """The native floor behind the SPEC contract: Numba loops, float32, one thread.
+    """The native floor behind the contract: Numba loops, float32, one thread.
 
     ``predict`` runs the forward with one reused workspace; ``loss_and_grads`` records every
-    step's workspace and slopes, then runs the backward pass; a training step adds SPEC's
+    step's workspace and slopes, then runs the backward pass; a training step adds the contract's
     Adam (or SGD) on the flat weights. Inputs are transposed once to time-major,
     batch-innermost (T, F, B) and outputs once back.
     """
@@ -378,7 +376,7 @@ class NumbaFloorBackend(BaseBackend):
         return loss, unflatten(grads, self._plan)
 
     def _train_step(self, optimizer: str, learning_rate: float) -> TrainStep:
-        """SPEC's SGD or Adam on the flat weights, fresh state at each ``fit``."""
+        """The contract's SGD or Adam on the flat weights, fresh state at each ``fit``."""
         first, second = np.zeros_like(self._theta), np.zeros_like(self._theta)
         count = 0
 
@@ -395,8 +393,10 @@ class NumbaFloorBackend(BaseBackend):
                     first,
                     second,
                     learning_rate,
-                    ADAM_BETA_1**count,
-                    ADAM_BETA_2**count,
+                    ADAM.beta_1,
+                    ADAM.beta_2,
+                    ADAM.epsilon,
+                    count,
                 )
             return loss
 

@@ -1,4 +1,4 @@
-"""The floor's data layout, shared by the Numba loops (``bench.floor``) and C (``bench.cfloor``).
+"""The floor's data layout, shared by the Numba loops (``numba_floor``) and C (``c_forward``).
 
 One time step lives in a ``(rows, B)`` workspace, batch innermost; its rows are, in order,
 the encoder input ``[x_t, x̂_{t-1}]``, each encoder layer's output, the decoder input
@@ -18,6 +18,7 @@ import numpy as np
 
 from frae.backend import Array
 from frae.config import FRAEConfig
+from frae.config import Layer as ConfigLayer
 
 ACTIVATION_CODES = {"swish": 0, "tanh": 1, "sigmoid": 2, "linear": 3}
 LAYER_FIELDS = ("in_row", "fan_in", "out_row", "units", "kernel", "bias", "activation")
@@ -68,22 +69,18 @@ def plan(config: FRAEConfig) -> Plan:
     for name, shape in config.parameter_shapes().items():
         offsets[name] = (start, shape)
         start += math.prod(shape)
-    hidden, output = ACTIVATION_CODES[config.activation], ACTIVATION_CODES[config.output_activation]
     code_row = 2 * features + sum(config.encoder_units)
     layers: list[Layer] = []
-    in_row, fan_in, row = 0, 2 * features, 2 * features  # the encoder input comes first
-    for name, units in config.encoder_layers:
-        out_row = code_row if name == "encoder/latent" else row
-        kernel, bias = offsets[f"{name}/kernel"][0], offsets[f"{name}/bias"][0]
-        layers.append((in_row, fan_in, out_row, units, kernel, bias, hidden))
-        in_row, fan_in, row = out_row, units, row + units
-    in_row, fan_in = code_row, latent + features  # the decoder input [z_t, x̂_{t-1}]
+    in_row, row = 0, 2 * features  # the encoder input comes first
+    for layer in config.encoder_layers:
+        out_row = code_row if layer is config.encoder_layers[-1] else row
+        layers.append(_placed(layer, in_row, out_row, offsets))
+        in_row, row = out_row, row + layer.units
+    in_row = code_row  # the decoder input [z_t, x̂_{t-1}]
     row = code_row + latent + features
-    for index, (name, units) in enumerate(config.decoder_layers):
-        kind = output if index == len(config.decoder_layers) - 1 else hidden
-        kernel, bias = offsets[f"{name}/kernel"][0], offsets[f"{name}/bias"][0]
-        layers.append((in_row, fan_in, row, units, kernel, bias, kind))
-        in_row, fan_in, row = row, units, row + units
+    for layer in config.decoder_layers:
+        layers.append(_placed(layer, in_row, row, offsets))
+        in_row, row = row, row + layer.units
     return Plan(
         layers=tuple(layers),
         encoder_layers=len(config.encoder_layers),
@@ -95,6 +92,14 @@ def plan(config: FRAEConfig) -> Plan:
         output_row=row - features,
         offsets=offsets,
     )
+
+
+def _placed(
+    layer: ConfigLayer, in_row: int, out_row: int, offsets: dict[str, tuple[int, tuple[int, ...]]]
+) -> Layer:
+    kernel, bias = offsets[layer.kernel][0], offsets[layer.bias][0]
+    activation = ACTIVATION_CODES[layer.activation]
+    return (in_row, layer.fan_in, out_row, layer.units, kernel, bias, activation)
 
 
 def flatten(weights: Mapping[str, Array], layout: Plan, dtype: type[np.floating[Any]]) -> Array:

@@ -1,0 +1,24 @@
+"""What a Keras user writes first: ``keras_rnn``'s model through ``model.predict`` and
+``model.fit`` with Keras' defaults (``jit_compile="auto"``)."""
+
+from __future__ import annotations
+
+from frae.backend import Array, TrainStep
+from impls.keras_rnn import KerasRNNBackend
+
+
+class KerasDefaultsBackend(KerasRNNBackend):
+    """``model.predict(x)`` and ``model.fit(x, y)``; Keras resolves ``"auto"`` to no XLA for
+    TensorFlow on a CPU-only machine, so there it runs graph mode, step by step."""
+
+    name = "keras_defaults"
+    jit_compile = "auto"
+
+    def _predict(self, x: Array) -> Array:
+        return self.keras_model.predict(x, verbose=0)
+
+    def _train_step(self, optimizer: str, learning_rate: float) -> TrainStep:
+        trainer = self.trainer(optimizer, learning_rate)
+        return lambda x, y: trainer.fit(
+            x, y, batch_size=len(x), epochs=1, shuffle=False, verbose=0
+        ).history["loss"][0]

@@ -1,0 +1,95 @@
+"""Training in Keras: the loss, gradients in the Keras backend's own language, the
+contract's Adam as a Keras optimizer, and the compiled training model."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from frae.optimizers import ADAM
+from impls.keras_rnn.model import PACKAGE, keras, ops
+
+Gradients = Callable[[Any, Any], tuple[Any, list[Any]]]
+
+
+@keras.saving.register_keras_serializable(package=PACKAGE)
+class SpecAdam(keras.optimizers.Adam):
+    """Keras' Adam with the contract's constants and ε where the contract puts it:
+    w ← w − lr·m̂/(√v̂ + ε).
+
+    ``keras.optimizers.Adam`` folds the bias corrections into the step size, which moves ε
+    inside: m̂/(√v̂ + ε/√(1 - β₂ᵗ)). Only the update differs; state and schedule are Keras'.
+    """
+
+    def __init__(self, **kwargs: Any) -> None:
+        options = {"beta_1": ADAM.beta_1, "beta_2": ADAM.beta_2, "epsilon": ADAM.epsilon}
+        super().__init__(**{**options, **kwargs})
+
+    def update_step(self, gradient, variable, learning_rate) -> None:
+        step = ops.cast(self.iterations + 1, variable.dtype)
+        # 1 - β and 1 - βᵗ from the same float32 β, so they cancel exactly in m̂ and v̂.
+        beta_1 = ops.cast(self.beta_1, variable.dtype)
+        beta_2 = ops.cast(self.beta_2, variable.dtype)
+        m = self._momentums[self._get_variable_index(variable)]
+        v = self._velocities[self._get_variable_index(variable)]
+        self.assign_add(m, (gradient - m) * (1 - beta_1))
+        self.assign_add(v, (ops.square(gradient) - v) * (1 - beta_2))
+        m_hat = m / (1 - ops.power(beta_1, step))
+        v_hat = v / (1 - ops.power(beta_2, step))
+        lr = ops.cast(learning_rate, variable.dtype)
+        self.assign_sub(variable, lr * m_hat / (ops.sqrt(v_hat) + self.epsilon))
+
+
+@keras.saving.register_keras_serializable(package=PACKAGE)
+def mean_squared_error(reconstruction, target):
+    return ops.mean(ops.square(reconstruction - target))
+
+
+def gradient_function(model: keras.Model, jit_compile: bool) -> Gradients:
+    """``(x, y) -> (loss, gradients in model.trainable_variables order)``, compiled.
+
+    Keras has no backend-neutral gradient call, so this is the one place that speaks the
+    Keras backend's own language, as Keras' own trainers do.
+    """
+    name = keras.backend.backend()
+    if name == "tensorflow":
+        import tensorflow as tf
+
+        @tf.function(jit_compile=jit_compile, autograph=False)
+        def tf_gradients(x, y):
+            with tf.GradientTape() as tape:
+                loss = mean_squared_error(model(x), y)
+            return loss, tape.gradient(loss, model.trainable_variables)
+
+        return tf_gradients
+    if name == "jax":
+        import jax
+
+        def loss_of(trainable, non_trainable, x, y):
+            reconstruction, _ = model.stateless_call(trainable, non_trainable, x)
+            return mean_squared_error(reconstruction, y)
+
+        value_and_grad = jax.value_and_grad(loss_of)
+        compiled = jax.jit(value_and_grad) if jit_compile else value_and_grad
+
+        def jax_gradients(x, y):
+            trainable = [v.value for v in model.trainable_variables]
+            non_trainable = [v.value for v in model.non_trainable_variables]
+            return compiled(trainable, non_trainable, x, y)
+
+        return jax_gradients
+    raise NotImplementedError(f"keras_rnn computes gradients on tensorflow and jax, not {name}")
+
+
+def compile_trainer(model: keras.Model, optimizer: str, jit_compile: bool | str) -> keras.Model:
+    """A view of ``model`` (same layers and variables) compiled with ``optimizer``.
+
+    Compiling ``model`` itself would discard its compiled predict function.
+    """
+    trainer = keras.Model(model.input, model.output)
+    trainer.compile(
+        optimizer=keras.optimizers.SGD() if optimizer == "sgd" else SpecAdam(),
+        loss=mean_squared_error,
+        jit_compile=jit_compile,
+    )
+    return trainer
