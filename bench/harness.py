@@ -1,12 +1,18 @@
 """The cross-framework benchmark: every variant in its own process, one report.
 
-    python -m bench [--quick] [--variants NAME ...] [--steps T ...] [--batch B ...] [--out DIR]
+    python -m bench [--quick] [--variants NAME ...] [--steps T ...] [--batch B ...]
+                    [--operations OP ...] [--out DIR]
 
 A variant is a backend run one way: a registered backend, a baseline given by import path,
 or a floor, with the environment it needs (``KERAS_BACKEND`` for Keras). Each runs in a
-fresh process (``bench.worker``) over the grid of (B, T); the records stream back as JSON
-lines and are written, with the machine's facts and library versions, to
-``results.jsonl``; ``bench.report`` turns them into ``report.md`` and plots.
+fresh process (``bench.worker``) over the grid of (B, T); the records (``bench.records``)
+stream back as JSON lines and are written, with the machine's facts and library versions,
+to ``results.jsonl``; ``bench.report`` turns them into ``report.md`` and plots.
+
+A few backends at one shape, predict and a training step:
+
+    python -m bench --variants tf_while textbook_fix --batch 1 --steps 1000 \
+        --operations predict train_step
 """
 
 from __future__ import annotations
@@ -14,7 +20,6 @@ from __future__ import annotations
 import argparse
 import datetime
 import importlib.metadata
-import importlib.util
 import json
 import os
 import platform
@@ -23,16 +28,27 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from bench.records import (
+    OPERATIONS,
+    DoneRecord,
+    EndRecord,
+    Listing,
+    Point,
+    Record,
+    ResultRecord,
+    RunRecord,
+    VariantRecord,
+    from_json,
+    to_json,
+)
+
 ROOT = Path(__file__).resolve().parents[1]
-OPERATIONS = ("predict", "loss_and_grads", "train_step")
 STEPS = (100, 1000, 10000)
 BATCHES = (1, 32, 256)
-Point = tuple[int, int, tuple[str, ...]]
-"""(B, T, operations): one input shape of the grid and what is measured on it."""
 QUICK_GRID: tuple[Point, ...] = (
     (1, 100, OPERATIONS),
     (1, 1000, OPERATIONS),
@@ -64,8 +80,9 @@ class Variant:
         name: its label in the results.
         backend: a registered name or ``"module:attribute"`` for ``frae.create``.
         role: ``"floor"`` (the native floor every figure is divided by), ``"check"`` (the C
-            check of the floor), ``"compiled"`` (the suite's backends, held to the targets)
-            or ``"baseline"``.
+            check of the floor), ``"compiled"`` (the suite's backends, held to the targets),
+            ``"textbook"`` (the textbook fix, which the targets' speed-ups are measured
+            against) or ``"baseline"``.
         about: one line for the report.
         env: environment variables of its process.
         needs: modules that must be importable (beyond what the registry checks).
@@ -85,40 +102,43 @@ class Variant:
     operations: tuple[str, ...] = OPERATIONS
 
 
-def _keras(backend: str, framework: str, default: bool) -> Variant:
-    if default:
-        return Variant(
-            f"keras_default[{framework}]",
-            backend,
-            "baseline",
-            f"Keras' defaults on {framework}: model.predict / model.fit, jit_compile='auto'",
-            {"KERAS_BACKEND": framework},
-            ("keras", framework),
-            # Keras resolves 'auto' to no XLA on a CPU-only TensorFlow: graph mode, step by step
-            slow=framework == "tensorflow",
-        )
+def _keras(framework: str) -> Variant:
     return Variant(
         f"keras_rnn[{framework}]",
-        backend,
+        "keras_rnn",
         "compiled",
         f"keras.layers.RNN over a custom cell on {framework}, XLA, predict_on_batch / "
         "train_on_batch",
         {"KERAS_BACKEND": framework},
-        ("keras", framework),
+        (framework,),
     )
 
 
+def _keras_defaults(framework: str) -> Variant:
+    return Variant(
+        f"keras_defaults[{framework}]",
+        f"{BASELINES}.keras_defaults:KerasDefaultsBackend",
+        "baseline",
+        f"Keras' defaults on {framework}: model.predict / model.fit, jit_compile='auto'",
+        {"KERAS_BACKEND": framework},
+        ("keras", framework),
+        # Keras resolves 'auto' to no XLA on a CPU-only TensorFlow: graph mode, step by step
+        slow=framework == "tensorflow",
+    )
+
+
+BASELINES = "bench.baselines"
 VARIANTS = (
     Variant(
         "numba_floor",
-        "bench.floor:NumbaFloorBackend",
+        f"{BASELINES}.numba_floor:NumbaFloorBackend",
         "floor",
         "native floor: forward and BPTT loops compiled by Numba, float32, one thread",
         needs=("numba",),
     ),
     Variant(
         "c_forward",
-        "bench.cfloor:CFloorBackend",
+        f"{BASELINES}.c_forward:CForwardBackend",
         "check",
         "the same forward in plain C, compiled (cc -O2) when the model is created, called "
         "by ctypes: the check on the floor",
@@ -126,21 +146,21 @@ VARIANTS = (
     ),
     Variant("tf_while", "tf_while", "compiled", "tf.while_loop + TensorArray under XLA"),
     Variant("jax_scan", "jax_scan", "compiled", "jax.lax.scan over Flax NNX layers, jit"),
-    _keras("keras_rnn", "tensorflow", default=False),
-    _keras("keras_rnn", "jax", default=False),
+    _keras("tensorflow"),
+    _keras("jax"),
     Variant(
         "textbook_fix",
-        "impls.tf_while:TextbookTFWhileBackend",
-        "baseline",
+        f"{BASELINES}.textbook_fix:TextbookFixBackend",
+        "textbook",
         "the textbook fix: the same tf.while_loop in graph mode without XLA",
         needs=("tensorflow",),
         slow=True,
     ),
-    _keras("impls.keras_rnn:DefaultKerasRNNBackend", "tensorflow", default=True),
-    _keras("impls.keras_rnn:DefaultKerasRNNBackend", "jax", default=True),
+    _keras_defaults("tensorflow"),
+    _keras_defaults("jax"),
     Variant(
         "torch_eager",
-        "bench.torch_eager:TorchEagerBackend",
+        f"{BASELINES}.torch_eager:TorchEagerBackend",
         "baseline",
         "PyTorch eager: nn.Linear layers, a Python loop over time, torch.optim.Adam",
         needs=("torch",),
@@ -186,10 +206,9 @@ QUICK_SETTINGS = Settings(
 
 def frameworks(variant: Variant) -> list[str]:
     """The frameworks a variant's process runs on (the Keras backend's included)."""
-    from frae.registry import REGISTRY
+    import frae
 
-    entry = REGISTRY.get(variant.backend)
-    found = [*(entry.frameworks if entry else ()), *variant.needs, *variant.env.values()]
+    found = [*frae.registry.frameworks_of(variant.backend), *variant.needs, *variant.env.values()]
     return list(dict.fromkeys(name for name in found if name != "keras"))
 
 
@@ -197,29 +216,13 @@ def unavailable(variant: Variant) -> str | None:
     """Why ``variant`` cannot run here, or ``None``. Imports nothing."""
     import frae
 
-    if ":" not in variant.backend:
-        reason = frae.unavailable_reason(variant.backend)
-        if reason:
-            return reason
-    missing = [m for m in variant.needs if importlib.util.find_spec(m) is None]
-    if missing:
-        return f"needs {', '.join(missing)}, which is not installed"
-    module = variant.backend.partition(":")[0]
-    if ":" in variant.backend and not _findable(module):
-        return f"module {module} is not importable"
-    if variant.role == "check":
-        from bench.cfloor import compiler
+    reason = frae.unavailable_reason(variant.backend, needs=variant.needs)
+    if reason is None and variant.role == "check":
+        from bench.baselines.c_forward import compiler
 
         if compiler() is None:
             return "no C compiler (cc or gcc) on PATH"
-    return None
-
-
-def _findable(module: str) -> bool:
-    try:
-        return importlib.util.find_spec(module) is not None
-    except ModuleNotFoundError:  # a parent package is missing
-        return False
+    return reason
 
 
 def machine_facts() -> dict[str, Any]:
@@ -230,7 +233,7 @@ def machine_facts() -> dict[str, Any]:
             versions[name] = importlib.metadata.version(name)
         except importlib.metadata.PackageNotFoundError:
             continue
-    from bench.cfloor import FLAGS, compiler
+    from bench.baselines.c_forward import FLAGS, compiler
 
     cc = compiler()
     cc_version = (
@@ -263,9 +266,13 @@ def _cpu_model() -> str:
     return platform.processor()
 
 
-def full_grid(batches: Iterable[int] = BATCHES, steps: Iterable[int] = STEPS) -> list[Point]:
+def full_grid(
+    batches: Iterable[int] = BATCHES,
+    steps: Iterable[int] = STEPS,
+    operations: tuple[str, ...] = OPERATIONS,
+) -> list[Point]:
     """Every operation at every (B, T)."""
-    return [(b, t, OPERATIONS) for t in steps for b in batches]
+    return [(b, t, operations) for t in steps for b in batches]
 
 
 def points_for(variant: Variant, grid: Iterable[Point], settings: Settings) -> list[Point]:
@@ -287,7 +294,7 @@ def run_variant(
     points: list[Point],
     settings: Settings,
     log: Path,
-    on_record: Callable[[dict[str, Any]], None],
+    on_record: Callable[[Record], None],
 ) -> None:
     """Run one variant's worker; pass each record it prints to ``on_record``.
 
@@ -321,8 +328,10 @@ def run_variant(
         try:
             assert process.stdout is not None
             for line in process.stdout:
-                if line.startswith("{"):
-                    on_record({**json.loads(line), "role": variant.role})
+                if line.startswith("{"):  # a library may print to stdout too
+                    record = from_json(line)  # a variant's facts or a measurement
+                    if isinstance(record, VariantRecord | ResultRecord):
+                        on_record(replace(record, role=variant.role))
             code = process.wait()
         finally:
             timed_out = not timer.is_alive() and process.returncode == -9
@@ -331,12 +340,7 @@ def run_variant(
         tail = log.read_text(errors="replace").strip().splitlines()[-5:]
         why = f"timed out after {settings.timeout_s:.0f} s" if timed_out else f"exited with {code}"
         on_record(
-            {
-                "kind": "variant",
-                "variant": variant.name,
-                "role": variant.role,
-                "error": f"worker {why}: " + " | ".join(tail),
-            }
+            VariantRecord(variant.name, variant.role, error=f"worker {why}: " + " | ".join(tail))
         )
 
 
@@ -346,68 +350,50 @@ def run(
     settings: Settings,
     out: Path,
     progress: bool = True,
-) -> list[dict[str, Any]]:
+) -> list[Record]:
     """Measure every variant over ``grid``; write ``out/results.jsonl``; return the records.
 
-    The first record (``kind: "run"``) holds the machine's facts, the grid and the settings;
+    The first record (``RunRecord``) holds the machine's facts, the grid and the settings;
     then, per variant, its facts (or why it was skipped) and one record per measurement.
     """
     out.mkdir(parents=True, exist_ok=True)
     (out / "logs").mkdir(exist_ok=True)
     variants, grid = list(variants), list(grid)
-    records: list[dict[str, Any]] = [
-        {
-            "kind": "run",
-            "started": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
-            "command": " ".join(sys.orig_argv),
-            "machine": machine_facts(),
-            "grid": grid,
-            "settings": settings.__dict__,
-            "variants": {
-                v.name: {
-                    "backend": v.backend,
-                    "role": v.role,
-                    "about": v.about,
-                    "env": v.env,
-                    "slow": v.slow,
-                }
-                for v in variants
-            },
-        }
-    ]
+    records: list[Record] = []
+    first = RunRecord(
+        started=datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
+        command=" ".join(sys.orig_argv),
+        machine=machine_facts(),
+        grid=grid,
+        settings=asdict(settings),
+        variants={v.name: Listing(v.backend, v.role, v.about, v.env, v.slow) for v in variants},
+    )
     plan = [(v, points_for(v, grid, settings), unavailable(v)) for v in variants]
     total = sum(len(p[2]) for _, points, reason in plan if reason is None for p in points)
     bar = _progress_bar(total, progress)
     with (out / "results.jsonl").open("w") as results:
 
-        def keep(record: dict[str, Any]) -> None:
+        def keep(record: Record) -> None:
             records.append(record)
-            results.write(json.dumps(record) + "\n")
+            results.write(to_json(record) + "\n")
             results.flush()
-            if record["kind"] == "result":
+            if isinstance(record, ResultRecord):
                 bar.update(1)
-                bar.set_postfix_str(f"{record['variant']} B={record['batch']} T={record['steps']}")
+                bar.set_postfix_str(f"{record.variant} B={record.batch} T={record.steps}")
 
-        keep(records.pop())
+        keep(first)
         start = time.perf_counter()
         for variant, points, reason in plan:
             if reason is not None:
-                keep(
-                    {
-                        "kind": "variant",
-                        "variant": variant.name,
-                        "role": variant.role,
-                        "skipped": reason,
-                    }
-                )
+                keep(VariantRecord(variant.name, variant.role, skipped=reason))
                 continue
             before, begin = len(records), time.perf_counter()
             bar.set_description(variant.name)
             run_variant(variant, points, settings, out / "logs" / f"{variant.name}.log", keep)
-            done = sum(1 for r in records[before:] if r["kind"] == "result")
-            bar.update(sum(len(p[2]) for p in points) - done)
-            keep({"kind": "done", "variant": variant.name, "wall_s": time.perf_counter() - begin})
-        keep({"kind": "end", "wall_s": time.perf_counter() - start})
+            done = sum(1 for r in records[before:] if isinstance(r, ResultRecord))
+            bar.update(sum(len(p[2]) for p in points) - done)  # those a failed worker left
+            keep(DoneRecord(variant.name, time.perf_counter() - begin))
+        keep(EndRecord(time.perf_counter() - start))
     bar.close()
     return records
 
@@ -460,13 +446,18 @@ def benchmark(
     settings: Settings | None = None,
     progress: bool = True,
     preamble: str = "",
-) -> tuple[list[dict[str, Any]], str]:
+    operations: list[str] | None = None,
+) -> tuple[list[Record], str]:
     """Measure, then write the report (``preamble``, Markdown, goes before its summary);
-    returns the records and the summary for the terminal."""
+    returns the records and the summary for the terminal.
+
+    ``batches``, ``steps`` or ``operations`` replace the grid by every one of the
+    operations (default all) at every (B, T) given (default ``BATCHES`` × ``STEPS``).
+    """
     from bench import report
 
-    if batches or steps:
-        grid = full_grid(batches or BATCHES, steps or STEPS)
+    if batches or steps or operations:
+        grid = full_grid(batches or BATCHES, steps or STEPS, tuple(operations or OPERATIONS))
     else:
         grid = list(QUICK_GRID) if quick else full_grid()
     chosen = settings or (QUICK_SETTINGS if quick else Settings())
@@ -482,12 +473,15 @@ def main(argv: list[str] | None = None, prog: str = "python -m bench") -> None:
     parser.add_argument(
         "--quick",
         action="store_true",
-        help="fewer repeats and a small grid: every operation at B=1, T=1000, predict at "
-        "B=1, T=100 and at B=256, T=1000 (--batch/--steps replace the grid)",
+        help="fewer repeats and a small grid: every operation at B=1, T=100 and T=1000, "
+        "predict at B=256, T=1000 (--batch/--steps/--operations replace the grid)",
     )
     parser.add_argument("--variants", nargs="+", metavar="NAME", help="default: all")
     parser.add_argument("--batch", nargs="+", type=int, metavar="B", help=f"default {BATCHES}")
     parser.add_argument("--steps", nargs="+", type=int, metavar="T", help=f"default {STEPS}")
+    parser.add_argument(
+        "--operations", nargs="+", choices=OPERATIONS, metavar="OP", help=f"default {OPERATIONS}"
+    )
     parser.add_argument("--repeats", type=int, help="least number of timed calls")
     parser.add_argument("--train-steps", type=int, default=5, help="K in fit(x, epochs=K)/K")
     parser.add_argument("--out", type=Path, help="report folder (default reports/<timestamp>)")
@@ -504,12 +498,8 @@ def main(argv: list[str] | None = None, prog: str = "python -m bench") -> None:
     if args.train_steps < 5:
         parser.error(f"--train-steps must be at least 5, got {args.train_steps}")
     settings = QUICK_SETTINGS if args.quick else Settings()
-    settings = Settings(
-        **{
-            **settings.__dict__,
-            "train_steps": args.train_steps,
-            **({"repeats": args.repeats} if args.repeats else {}),
-        }
+    settings = replace(
+        settings, train_steps=args.train_steps, repeats=args.repeats or settings.repeats
     )
     try:
         select(args.variants)
@@ -523,6 +513,7 @@ def main(argv: list[str] | None = None, prog: str = "python -m bench") -> None:
         variants=args.variants,
         batches=args.batch,
         steps=args.steps,
+        operations=args.operations,
         settings=settings,
         progress=not args.no_progress,
     )

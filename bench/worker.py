@@ -2,8 +2,8 @@
 
     python -m bench.worker '<job as JSON>'
 
-prints one JSON line per measurement on stdout: first the variant's facts (import time,
-library versions, thread settings), then one line per (operation, B, T). The protocol for
+prints one JSON line per record (``bench.records``) on stdout: first the variant's facts
+(import time, thread settings), then one line per (operation, B, T). The protocol for
 each operation on each input shape, with a fresh model per shape:
 
 - first call: the first call on that shape, which traces and compiles (for ``train_step``,
@@ -28,12 +28,14 @@ import resource
 import sys
 import time
 from collections.abc import Callable, Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-OPERATIONS = ("predict", "loss_and_grads", "train_step")
+from bench.records import Record, ResultRecord, VariantRecord, to_json
+
 MIN_SAMPLES = 3
 THREAD_VARIABLES = (
     "OMP_NUM_THREADS",
@@ -88,14 +90,6 @@ def thread_settings(frameworks: list[str]) -> dict[str, Any]:
     return settings
 
 
-def backend_module(backend: str) -> str:
-    """The module ``frae.create(backend)`` imports."""
-    from frae.registry import REGISTRY
-
-    target = backend if ":" in backend else REGISTRY[backend].target
-    return target.partition(":")[0]
-
-
 def sample(
     call: Callable[[], object],
     repeats: int,
@@ -134,7 +128,7 @@ def _calls(model: Any, x: np.ndarray, train_steps: int) -> dict[str, Any]:
 
 def measure_shape(
     job: dict[str, Any], batch: int, steps: int, operations: list[str]
-) -> Iterator[dict[str, Any]]:
+) -> Iterator[ResultRecord]:
     """``operations`` of a fresh model on one (B, T) input."""
     import frae
     from frae.data import multi_sine
@@ -149,25 +143,19 @@ def measure_shape(
     create_s = time.perf_counter() - start
     calls = _calls(model, x, job["train_steps"])
     for operation in operations:
-        row: dict[str, Any] = {
-            "kind": "result",
-            "variant": job["variant"],
-            "operation": operation,
-            "batch": batch,
-            "steps": steps,
-            "create_s": create_s,
-        }
-        first, steady, per_call = calls[operation]
+        row = partial(ResultRecord, job["variant"], operation, batch, steps, create_s=create_s)
         if failure:
-            yield {**row, "error": failure}
+            yield row(error=failure)
             continue
+        first, steady, per_call = calls[operation]
+        first_call_s, note = None, None
         try:
             begin = time.perf_counter()
             first()
-            row["first_call_s"] = time.perf_counter() - begin
-            if row["first_call_s"] > job["long_call_s"]:
-                row["note"] = (
-                    f"first call {row['first_call_s']:.0f} s > {job['long_call_s']:.0f} s: "
+            first_call_s = time.perf_counter() - begin
+            if first_call_s > job["long_call_s"]:
+                note = (
+                    f"first call {first_call_s:.0f} s > {job['long_call_s']:.0f} s: "
                     "one timed call, no warm-up"
                 )
                 seconds = np.array(sample(steady, 1, 0.0, 0.0, 1))
@@ -184,47 +172,43 @@ def measure_shape(
                     )
                 )
         except NotImplementedError as error:
-            yield {**row, "unsupported": str(error)}
+            yield row(first_call_s=first_call_s, unsupported=str(error))
             continue
         except Exception as error:  # one failing operation must not hide the others
-            yield {**row, "error": f"{type(error).__name__}: {error}"}
+            yield row(first_call_s=first_call_s, error=f"{type(error).__name__}: {error}")
             continue
         q1, median, q3 = np.percentile(seconds / per_call, [25, 50, 75])
-        yield {
-            **row,
-            "samples": len(seconds),
-            "steps_per_sample": per_call,
-            "median_s": float(median),
-            "q1_s": float(q1),
-            "q3_s": float(q3),
-            "us_per_step": float(median / steps * 1e6),
-            "iqr_us_per_step": float((q3 - q1) / steps * 1e6),
-            "sequence_steps_per_s": float(batch * steps / median),
-            "peak_rss_mb": peak_rss_mb(),
-        }
+        yield row(
+            first_call_s=first_call_s,
+            note=note,
+            samples=len(seconds),
+            steps_per_sample=per_call,
+            median_s=float(median),
+            q1_s=float(q1),
+            q3_s=float(q3),
+            peak_rss_mb=peak_rss_mb(),
+        )
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Run the job given as JSON in ``argv[0]``; print JSON lines."""
+    """Run the job given as JSON in ``argv[0]``; print one JSON line per record."""
     job = json.loads((sys.argv[1:] if argv is None else argv)[0])
 
-    def emit(record: dict[str, Any]) -> None:
-        print(json.dumps(record), flush=True)
+    def emit(record: Record) -> None:
+        print(to_json(record), flush=True)
 
     import frae  # the core, not counted in the import time
 
-    del frae
     start = time.perf_counter()
-    importlib.import_module(backend_module(job["backend"]))
+    importlib.import_module(frae.registry.module_of(job["backend"]))
     emit(
-        {
-            "kind": "variant",
-            "variant": job["variant"],
-            "backend": job["backend"],
-            "import_s": time.perf_counter() - start,
-            "threads": thread_settings(job["frameworks"]),
-            "peak_rss_mb": peak_rss_mb(),
-        }
+        VariantRecord(
+            job["variant"],
+            backend=job["backend"],
+            import_s=time.perf_counter() - start,
+            threads=thread_settings(job["frameworks"]),
+            peak_rss_mb=peak_rss_mb(),
+        )
     )
     for batch, steps, operations in job["points"]:
         for record in measure_shape(job, batch, steps, operations):

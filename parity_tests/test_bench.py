@@ -1,12 +1,17 @@
 """The benchmark's own correctness: the native floor computes the model, and the harness
 writes what it promises.
 
-- The Numba floor (``bench.floor``), in float64, equals the reference's outputs, codes, loss
-  and gradients to float64 rounding, on the default config and on one with other sizes and
-  activations; in float32, as the benchmark runs it, within the float32 tolerances.
-- The C forward (``bench.cfloor``) equals the reference's outputs (skipped without ``cc``).
-- The harness, on a tiny grid (reference and floor, B=2, T=20), writes valid JSON lines, a
-  Markdown report with its sections and decodable PNGs.
+- The Numba floor (``bench.baselines.numba_floor``), in float64, equals the reference's
+  outputs, codes, loss and gradients to float64 rounding, on the default config and on one
+  with other sizes and activations; in float32, as the benchmark runs it, within the float32
+  tolerances.
+- The C forward (``bench.baselines.c_forward``) equals the reference's outputs (skipped
+  without ``cc``).
+- The harness, run from its command line on a tiny grid (floor and reference, predict and a
+  training step at B=1, T=20), writes valid JSON lines, a Markdown report with its sections
+  and decodable PNGs.
+- The report judges the targets from records alone: it finds variants by role, and its
+  verdicts (met, missed, met by those measured, not measured) follow the figures.
 
 Each check is shown to reject a deliberately broken implementation or output. No timing is
 asserted anywhere: the figures depend on the machine.
@@ -31,9 +36,21 @@ from parity_tests.tolerances import assert_close
 pytestmark = pytest.mark.project
 numba = pytest.importorskip("numba", reason="the floor needs numba: pip install 'frae[bench]'")
 
-from bench import floor  # noqa: E402
-from bench.cfloor import CFloorBackend, compiler  # noqa: E402
-from bench.layout import flatten, plan, unflatten  # noqa: E402
+from bench.baselines import numba_floor as floor  # noqa: E402
+from bench.baselines.c_forward import CForwardBackend, compiler  # noqa: E402
+from bench.baselines.layout import flatten, plan, unflatten  # noqa: E402
+from bench.records import (  # noqa: E402
+    DoneRecord,
+    EndRecord,
+    Listing,
+    Record,
+    ResultRecord,
+    RunRecord,
+    VariantRecord,
+    from_json,
+    read,
+    to_json,
+)
 
 OTHER_CONFIG = frae.FRAEConfig(
     input_dim=3,
@@ -162,14 +179,14 @@ def test_the_floor_layout_reads_the_concatenation_directly_without_hidden_units(
     ids=["default", "other", "no-hidden"],
 )
 def test_c_forward_equals_the_reference(config: frae.FRAEConfig) -> None:
-    model = CFloorBackend(config, seed=3)
+    model = CForwardBackend(config, seed=3)
     x = _sequences(config, seed=1)
     assert_close("outputs", model.predict(x), frae.create("reference", config, seed=3).predict(x))
 
 
 @needs_cc
 def test_the_c_check_rejects_a_broken_forward() -> None:
-    class DroppedBiasC(CFloorBackend):
+    class DroppedBiasC(CForwardBackend):
         def _write_weights(self, weights: dict[str, Any]) -> None:
             bias = weights["decoder/output/bias"]
             super()._write_weights({**weights, "decoder/output/bias": 0 * bias})
@@ -199,6 +216,7 @@ def test_a_workers_peak_memory_is_its_own() -> None:
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 REPORT_SECTIONS = ("## Summary", "## Targets", "## Every measurement", "## Plots")
+TINY_OPERATIONS = ("predict", "train_step")
 
 
 def check_report(out: Path, variants: list[str], operations: tuple[str, ...]) -> None:
@@ -206,23 +224,25 @@ def check_report(out: Path, variants: list[str], operations: tuple[str, ...]) ->
     a Markdown report with its sections and the plots it links, each a decodable PNG."""
     import matplotlib.image
 
-    records = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
-    run = records[0]
-    assert run["kind"] == "run"
-    assert {"platform", "cpu_count", "python", "versions"} <= run["machine"].keys()
-    assert {"numpy", "numba"} <= run["machine"]["versions"].keys()
+    found = read(out / "results.jsonl")
+    run = found[0]
+    assert isinstance(run, RunRecord)
+    assert {"platform", "cpu_count", "python", "versions"} <= run.machine.keys()
+    assert {"numpy", "numba"} <= run.machine["versions"].keys()
     for variant in variants:
-        facts = [r for r in records if r["kind"] == "variant" and r["variant"] == variant]
-        assert facts and "import_s" in facts[0] and "threads" in facts[0], variant
+        facts = [r for r in found if isinstance(r, VariantRecord) and r.variant == variant]
+        assert facts and facts[0].import_s is not None and facts[0].threads is not None, variant
         for operation in operations:
             rows = [
-                r for r in records if r.get("operation") == operation and r["variant"] == variant
+                r
+                for r in found
+                if isinstance(r, ResultRecord) and (r.variant, r.operation) == (variant, operation)
             ]
             assert rows, (variant, operation)
             for row in rows:
-                assert row["q1_s"] <= row["median_s"] <= row["q3_s"], row
-                assert row["median_s"] > 0 and row["first_call_s"] > 0 and row["peak_rss_mb"] > 0
-                assert row["us_per_step"] == pytest.approx(row["median_s"] / row["steps"] * 1e6)
+                assert row.q1_s is not None and row.median_s is not None and row.q3_s is not None
+                assert row.q1_s <= row.median_s <= row.q3_s, row
+                assert row.median_s > 0 and row.first_call_s and row.peak_rss_mb, row
     text = (out / "report.md").read_text()
     for section in REPORT_SECTIONS:
         assert section in text, section
@@ -234,32 +254,47 @@ def check_report(out: Path, variants: list[str], operations: tuple[str, ...]) ->
 
 
 @pytest.fixture(scope="module")
-def tiny_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[dict[str, Any]], str]:
-    from bench.harness import Settings, benchmark
+def tiny_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    """The command line, as one would measure a few backends at one shape: the report
+    folder and what it printed."""
+    import contextlib
+    import io
+
+    from bench.harness import main
 
     out = tmp_path_factory.mktemp("bench")
-    settings = Settings(repeats=3, min_time_s=0.0, budget_s=0.2, max_samples=5, timeout_s=300)
-    records, summary = benchmark(
-        quick=False,
-        out=out,
-        variants=["numba_floor", "reference", "torch_eager"],
-        batches=[2],
-        steps=[20],
-        settings=settings,
-        progress=False,
-    )
-    return out, records, summary
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        main(
+            [
+                "--quick",
+                "--variants",
+                "numba_floor",
+                "reference",
+                "torch_eager",
+                "--batch",
+                "1",
+                "--steps",
+                "20",
+                "--operations",
+                *TINY_OPERATIONS,
+                "--out",
+                str(out),
+                "--no-progress",
+            ]
+        )
+    return out, printed.getvalue()
 
 
-def test_the_harness_writes_json_lines_markdown_and_plots(
-    tiny_run: tuple[Path, list[dict[str, Any]], str],
-) -> None:
-    out, records, summary = tiny_run
-    check_report(out, ["numba_floor", "reference"], ("predict", "loss_and_grads", "train_step"))
+def test_the_harness_writes_json_lines_markdown_and_plots(tiny_run: tuple[Path, str]) -> None:
+    out, summary = tiny_run
+    check_report(out, ["numba_floor", "reference"], TINY_OPERATIONS)
     reference = next(line for line in summary.splitlines() if line.startswith("reference"))
     assert "×)" in reference  # every figure carries its ratio to the floor
-    torch = [r for r in records if r["kind"] == "variant" and r["variant"] == "torch_eager"]
-    assert torch and ("skipped" in torch[0] or "import_s" in torch[0])
+    found = read(out / "results.jsonl")
+    assert not [r for r in found if isinstance(r, ResultRecord) and r.operation == "loss_and_grads"]
+    torch = [r for r in found if isinstance(r, VariantRecord) and r.variant == "torch_eager"]
+    assert torch and (torch[0].skipped or torch[0].import_s is not None)
 
 
 @pytest.mark.parametrize(
@@ -274,9 +309,7 @@ def test_the_harness_writes_json_lines_markdown_and_plots(
     ids=["png", "json", "markdown"],
 )
 def test_the_report_check_rejects_damaged_output(
-    tiny_run: tuple[Path, list[dict[str, Any]], str],
-    tmp_path: Path,
-    damage: Callable[[Path], object],
+    tiny_run: tuple[Path, str], tmp_path: Path, damage: Callable[[Path], object]
 ) -> None:
     import shutil
 
@@ -287,28 +320,172 @@ def test_the_report_check_rejects_damaged_output(
         check_report(copy, ["numba_floor", "reference"], ("predict",))
 
 
+def measured(
+    variant: str, role: str, operation: str, batch: int, steps: int, us_per_step: float
+) -> ResultRecord:
+    """A timed measurement of ``us_per_step`` µs per time step."""
+    median = us_per_step * steps / 1e6
+    timing = {"median_s": median, "q1_s": median, "q3_s": median}
+    return ResultRecord(variant, operation, batch, steps, role, first_call_s=1.0, **timing)
+
+
+def test_records_survive_a_json_line_with_their_derived_figures() -> None:
+    """Each kind of record comes back equal from its line; a measurement's line also carries
+    µs per step and throughput, for readers of the file without ``bench.records``."""
+    listing = Listing("reference", "baseline", "the reference", {"KERAS_BACKEND": "jax"})
+    records = [
+        RunRecord(
+            "now",
+            "python -m bench",
+            {"cpu_count": 2},
+            [(1, 20, ("predict",))],
+            {},
+            {"reference": listing},
+        ),
+        VariantRecord("reference", "baseline", import_s=0.5, threads={}),
+        VariantRecord("torch_eager", "baseline", skipped="needs torch"),
+        measured("reference", "baseline", "predict", 3, 20, us_per_step=50.0),
+        ResultRecord("reference", "train_step", 3, 20, error="ValueError: no"),
+        DoneRecord("reference", 1.5),
+        EndRecord(2.5),
+    ]
+    assert [from_json(to_json(r)) for r in records] == records
+    line = json.loads(to_json(records[3]))
+    assert line["kind"] == "result"
+    assert line["us_per_step"] == pytest.approx(50.0)
+    assert line["sequence_steps_per_s"] == pytest.approx(3 * 1e6 / 50.0)
+
+
 def test_call_costs_split_a_call_into_per_call_and_per_step() -> None:
     """Times made as 300 µs + 0.2 µs·T come back as those two numbers; a second batch size
     and a variant measured at one T only are not fitted."""
-    from bench.report import call_costs
+    from bench.report import Pivot, call_costs
 
-    def record(variant: str, batch: int, steps: int, seconds: float) -> dict[str, Any]:
-        return {
-            "kind": "result",
-            "variant": variant,
-            "operation": "predict",
-            "batch": batch,
-            "steps": steps,
-            "median_s": seconds,
-        }
+    def record(variant: str, batch: int, steps: int, seconds: float) -> ResultRecord:
+        return ResultRecord(variant, "predict", batch, steps, median_s=seconds)
 
     records = [record("line", 1, t, 300e-6 + 0.2e-6 * t) for t in (100, 1000, 10000)]
     records += [record("line", 256, t, 1.0) for t in (100, 1000)]
     records += [record("one_length", 1, 1000, 1e-3)]
-    (cost,) = call_costs(records)
+    (cost,) = call_costs(Pivot.of(records))
     assert (cost.variant, cost.batch, cost.steps) == ("line", 1, (100, 1000, 10000))
     assert cost.per_call_us == pytest.approx(300.0)
     assert cost.per_step_us == pytest.approx(0.2)
+
+
+def test_targets_find_the_variants_by_role_not_by_name() -> None:
+    """A floor, a textbook fix and a compiled backend under names the harness never uses
+    are judged: every target over the compiled backends is measured, none is skipped."""
+    from bench.report import Pivot, targets
+
+    records = [
+        measured("my_floor", "floor", "predict", 1, 1000, 1.0),
+        measured("my_floor", "floor", "loss_and_grads", 1, 1000, 2.0),
+        measured("slow_one", "textbook", "predict", 1, 1000, 1000.0),
+        measured("slow_one", "textbook", "train_step", 1, 1000, 1000.0),
+        measured("mystery", "compiled", "predict", 1, 1000, 2.0),
+        measured("mystery", "compiled", "train_step", 1, 1000, 4.0),
+        measured("mystery", "compiled", "predict", 256, 1000, 20.0),
+        measured("helper", "baseline", "predict", 1, 1000, 0.1),  # not held to the targets
+    ]
+    outcomes = targets(Pivot.of(records))
+    judged = [o for o in outcomes if "compiled" in o.statement or "best" in o.statement]
+    assert len(judged) == 7
+    for outcome in judged:
+        assert "mystery" in outcome.measured and "helper" not in outcome.measured, outcome
+        assert outcome.met is not None, outcome
+
+
+# Each case: a target (by its place in TARGETS), records, the verdict and whether it is met.
+VERDICTS = {
+    "every-missed-by-the-worst": (
+        0,
+        [
+            measured("floor", "floor", "predict", 1, 1000, 1.0),
+            measured("a", "compiled", "predict", 1, 1000, 2.0),
+            measured("b", "compiled", "predict", 1, 1000, 4.0),
+        ],
+        "missed by 1.33×",
+        False,
+    ),
+    "best-met-by-the-best": (
+        1,
+        [
+            measured("floor", "floor", "predict", 1, 1000, 1.0),
+            measured("a", "compiled", "predict", 1, 1000, 1.2),
+            measured("b", "compiled", "predict", 1, 1000, 4.0),
+        ],
+        "met, 1.25× to spare",
+        True,
+    ),
+    "every-met-only-by-those-measured": (
+        0,
+        [
+            measured("floor", "floor", "predict", 1, 1000, 1.0),
+            measured("a", "compiled", "predict", 1, 1000, 2.0),
+            VariantRecord("b", "compiled", skipped="not installed"),
+        ],
+        "met by those measured, 1.50× to spare",
+        None,
+    ),
+    "training-over-the-floor-gradient": (
+        3,
+        [
+            measured("floor", "floor", "loss_and_grads", 1, 1000, 1.0),
+            measured("floor", "floor", "train_step", 1, 1000, 100.0),  # not the divisor
+            measured("a", "compiled", "train_step", 1, 1000, 8.0),
+        ],
+        "missed by 1.33×",
+        False,
+    ),
+    "speed-up-over-the-textbook-fix": (
+        4,
+        [
+            measured("fix", "textbook", "predict", 1, 1000, 200.0),
+            measured("a", "compiled", "predict", 1, 1000, 1.0),
+        ],
+        "missed by 1.50×",
+        False,
+    ),
+    "batching-judges-the-fastest-at-the-large-batch": (
+        6,
+        [
+            measured("a", "compiled", "predict", 1, 1000, 1.0),
+            measured("a", "compiled", "predict", 256, 1000, 64.0),  # 4× its throughput at B=1
+            measured("b", "compiled", "predict", 1, 1000, 100.0),
+            measured("b", "compiled", "predict", 256, 1000, 100.0),  # 256×, but slower
+        ],
+        "missed by 2.00×",
+        False,
+    ),
+    "floor-check-at-every-shape": (
+        7,
+        [
+            measured("floor", "floor", "predict", 1, 100, 1.0),
+            measured("floor", "floor", "predict", 1, 1000, 2.0),
+            measured("c", "check", "predict", 1, 100, 1.0),
+            measured("c", "check", "predict", 1, 1000, 1.0),
+        ],
+        "missed by 1.33×",
+        False,
+    ),
+    "not-measured-without-a-floor": (
+        0,
+        [measured("a", "compiled", "predict", 1, 1000, 2.0)],
+        "not measured",
+        None,
+    ),
+}
+
+
+@pytest.mark.parametrize(("index", "records", "verdict", "met"), VERDICTS.values(), ids=VERDICTS)
+def test_a_targets_verdict_follows_the_figures(
+    index: int, records: list[Record], verdict: str, met: bool | None
+) -> None:
+    from bench.report import TARGETS, Pivot, judge
+
+    outcome = judge(TARGETS[index], Pivot.of(records))
+    assert (outcome.verdict, outcome.met) == (verdict, met), outcome
 
 
 SMALL_HLO = """HloModule loop

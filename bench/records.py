@@ -1,0 +1,159 @@
+"""The records of a benchmark run, one JSON line each in ``results.jsonl``.
+
+The worker writes a variant's facts and its measurements; the harness adds each variant's
+role, the run's facts first and a ``done`` / ``end`` line with the wall time; the report
+reads them back. Every line carries ``kind`` and the fields that are set; a measurement also
+carries the figures derived from its median, so the file reads without this module.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Any, ClassVar
+
+OPERATIONS = ("predict", "loss_and_grads", "train_step")
+"""What the benchmark times: ``predict``, ``loss_and_grads`` and a training step through
+``fit``."""
+Point = tuple[int, int, tuple[str, ...]]
+"""(B, T, operations): one input shape of the grid and what is measured on it."""
+
+
+@dataclass(frozen=True)
+class Listing:
+    """A variant as the run lists it, whether it ran or not (see ``bench.harness.Variant``)."""
+
+    backend: str
+    role: str
+    about: str
+    env: dict[str, str] = field(default_factory=dict)
+    slow: bool = False
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    """The first line: when and how the run was started, on what, over which grid."""
+
+    kind: ClassVar[str] = "run"
+    started: str
+    command: str
+    machine: dict[str, Any]
+    """Platform, CPUs, Python, library versions, thread variables, C compiler."""
+    grid: list[Point]
+    settings: dict[str, Any]
+    """``bench.harness.Settings`` as a dict."""
+    variants: dict[str, Listing]
+
+
+@dataclass(frozen=True)
+class VariantRecord:
+    """A variant's facts from its fresh process, or why it did not run (``skipped`` before
+    it started, ``error`` when its worker failed)."""
+
+    kind: ClassVar[str] = "variant"
+    variant: str
+    role: str | None = None
+    backend: str | None = None
+    import_s: float | None = None
+    threads: dict[str, Any] | None = None
+    peak_rss_mb: float | None = None
+    skipped: str | None = None
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class ResultRecord:
+    """One operation of one variant at one (B, T): timed (``median_s`` set), or not, with
+    the reason (``error`` or ``unsupported``). Times are seconds per optimizer step for a
+    training step, per call otherwise."""
+
+    kind: ClassVar[str] = "result"
+    variant: str
+    operation: str
+    batch: int
+    steps: int
+    role: str | None = None
+    create_s: float | None = None
+    first_call_s: float | None = None
+    """The first call on this shape, which traces and compiles."""
+    note: str | None = None
+    samples: int | None = None
+    steps_per_sample: int | None = None
+    median_s: float | None = None
+    q1_s: float | None = None
+    q3_s: float | None = None
+    peak_rss_mb: float | None = None
+    """The process's peak so far, after this measurement."""
+    error: str | None = None
+    unsupported: str | None = None
+
+    @property
+    def us_per_step(self) -> float | None:
+        """µs per time step of the whole batch: median / T."""
+        return None if self.median_s is None else self.median_s / self.steps * 1e6
+
+    @property
+    def iqr_us_per_step(self) -> float | None:
+        """The interquartile range, per time step, in µs."""
+        if self.q1_s is None or self.q3_s is None:
+            return None
+        return (self.q3_s - self.q1_s) / self.steps * 1e6
+
+    @property
+    def sequence_steps_per_s(self) -> float | None:
+        """Throughput: B·T / median."""
+        return None if self.median_s is None else self.batch * self.steps / self.median_s
+
+
+@dataclass(frozen=True)
+class DoneRecord:
+    """A variant's worker has finished, after ``wall_s`` seconds."""
+
+    kind: ClassVar[str] = "done"
+    variant: str
+    wall_s: float
+
+
+@dataclass(frozen=True)
+class EndRecord:
+    """The last line: the whole run took ``wall_s`` seconds."""
+
+    kind: ClassVar[str] = "end"
+    wall_s: float
+
+
+Record = RunRecord | VariantRecord | ResultRecord | DoneRecord | EndRecord
+KINDS: dict[str, type[Record]] = {
+    kind.kind: kind for kind in (RunRecord, VariantRecord, ResultRecord, DoneRecord, EndRecord)
+}
+DERIVED = ("us_per_step", "iqr_us_per_step", "sequence_steps_per_s")
+"""A result's figures written with it for readers of the file, recomputed when read."""
+
+
+def to_json(record: Record) -> str:
+    """One line: ``kind``, every field that is set and, for a result, its derived figures."""
+    data = {"kind": record.kind, **{k: v for k, v in asdict(record).items() if v is not None}}
+    if isinstance(record, ResultRecord):
+        derived = {name: getattr(record, name) for name in DERIVED}
+        data |= {name: value for name, value in derived.items() if value is not None}
+    return json.dumps(data)
+
+
+def from_json(line: str) -> Record:
+    """The record on one line written by ``to_json``; unknown keys are ignored (a derived
+    figure, or a field of a later version)."""
+    data = json.loads(line)
+    kind = KINDS.get(data.pop("kind", None))
+    if kind is None:
+        raise ValueError(f"a record's kind must be among {list(KINDS)}, got {line[:80]!r}")
+    if kind is RunRecord:  # JSON has no tuples and no dataclasses
+        data["grid"] = [(b, t, tuple(ops)) for b, t, ops in data["grid"]]
+        data["variants"] = {name: Listing(**v) for name, v in data["variants"].items()}
+    known = {f.name for f in fields(kind)}
+    return kind(**{k: v for k, v in data.items() if k in known})
+
+
+def read(path: Path) -> list[Record]:
+    """Every record of a ``results.jsonl``."""
+    return [from_json(line) for line in path.read_text().splitlines() if line.strip()]
