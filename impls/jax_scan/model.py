@@ -121,7 +121,7 @@ def weights_from_state(state: nnx.State) -> Params:
 
 def unroll(
     config: FRAEConfig,
-    params: Mapping[str, Array],
+    weights: Mapping[str, Array],
     sequences: Array,
     *,
     codes_given: bool = False,
@@ -130,13 +130,13 @@ def unroll(
 ) -> tuple[Array, Array]:
     """Step the recurrence from x̂₀ = 0; returns ``(x̂, z)``, each ``(B, T, ·)``.
 
-    ``sequences`` is x, or with ``codes_given`` the codes z for the decoder alone;
-    ``steps_per_iteration`` time steps run per iteration of the scan's loop (its
-    ``unroll``); with ``remat`` a gradient recomputes each step instead of storing its
-    intermediates. The one transpose of each array: batch-major at the edges, time-major
-    for the scan.
+    ``weights`` are canonical (arrays or tracers); ``sequences`` is x, or with
+    ``codes_given`` the codes z for the decoder alone; ``steps_per_iteration`` time steps
+    run per iteration of the scan's loop (its ``unroll``); with ``remat`` a gradient
+    recomputes each step instead of storing its intermediates. The one transpose of each
+    array: batch-major at the edges, time-major for the scan.
     """
-    model = nnx.merge(graphdef(config), state_from_weights(params))
+    model = nnx.merge(graphdef(config), state_from_weights(weights))
     cell = model.decode_step if codes_given else model.step
     if remat:
         cell = jax.checkpoint(cell)

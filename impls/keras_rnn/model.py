@@ -103,16 +103,19 @@ class DecoderCell(keras.layers.Layer):
         return reconstruction, [reconstruction]
 
 
-def unroll(config: FRAEConfig, cell: FRAECell, sequences, *, codes_given: bool = False):
+def unroll(config: FRAEConfig, weights: FRAECell, sequences, *, codes_given: bool = False):
     """The recurrence over symbolic batch-major ``sequences`` from x̂₀ = 0: ``(x̂, z)``.
 
-    ``cell`` holds the weights; ``keras.layers.RNN`` supplies the loop. ``sequences`` is x,
+    ``weights`` is the ``FRAECell``, the layer that holds every canonical weight (a Keras
+    cell owns its variables); ``keras.layers.RNN`` supplies the loop. ``sequences`` is x,
     or with ``codes_given`` the codes z for the decoder alone (then z is returned as given).
     """
     if codes_given:
-        loop = keras.layers.RNN(DecoderCell(cell), return_sequences=True, name="frae_decoder_rnn")
+        loop = keras.layers.RNN(
+            DecoderCell(weights), return_sequences=True, name="frae_decoder_rnn"
+        )
         return loop(sequences), sequences
-    both = keras.layers.RNN(cell, return_sequences=True, name="frae_rnn")(sequences)
+    both = keras.layers.RNN(weights, return_sequences=True, name="frae_rnn")(sequences)
     return both[..., : config.input_dim], both[..., config.input_dim :]
 
 

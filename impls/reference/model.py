@@ -62,7 +62,7 @@ def dense_stack(
 
 def unroll(
     config: FRAEConfig,
-    params: Params,
+    weights: Params,
     sequences: Array,
     *,
     codes_given: bool = False,
@@ -70,9 +70,10 @@ def unroll(
 ) -> tuple[Array, Array]:
     """Step the recurrence from x̂₀ = 0; returns ``(x̂, z)``, each ``(B, T, ·)``.
 
-    ``sequences`` is x, from which the encoder makes each code from ``[x_t, x̂_{t-1}]``; or,
-    with ``codes_given``, the codes z for the decoder alone (``decode``). ``traces``, when a
-    list, receives each step's layer traces for back-propagation through time.
+    ``weights`` are float64 arrays by canonical name; ``sequences`` is x, from which the
+    encoder makes each code from ``[x_t, x̂_{t-1}]``; or, with ``codes_given``, the codes z
+    for the decoder alone (``decode``). ``traces``, when a list, receives each step's layer
+    traces for back-propagation through time.
     """
     batch, steps, _ = sequences.shape
     feedback = np.zeros((batch, config.input_dim))
@@ -84,9 +85,9 @@ def unroll(
             code = sequences[:, t]
         else:
             encoder_input = np.concatenate([sequences[:, t], feedback], axis=1)
-            code = dense_stack(params, config.encoder_layers, encoder_input, encoder_trace)
+            code = dense_stack(weights, config.encoder_layers, encoder_input, encoder_trace)
         decoder_input = np.concatenate([code, feedback], axis=1)
-        feedback = dense_stack(params, config.decoder_layers, decoder_input, decoder_trace)
+        feedback = dense_stack(weights, config.decoder_layers, decoder_input, decoder_trace)
         codes[:, t] = code
         outputs[:, t] = feedback
         if traces is not None and encoder_trace is not None and decoder_trace is not None:

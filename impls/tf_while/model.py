@@ -75,20 +75,20 @@ def make_cell(config: FRAEConfig, variables: Variables, *, codes_given: bool = F
 
 
 def unroll(
-    config: FRAEConfig, variables: Variables, sequences: tf.Tensor, *, codes_given: bool = False
+    config: FRAEConfig, weights: Variables, sequences: tf.Tensor, *, codes_given: bool = False
 ) -> tuple[tf.Tensor, tf.Tensor]:
     """Run the recurrence from x̂₀ = 0 over batch-major ``sequences`` (static shape).
 
     Args:
         config: the model's sizes and activations.
-        variables: the canonical weights.
+        weights: the canonical weights, one ``tf.Variable`` each.
         sequences: ``(B, T, F)`` inputs x, or ``(B, T, L)`` codes z if ``codes_given``
             (the decoder alone, with its own feedback).
 
     Returns:
         ``(x̂, z)``, batch-major ``(B, T, F)`` and ``(B, T, L)``.
     """
-    cell = make_cell(config, variables, codes_given=codes_given)
+    cell = make_cell(config, weights, codes_given=codes_given)
     batch, steps = sequences.shape[0], sequences.shape[1]
     inputs = tf.TensorArray(tf.float32, size=steps).unstack(tf.transpose(sequences, [1, 0, 2]))
     outputs = tf.TensorArray(tf.float32, size=steps)

@@ -1,0 +1,132 @@
+"""The project's shape: the same files in every backend folder, one ``unroll`` signature,
+dependencies that point one way, and the contract's facts written once, in ``frae``.
+
+Each check reads the source (``ast``), imports nothing, and is shown to reject a planted
+violation.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.project
+
+ROOT = Path(__file__).resolve().parent.parent
+BACKEND_FOLDERS = sorted(p for p in (ROOT / "impls").iterdir() if (p / "__init__.py").exists())
+FILE_ROLES = {"__init__.py", "model.py", "train.py", "backend.py"}
+UNROLL = (["config", "weights", "sequences"], "codes_given")
+"""``unroll(config, weights, sequences, *, codes_given=False, ...)``."""
+
+
+def imported_modules(source: str) -> set[str]:
+    """Every absolute module an ``import`` or ``from ... import`` in ``source`` names."""
+    found = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            found.add(node.module)
+    return found
+
+
+def reaches_into(source: str, packages: tuple[str, ...]) -> list[str]:
+    """Modules of ``packages`` (or below them) that ``source`` imports."""
+    return sorted(
+        m for m in imported_modules(source) for p in packages if m == p or m.startswith(p + ".")
+    )
+
+
+def private_attributes(source: str) -> list[str]:
+    """``x._name`` reads of another object's ``_``-prefixed attribute (not ``self``'s,
+    ``cls``'s or ``super()``'s, and not dunders)."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if not isinstance(node, ast.Attribute) or not node.attr.startswith("_"):
+            continue
+        if node.attr.startswith("__") or (
+            isinstance(node.value, ast.Name) and node.value.id in ("self", "cls")
+        ):
+            continue
+        if isinstance(node.value, ast.Call) and getattr(node.value.func, "id", "") == "super":
+            continue
+        found.append(f"line {node.lineno}: .{node.attr}")
+    return found
+
+
+def unroll_signature(source: str) -> tuple[list[str], list[str]] | None:
+    """Positional and keyword-only parameter names of ``unroll`` in ``source``."""
+    for node in ast.parse(source).body:
+        if isinstance(node, ast.FunctionDef) and node.name == "unroll":
+            return [a.arg for a in node.args.args], [a.arg for a in node.args.kwonlyargs]
+    return None
+
+
+def _sources(folder: Path) -> dict[str, str]:
+    return {str(p.relative_to(ROOT)): p.read_text() for p in sorted(folder.rglob("*.py"))}
+
+
+@pytest.mark.parametrize("folder", BACKEND_FOLDERS, ids=lambda p: p.name)
+def test_every_backend_folder_has_the_same_files(folder: Path) -> None:
+    assert {p.name for p in folder.glob("*.py")} == FILE_ROLES
+
+
+@pytest.mark.parametrize("folder", BACKEND_FOLDERS, ids=lambda p: p.name)
+def test_every_backend_enters_its_loop_through_one_unroll(folder: Path) -> None:
+    signature = unroll_signature((folder / "model.py").read_text())
+    assert signature is not None, f"{folder.name}/model.py defines no unroll"
+    positional, keyword_only = signature
+    assert positional == UNROLL[0]
+    assert keyword_only[:1] == [UNROLL[1]]
+
+
+@pytest.mark.parametrize("folder", BACKEND_FOLDERS, ids=lambda p: p.name)
+def test_a_backend_uses_frae_and_nothing_else_of_the_project(folder: Path) -> None:
+    others = tuple(f"impls.{p.name}" for p in BACKEND_FOLDERS if p != folder)
+    for path, source in _sources(folder).items():
+        assert reaches_into(source, ("bench", "parity_tests", "examples", *others)) == [], path
+
+
+def test_the_core_uses_bench_and_impls_only_in_its_command_line() -> None:
+    for path, source in _sources(ROOT / "frae").items():
+        if path != "frae/cli.py":
+            assert reaches_into(source, ("bench", "impls", "parity_tests")) == [], path
+
+
+def test_bench_reads_no_private_attribute_of_another_object() -> None:
+    for path, source in _sources(ROOT / "bench").items():
+        assert private_attributes(source) == [], path
+
+
+def test_the_checks_reject_planted_violations() -> None:
+    assert reaches_into("from bench.harness import run\nimport os", ("bench",)) == ["bench.harness"]
+    assert reaches_into("import impls.tf_while.model as m", ("impls.tf_while",)) != []
+    assert reaches_into("import benchmarks", ("bench",)) == []
+    assert private_attributes("backend._adam_slots\nself._ok\nsuper()._ok\nx.__dict__") == [
+        "line 1: ._adam_slots"
+    ]
+    assert unroll_signature("def unroll(config, params, x, *, codes_given=False): ...") == (
+        ["config", "params", "x"],
+        ["codes_given"],
+    )
+
+
+ADAM_LITERALS = re.compile(r"\b0\.999\b|\b1e-7\b|\b0\.9\b")
+
+
+def test_adam_constants_and_the_activation_rule_are_written_only_in_frae() -> None:
+    """Outside ``frae/`` no code defines β₁, β₂ or ε, nor decides which layer gets which
+    activation (``output_activation`` is read only by the core's layer table)."""
+    tracked = subprocess.run(
+        ["git", "ls-files", "*.py"], cwd=ROOT, capture_output=True, text=True, check=True
+    ).stdout.split()
+    code = [p for p in tracked if not p.startswith(("frae/", "parity_tests/"))]
+    for path in code:
+        source = (ROOT / path).read_text()
+        assert not ADAM_LITERALS.search(source), path
+        assert ".output_activation" not in source, path
+    assert ADAM_LITERALS.search("beta_2 = 0.999")
