@@ -138,7 +138,7 @@ PROPERTIES = {
         "predict, loss and gradients equal the reference's for configs and sizes drawn by "
         "hypothesis (widths, depths, F, L, B, T, activations)",
         ("test_random_configs_equal_the_reference",),
-        ("outputs", "loss", "gradients"),
+        ("random outputs", "loss", "gradients"),
     ),
 }
 

@@ -19,6 +19,10 @@ class Tolerance:
     reason: str
     scaled: bool = False
     """``atol`` is a fraction of the expected array's largest magnitude, not an absolute."""
+    float32_factor: float = 0.0
+    """``atol`` is at least this multiple of ``float32_error``, the largest error a plain
+    float32 NumPy evaluation of the same maths makes (measured by the caller): where a
+    problem is ill-conditioned, float32 itself can do no better."""
 
 
 FLOAT64 = Tolerance(
@@ -42,6 +46,17 @@ TOLERANCES = {
         reason="float32 outputs and codes against float64, T up to 2000: float32 rounding "
         "with inputs and weights rounded alike; the feedback is contractive, so the error "
         "does not grow with T (measured at most 4e-8 in every backend)",
+    ),
+    "random outputs": Tolerance(
+        rtol=1e-5,
+        atol=1e-6,
+        float32_factor=2.0,
+        reason="float32 outputs of drawn configs with weights N(0, 0.5): as 'outputs' where the "
+        "problem is well conditioned; but with linear layers the feedback need not contract "
+        "and intermediate values grow (a draw reaches 10.6 in 10 steps), so an entry carries "
+        "the rounding of the large values it is computed from. Such a draw is held to twice "
+        "the error of the same maths evaluated in float32 NumPy (measured: at most 0.96 of it, "
+        "in 300 draws and the two examples the test keeps)",
     ),
     "loss": Tolerance(
         rtol=5e-6,
@@ -87,12 +102,21 @@ TOLERANCES = {
 }
 
 
-def assert_close(quantity: str, actual: np.ndarray, expected: np.ndarray, what: str = "") -> None:
-    """Equal shapes, and values within ``TOLERANCES[quantity]`` (``FLOAT64`` if both are)."""
+def assert_close(
+    quantity: str,
+    actual: np.ndarray,
+    expected: np.ndarray,
+    what: str = "",
+    float32_error: float = 0.0,
+) -> None:
+    """Equal shapes, and values within ``TOLERANCES[quantity]`` (``FLOAT64`` if both are);
+    ``float32_error`` is what a plain float32 evaluation errs by, for tolerances that
+    allow for it."""
     actual, expected = np.asarray(actual), np.asarray(expected)
     label = f"{quantity} {what}".strip()
     assert actual.shape == expected.shape, f"{label}: shape {actual.shape} != {expected.shape}"
     both_float64 = actual.dtype == expected.dtype == np.float64
     tolerance = FLOAT64 if both_float64 else TOLERANCES[quantity]
     atol = tolerance.atol * (np.abs(expected).max() if tolerance.scaled else 1.0)
+    atol = max(atol, tolerance.float32_factor * float32_error)
     np.testing.assert_allclose(actual, expected, rtol=tolerance.rtol, atol=atol, err_msg=label)

@@ -76,9 +76,10 @@ def unroll(
     traces for back-propagation through time.
     """
     batch, steps, _ = sequences.shape
-    feedback = np.zeros((batch, config.input_dim))
-    outputs = np.empty((batch, steps, config.input_dim))
-    codes = np.empty((batch, steps, config.latent_dim))
+    dtype = sequences.dtype  # float64 in the reference; float32 for a float32 yardstick
+    feedback = np.zeros((batch, config.input_dim), dtype)
+    outputs = np.empty((batch, steps, config.input_dim), dtype)
+    codes = np.empty((batch, steps, config.latent_dim), dtype)
     for t in range(steps):
         encoder_trace, decoder_trace = (None, None) if traces is None else ([], [])
         if codes_given:

@@ -1,0 +1,58 @@
+"""The core's written-once facts: the layer table, config dicts, Adam's constants."""
+
+from __future__ import annotations
+
+import itertools
+import json
+
+import numpy as np
+import pytest
+
+import frae
+from parity_tests.cases import CASES
+
+pytestmark = pytest.mark.project
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_the_layer_table_chains_widths_and_gives_the_output_its_own_activation(
+    name: str,
+) -> None:
+    config = CASES[name].config
+    encoder, decoder = config.encoder_layers, config.decoder_layers
+    assert encoder[0].fan_in == 2 * config.input_dim
+    assert decoder[0].fan_in == config.latent_dim + config.input_dim
+    for side in (encoder, decoder):
+        assert all(a.units == b.fan_in for a, b in itertools.pairwise(side))
+    assert (encoder[-1].name, encoder[-1].units) == ("encoder/latent", config.latent_dim)
+    assert (decoder[-1].name, decoder[-1].units) == ("decoder/output", config.input_dim)
+    assert decoder[-1].activation == config.output_activation
+    assert {layer.activation for layer in (*encoder, *decoder[:-1])} <= {config.activation}
+    assert config.layers == encoder + decoder
+    shapes = config.parameter_shapes()
+    assert list(shapes) == [n for layer in config.layers for n in (layer.kernel, layer.bias)]
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_config_dicts_round_trip_through_json(name: str) -> None:
+    config = CASES[name].config
+    fields = json.loads(json.dumps(config.to_dict()))
+    assert frae.FRAEConfig.from_dict(fields) == config
+
+
+def test_config_dicts_reject_unknown_fields_and_bad_values() -> None:
+    with pytest.raises(ValueError, match="hidden_units"):
+        frae.FRAEConfig.from_dict({"hidden_units": [3]})
+    with pytest.raises(ValueError, match="activation"):
+        frae.FRAEConfig.from_dict({"activation": "relu"})
+    with pytest.raises(TypeError, match="dict"):
+        frae.FRAEConfig.from_dict([("input_dim", 2)])  # type: ignore[arg-type]
+
+
+def test_adam_constants_and_their_float32_rounding() -> None:
+    assert (frae.ADAM.beta_1, frae.ADAM.beta_2, frae.ADAM.epsilon) == (0.9, 0.999, 1e-7)
+    beta_1, beta_2 = frae.ADAM.float32_betas()
+    assert beta_1.dtype == beta_2.dtype == np.float32
+    assert float(beta_2) != 0.999  # the rounding the rule is about: 0.99900001
+    assert beta_2 == np.float32(0.999)
+    assert frae.OPTIMIZERS == ("sgd", "adam")
