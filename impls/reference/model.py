@@ -77,6 +77,7 @@ def unroll(
     """
     batch, steps, _ = sequences.shape
     dtype = sequences.dtype  # float64 in the reference; float32 for a float32 yardstick
+    encoder, decoder = config.encoder_layers, config.decoder_layers  # built once, not per step
     feedback = np.zeros((batch, config.input_dim), dtype)
     outputs = np.empty((batch, steps, config.input_dim), dtype)
     codes = np.empty((batch, steps, config.latent_dim), dtype)
@@ -86,9 +87,9 @@ def unroll(
             code = sequences[:, t]
         else:
             encoder_input = np.concatenate([sequences[:, t], feedback], axis=1)
-            code = dense_stack(weights, config.encoder_layers, encoder_input, encoder_trace)
+            code = dense_stack(weights, encoder, encoder_input, encoder_trace)
         decoder_input = np.concatenate([code, feedback], axis=1)
-        feedback = dense_stack(weights, config.decoder_layers, decoder_input, decoder_trace)
+        feedback = dense_stack(weights, decoder, decoder_input, decoder_trace)
         codes[:, t] = code
         outputs[:, t] = feedback
         if traces is not None and encoder_trace is not None and decoder_trace is not None:
