@@ -5,11 +5,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-import numpy as np
-
 from frae.backend import Array, BaseBackend, TrainStep
 from frae.params import Weights
-from impls.keras_rnn.model import build_models, canonical_name, keras, ops
+from impls.keras_rnn.model import build_models, canonical_name, keras, ops, to_numpy
 from impls.keras_rnn.train import compile_trainer, gradient_function
 
 
@@ -23,7 +21,9 @@ class KerasRNNBackend(BaseBackend):
     """
 
     name = "keras_rnn"
-    jit_compile: bool | str = True
+    # On torch, Keras runs the RNN as a Python loop and jit_compile hands it to torch.compile,
+    # which unrolls every step: 9 s to compile T = 100, and no faster per step than eager.
+    jit_compile: bool | str = keras.backend.backend() != "torch"
 
     def _build(self, weights: Weights) -> None:
         self.keras_model, self._encoder, self._decoder = build_models(self.config)
@@ -40,8 +40,7 @@ class KerasRNNBackend(BaseBackend):
         return {"keras_backend": keras.backend.backend(), "keras": keras.__version__}
 
     def _read_weights(self) -> Mapping[str, Any]:
-        # np.asarray, not Variable.numpy(): Keras' __array__ warns on NumPy 2 (copy keyword)
-        return {name: np.asarray(v.value) for name, v in self._variables.items()}
+        return {name: to_numpy(v.value) for name, v in self._variables.items()}
 
     def _write_weights(self, weights: Weights) -> None:
         for name, value in weights.items():

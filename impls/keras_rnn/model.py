@@ -12,6 +12,8 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
+import numpy as np
+
 from frae.config import FUSED_PRODUCT_MAX_SIZE, FRAEConfig
 from frae.quiet import import_quietly
 
@@ -25,13 +27,21 @@ PACKAGE = "frae"
 
 
 def variable_name(canonical: str) -> str:
-    """Keras forbids "/" in variable names: ``encoder/dense_0/kernel`` is stored as
-    ``encoder.dense_0.kernel``, one to one."""
-    return canonical.replace("/", ".")
+    """Keras forbids "/" in variable names and torch "." in parameter names:
+    ``encoder/dense_0/kernel`` is stored as ``encoder__dense_0__kernel``, one to one (no
+    canonical name holds "__")."""
+    return canonical.replace("/", "__")
 
 
 def canonical_name(variable: keras.Variable) -> str:
-    return variable.name.replace(".", "/")
+    return variable.name.replace("__", "/")
+
+
+def to_numpy(value: object) -> np.ndarray:
+    """A variable's value or a result as NumPy, on every Keras backend: torch's parameters
+    leave autograd first, and ``np.asarray`` avoids the NumPy 2 warning that Keras'
+    ``convert_to_numpy`` and ``Variable.numpy`` raise on TensorFlow (``copy`` keyword)."""
+    return np.asarray(ops.stop_gradient(value))
 
 
 ACTIVATIONS = {

@@ -78,7 +78,18 @@ def gradient_function(model: keras.Model, jit_compile: bool) -> Gradients:
             return compiled(trainable, non_trainable, x, y)
 
         return jax_gradients
-    raise NotImplementedError(f"keras_rnn computes gradients on tensorflow and jax, not {name}")
+    if name == "torch":
+        import torch
+
+        def torch_gradients(x, y):  # eager: torch's autograd over Keras' Python loop
+            weights = [v.value for v in model.trainable_variables]
+            loss = mean_squared_error(model(torch.as_tensor(x)), torch.as_tensor(y))
+            return loss.detach(), torch.autograd.grad(loss, weights)
+
+        return torch_gradients
+    raise NotImplementedError(
+        f"keras_rnn computes gradients on tensorflow, jax and torch, not {name}"
+    )
 
 
 def compile_trainer(model: keras.Model, optimizer: str, jit_compile: bool | str) -> keras.Model:
