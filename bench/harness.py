@@ -90,6 +90,8 @@ class Variant:
             PyTorch), so it gets only part of the grid (``Settings.slow_max_steps``,
             ``slow_max_batch``).
         operations: what it offers.
+        quick: it runs in ``--quick`` too (the routes PyTorch was measured on run only in
+            the full grid, or when named).
     """
 
     name: str
@@ -100,17 +102,22 @@ class Variant:
     needs: tuple[str, ...] = ()
     slow: bool = False
     operations: tuple[str, ...] = OPERATIONS
+    quick: bool = True
 
 
 def _keras(framework: str) -> Variant:
+    # Keras runs its torch backend eagerly (``jit_compile=True`` hands the call to
+    # torch.compile, which unrolls all T steps): a baseline, step by step
+    eager = framework == "torch"
     return Variant(
         f"keras_rnn[{framework}]",
         "keras_rnn",
-        "compiled",
-        f"keras.layers.RNN over a custom cell on {framework}, XLA, predict_on_batch / "
-        "train_on_batch",
+        "baseline" if eager else "compiled",
+        f"keras.layers.RNN over a custom cell on {framework}, "
+        f"{'eager' if eager else 'XLA'}, predict_on_batch / train_on_batch",
         {"KERAS_BACKEND": framework},
         (framework,),
+        slow=eager,
     )
 
 
@@ -122,8 +129,61 @@ def _keras_defaults(framework: str) -> Variant:
         f"Keras' defaults on {framework}: model.predict / model.fit, jit_compile='auto'",
         {"KERAS_BACKEND": framework},
         ("keras", framework),
-        # Keras resolves 'auto' to no XLA on a CPU-only TensorFlow: graph mode, step by step
-        slow=framework == "tensorflow",
+        # Keras resolves 'auto' to no XLA on a CPU-only TensorFlow: graph mode, step by step;
+        # on torch, to eager
+        slow=framework in ("tensorflow", "torch"),
+    )
+
+
+def _torch_routes() -> tuple[Variant, ...]:
+    """The other ways to run the loop in PyTorch (``bench.baselines.torch_routes``)."""
+    routes = f"{BASELINES}.torch_routes"
+    return (
+        Variant(
+            "torch_scan[python_wrapper]",
+            f"{routes}:TorchScanPythonWrapperBackend",
+            "baseline",
+            "torch_scan with Inductor's Python wrapper, which runs each loop iteration from Python",
+            needs=("torch",),
+            quick=False,
+        ),
+        Variant(
+            "torch_scan[cpp_gradient]",
+            f"{routes}:TorchScanCppGradientBackend",
+            "baseline",
+            "torch_scan with Inductor's C++ wrapper for gradients too",
+            needs=("torch",),
+            quick=False,
+        ),
+        Variant(
+            "torch_compiled_step",
+            f"{routes}:TorchCompiledStepBackend",
+            "baseline",
+            "torch.compile of one time step, called from a Python loop",
+            needs=("torch",),
+            slow=True,
+            quick=False,
+        ),
+        Variant(
+            "torch_script",
+            f"{routes}:TorchScriptBackend",
+            "baseline",
+            "the loop in TorchScript (torch.jit.script), autograd through it",
+            needs=("torch",),
+            slow=True,
+            quick=False,
+        ),
+        Variant(
+            "torch_aoti",
+            f"{routes}:TorchAOTIBackend",
+            "baseline",
+            "torch.export + AOTInductor: the scan compiled ahead of time, one library per "
+            "shape; inference only",
+            needs=("torch",),
+            slow=True,
+            operations=("predict",),
+            quick=False,
+        ),
     )
 
 
@@ -146,8 +206,16 @@ VARIANTS = (
     ),
     Variant("tf_while", "tf_while", "compiled", "tf.while_loop + TensorArray under XLA"),
     Variant("jax_scan", "jax_scan", "compiled", "jax.lax.scan over Flax NNX layers, jit"),
+    Variant(
+        "torch_scan",
+        "torch_scan",
+        "compiled",
+        "PyTorch's scan operator over nn.Linear layers, torch.compile (Inductor; C++ wrapper "
+        "for inference, Python wrapper for gradients)",
+    ),
     _keras("tensorflow"),
     _keras("jax"),
+    _keras("torch"),
     Variant(
         "textbook_fix",
         f"{BASELINES}.textbook_fix:TextbookFixBackend",
@@ -158,14 +226,16 @@ VARIANTS = (
     ),
     _keras_defaults("tensorflow"),
     _keras_defaults("jax"),
+    _keras_defaults("torch"),
     Variant(
         "torch_eager",
         f"{BASELINES}.torch_eager:TorchEagerBackend",
         "baseline",
-        "PyTorch eager: nn.Linear layers, a Python loop over time, torch.optim.Adam",
+        "PyTorch eager: torch_scan's module, a Python loop over time, torch.optim.Adam",
         needs=("torch",),
         slow=True,
     ),
+    *_torch_routes(),
     Variant(
         "reference",
         "reference",
@@ -425,10 +495,11 @@ def default_out() -> Path:
     return Path("reports") / datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
 
 
-def select(names: list[str] | None) -> list[Variant]:
-    """The variants named (all by default); unknown names raise ``ValueError``."""
+def select(names: list[str] | None, quick: bool = False) -> list[Variant]:
+    """The variants named (by default all, or with ``quick`` those that run in ``--quick``);
+    unknown names raise ``ValueError``."""
     if not names:
-        return list(VARIANTS)
+        return [v for v in VARIANTS if v.quick or not quick]
     known = {v.name: v for v in VARIANTS}
     unknown = [n for n in names if n not in known]
     if unknown:
@@ -461,7 +532,7 @@ def benchmark(
     else:
         grid = list(QUICK_GRID) if quick else full_grid()
     chosen = settings or (QUICK_SETTINGS if quick else Settings())
-    records = run(select(variants), grid, chosen, out, progress)
+    records = run(select(variants, quick), grid, chosen, out, progress)
     return records, report.write(records, out, preamble)
 
 

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import importlib.util
 import os
+import sys
 from collections.abc import Callable, Iterator
 from types import ModuleType
 
@@ -35,8 +37,22 @@ def import_quietly(module: str, start: Callable[[ModuleType], object] | None = N
     are turned off through ``TF_CPP_MIN_LOG_LEVEL`` unless the caller set it.
     """
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    load_triton_before_tensorflow()
     with native_stderr_silenced():
         imported = importlib.import_module(module)
         if start is not None:
             start(imported)
     return imported
+
+
+def load_triton_before_tensorflow() -> None:
+    """Import Triton now if it is installed and TensorFlow is not loaded yet.
+
+    TensorFlow's wheels (2.20 on) load its LLVM into the process' global symbols, and a
+    Triton loaded afterwards binds to it and crashes the interpreter (tensorflow#124205);
+    loaded first, both work. PyTorch's CUDA wheels bring Triton, and ``torch.compile``
+    imports it even on a CPU, so every import of TensorFlow or Keras here goes through this.
+    """
+    if "tensorflow" not in sys.modules and importlib.util.find_spec("triton") is not None:
+        with native_stderr_silenced():
+            importlib.import_module("triton")

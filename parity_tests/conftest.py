@@ -13,6 +13,10 @@ from collections.abc import Callable
 import pytest
 
 import frae
+from frae.quiet import load_triton_before_tensorflow
+
+# tests import TensorFlow themselves; torch.compile's Triton must be loaded before it
+load_triton_before_tensorflow()
 
 MakeBackend = Callable[..., frae.Backend]
 MUTANT_VERDICTS = pytest.StashKey[dict[str, bool]]()

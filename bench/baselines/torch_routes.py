@@ -1,0 +1,226 @@
+"""The other ways PyTorch 2 can run the FRAE loop on a CPU, each a benchmark variant.
+
+``torch_scan`` (the backend) compiles the scan higher-order op whole with Inductor's C++
+wrapper. These are the routes it was chosen over, with ``torch_scan``'s module, weights and
+training, so that only the loop differs:
+
+- ``TorchScanPythonWrapperBackend``: the same compiled scan, Inductor's default Python
+  wrapper running the loop for inference too;
+- ``TorchScanCppGradientBackend``: the C++ wrapper for gradients too (faster per step,
+  slower to compile, and it fails to compile a one-step scan's gradient);
+- ``TorchCompiledStepBackend``: ``torch.compile`` of one time step, called from a Python
+  loop (the route a PyTorch user tries first);
+- ``TorchScriptBackend``: the loop in TorchScript, run by its interpreter (TorchScript is
+  deprecated in PyTorch 2, and kept here as what existing models use);
+- ``TorchAOTIBackend``: ``torch.export`` of the scan, compiled ahead of time by
+  AOTInductor into a shared library per input shape; inference only.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import tempfile
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+from bench.baselines.torch_eager import python_loop_functions
+from frae.backend import Array, TrainStep
+from frae.config import FRAEConfig
+from impls.torch_scan import model
+from impls.torch_scan.backend import PYTHON_WRAPPER, Functions, TorchScanBackend, compiled
+
+
+class TorchScanPythonWrapperBackend(TorchScanBackend):
+    """``torch_scan`` with Inductor's Python wrapper for inference too: each iteration of
+    the loop is dispatched from Python."""
+
+    name = "torch_scan[python_wrapper]"
+
+    def functions(self) -> Functions:
+        return compiled(self.config, PYTHON_WRAPPER)
+
+
+class TorchScanCppGradientBackend(TorchScanBackend):
+    """``torch_scan`` with Inductor's C++ wrapper for gradients too."""
+
+    name = "torch_scan[cpp_gradient]"
+
+    def gradient_functions(self) -> Functions:
+        return compiled(self.config)
+
+
+@functools.lru_cache(maxsize=16)
+def compiled_cells(config: FRAEConfig) -> Functions:
+    """``config``'s cells, each compiled by ``torch.compile``, in a Python loop."""
+    compile_ = functools.partial(torch.compile, fullgraph=True, dynamic=True)
+    return python_loop_functions(
+        config, compile_(model.FRAE.step), compile_(model.FRAE.decode_step)
+    )
+
+
+class TorchCompiledStepBackend(TorchScanBackend):
+    """A Python loop over ``torch.compile`` of one time step: the compiled cell is fast, but
+    each call passes Dynamo's guards and autograd records each step."""
+
+    name = "torch_compiled_step"
+
+    def functions(self) -> Functions:
+        return compiled_cells(self.config)
+
+    def gradient_functions(self) -> Functions:
+        return self.functions()
+
+
+ACTIVATION_CODES = {"swish": 0, "tanh": 1, "sigmoid": 2, "linear": 3}
+"""TorchScript takes no Python callables: each layer's activation goes in as a number."""
+
+
+def _activate(pre: torch.Tensor, code: int) -> torch.Tensor:
+    if code == 0:
+        return torch.nn.functional.silu(pre)
+    if code == 1:
+        return torch.tanh(pre)
+    if code == 2:
+        return torch.sigmoid(pre)
+    return pre
+
+
+def _dense_stack(
+    h: torch.Tensor, kernels: list[torch.Tensor], biases: list[torch.Tensor], codes: list[int]
+) -> torch.Tensor:
+    for i in range(len(kernels)):
+        h = _activate(torch.nn.functional.linear(h, kernels[i], biases[i]), codes[i])
+    return h
+
+
+def _script_loop(
+    sequences: torch.Tensor,
+    layers: list[list[torch.Tensor]],
+    encoder_codes: list[int],
+    decoder_codes: list[int],
+    input_dim: int,
+    codes_given: bool,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """``model.unroll`` in the subset of Python that TorchScript compiles; ``layers`` is
+    ``[encoder kernels, encoder biases, decoder kernels, decoder biases]``."""
+    feedback = torch.zeros(sequences.shape[0], input_dim, dtype=sequences.dtype)
+    outputs: list[torch.Tensor] = []
+    codes: list[torch.Tensor] = []
+    for t in range(sequences.shape[1]):
+        z = sequences[:, t]
+        if not codes_given:
+            z = _dense_stack(torch.cat([z, feedback], 1), layers[0], layers[1], encoder_codes)
+        feedback = _dense_stack(torch.cat([z, feedback], 1), layers[2], layers[3], decoder_codes)
+        outputs.append(feedback)
+        codes.append(z)
+    return torch.stack(outputs, 1), torch.stack(codes, 1)
+
+
+@functools.cache
+def script_loop() -> Any:
+    """``_script_loop`` compiled by TorchScript (once per process)."""
+    return torch.jit.script(_script_loop)
+
+
+def scripted_functions(config: FRAEConfig) -> Functions:
+    """``Functions`` running the TorchScript loop over a module's parameters."""
+    encoder_codes, decoder_codes = (
+        [ACTIVATION_CODES[layer.activation] for layer in layers]
+        for layers in (config.encoder_layers, config.decoder_layers)
+    )
+
+    def run(module: model.FRAE, x: torch.Tensor, codes_given: bool) -> Any:
+        layers = [
+            [linear.weight for linear in module.encoder.layers.values()],
+            [linear.bias for linear in module.encoder.layers.values()],
+            [linear.weight for linear in module.decoder.layers.values()],
+            [linear.bias for linear in module.decoder.layers.values()],
+        ]
+        return script_loop()(x, layers, encoder_codes, decoder_codes, config.input_dim, codes_given)
+
+    return Functions(
+        unroll=lambda module, x: run(module, x, False),
+        decode=lambda module, z: run(module, z, True)[0],
+    )
+
+
+class TorchScriptBackend(TorchScanBackend):
+    """The loop in TorchScript: no Python per step, but its interpreter dispatches each
+    operator of each step, and autograd records them."""
+
+    name = "torch_script"
+
+    def functions(self) -> Functions:
+        return scripted_functions(self.config)
+
+    def gradient_functions(self) -> Functions:
+        return self.functions()
+
+
+class TorchAOTIBackend(TorchScanBackend):
+    """``torch.export`` + AOTInductor: the scan compiled ahead of time into a shared library
+    per input shape (Inductor's C++ wrapper, without Dynamo's guards at each call); the
+    weights are inputs of the library, so ``set_weights`` needs no recompilation. Inference
+    only: AOTInductor compiles no backward."""
+
+    name = "torch_aoti"
+
+    def functions(self) -> Functions:
+        return Functions(unroll=self._ahead_of_time(False), decode=self._ahead_of_time(True))
+
+    def gradient_functions(self) -> Functions:
+        return self.functions()
+
+    def _ahead_of_time(self, codes_given: bool) -> Callable[..., Any]:
+        packages: dict[tuple[int, ...], Any] = {}
+
+        def run(module: model.FRAE, x: torch.Tensor) -> Any:
+            weights = tuple(p.detach() for p in module.parameters())
+            key = tuple(x.shape)
+            if key not in packages:
+                packages[key] = _aoti_package(module, x, weights, codes_given)
+            result = packages[key](x, *weights)
+            return result[0] if codes_given else tuple(result)
+
+        return run
+
+    def _loss_and_grads(self, x: Array, y: Array) -> Any:
+        raise NotImplementedError("AOTInductor compiles inference only")
+
+    def _train_step(self, optimizer: str, learning_rate: float) -> TrainStep:
+        raise NotImplementedError("AOTInductor compiles inference only")
+
+
+class _Unrolled(torch.nn.Module):
+    """``model.unroll`` of a module whose parameters are passed in, for ``torch.export``."""
+
+    def __init__(self, module: model.FRAE, codes_given: bool) -> None:
+        super().__init__()
+        self.module, self.codes_given = module, codes_given
+        self.names = [name for name, _ in module.named_parameters()]
+
+    def forward(self, sequences: torch.Tensor, *weights: torch.Tensor) -> Any:
+        parameters = dict(zip(self.names, weights, strict=True))
+        return torch.func.functional_call(
+            self.module,
+            parameters,
+            (sequences,),
+            {"codes_given": self.codes_given},
+        )
+
+
+def _aoti_package(
+    module: model.FRAE,
+    x: torch.Tensor,
+    weights: tuple[torch.Tensor, ...],
+    codes_given: bool,
+) -> Callable[..., Any]:
+    """Export, compile and load the loop for the shape of ``x``."""
+    program = torch.export.export(_Unrolled(module, codes_given), (x, *weights))
+    path = os.path.join(tempfile.mkdtemp(prefix="frae-aoti-"), "unroll.pt2")
+    return torch._inductor.aoti_load_package(
+        torch._inductor.aoti_compile_and_package(program, package_path=path)
+    )

@@ -1,0 +1,5 @@
+"""PyTorch: ``nn.Linear`` layers, the time loop in the scan higher-order op, compiled whole."""
+
+from impls.torch_scan.backend import TorchScanBackend
+
+__all__ = ["TorchScanBackend"]

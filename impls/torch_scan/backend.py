@@ -1,0 +1,155 @@
+"""``TorchScanBackend``: the contract in PyTorch, the scan compiled whole by Inductor."""
+
+from __future__ import annotations
+
+import functools
+import logging
+import warnings
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from frae.backend import Array, BaseBackend, TrainStep
+from frae.config import FRAEConfig
+from frae.params import Weights
+from impls.torch_scan import model, train
+from impls.torch_scan.train import Unroll
+
+
+class _DropCompilerNotices(logging.Filter):
+    """Two notices Inductor logs as warnings while compiling on a CPU, neither about this
+    model: that no CUDA runtime was found, and that a slice of the scan's input goes through
+    its proxy executor for want of a C shim. Other messages pass."""
+
+    NOTICES = ("No CUDA runtime is found", "is missing a c-shim implementation")
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not any(notice in record.getMessage() for notice in self.NOTICES)
+
+
+for _logger in ("torch.utils.cpp_extension", "torch._inductor.ir"):
+    logging.getLogger(_logger).addFilter(_DropCompilerNotices())
+# Dynamo's advice to leave Python 3.13.0 for faster guards: they run once per call here,
+# not per time step
+warnings.filterwarnings("ignore", "Guards may run slower on Python 3.13.0", RuntimeWarning)
+
+# Inductor's C++ wrapper runs the scan's loop in C++, where its Python wrapper runs each
+# iteration from Python: 4.8 µs per step against 11 (B = 1, T = 1000, forward). For a
+# gradient the C++ wrapper would also be faster (26 against 65), but it compiles twice as
+# slowly (12 s against 6 per config) and PyTorch 2.14 fails to compile some gradients with
+# it (a one-step scan: a buffer declared twice), so gradients use the Python wrapper.
+COMPILE_OPTIONS = (("cpp_wrapper", True),)
+PYTHON_WRAPPER = (("cpp_wrapper", False),)
+
+# Dynamo keeps its compiled code on the Python function compiled (``model.unroll``) for
+# every config together, and stops at 8 (``recompile_limit``): each config, and each of
+# inference, gradients and B = 1, takes one.
+RECOMPILE_LIMIT = 256
+
+
+@dataclass(frozen=True)
+class Functions:
+    """How a backend runs the loop: ``unroll`` maps ``(module, x)`` to ``(x̂, z)`` and
+    ``decode`` maps ``(module, z)`` to x̂ (``model.unroll`` with ``codes_given``)."""
+
+    unroll: Callable[[model.FRAE, torch.Tensor], tuple[torch.Tensor, torch.Tensor]]
+    decode: Unroll
+
+
+@functools.lru_cache(maxsize=64)
+def compiled(
+    config: FRAEConfig, options: tuple[tuple[str, bool], ...] = COMPILE_OPTIONS
+) -> Functions:
+    """``config``'s functions compiled by Inductor with ``options``, shared by every backend
+    of that config.
+
+    Each takes the module as an argument: Dynamo guards on its structure, not its identity,
+    so modules of one config share the compiled code. Sizes are dynamic from the first
+    call, so one compilation serves every B and T (Dynamo still specializes a size of 1,
+    so B = 1 compiles once more); and Dynamo guards on whether gradients are enabled, so a
+    gradient's forward and backward are compiled apart from inference.
+    """
+    compile_ = functools.partial(torch.compile, fullgraph=True, dynamic=True, options=dict(options))
+    return Functions(
+        unroll=compile_(functools.partial(model.unroll, config)),
+        decode=compile_(lambda module, z: model.unroll(config, module, z, codes_given=True)[0]),
+    )
+
+
+class TorchScanBackend(BaseBackend):
+    """float32 on the CPU; ``torch.compile`` of the scan, autograd for back-propagation.
+
+    Inference runs under ``torch.no_grad``, compiled with Inductor's C++ wrapper; a
+    gradient runs the forward compiled with its Python wrapper, whose backward (itself a
+    compiled scan, reversed) autograd calls once. Adam is
+    ``torch.optim.Adam``, which places ε outside the square root as the contract.
+    """
+
+    name = "torch_scan"
+
+    def _build(self, weights: Weights) -> None:
+        self.module = model.FRAE(self.config)
+        self.compiled = self.functions()
+        self.compiled_for_gradients = self.gradient_functions()
+        self._write_weights(weights)
+
+    def functions(self) -> Functions:
+        """How this backend runs the loop for inference."""
+        return compiled(self.config)
+
+    def gradient_functions(self) -> Functions:
+        """How this backend runs the loop whose gradient autograd takes."""
+        return compiled(self.config, PYTHON_WRAPPER)
+
+    def _read_weights(self) -> Mapping[str, Any]:
+        return model.to_canonical(self.config, model.named_parameters_of(self.module))
+
+    def _write_weights(self, weights: Weights) -> None:
+        model.load_canonical(self.module, weights)
+
+    def _infer(self, function: Callable[..., Any], x: Array) -> Any:
+        with torch.no_grad(), torch._dynamo.config.patch(recompile_limit=RECOMPILE_LIMIT):
+            return function(self.module, torch.from_numpy(x))
+
+    def _predict(self, x: Array) -> Array:
+        return self._infer(self.compiled.unroll, x)[0].numpy()
+
+    def _encode(self, x: Array) -> Array:
+        return self._infer(self.compiled.unroll, x)[1].numpy()
+
+    def _decode(self, z: Array) -> Array:
+        return self._infer(self.compiled.decode, z).numpy()
+
+    def _loss(self, x: Array, y: Array) -> torch.Tensor:
+        """The loss, with autograd's record of it."""
+        functions = self.compiled_for_gradients
+        with torch._dynamo.config.patch(recompile_limit=RECOMPILE_LIMIT):
+            return train.mean_squared_error(
+                lambda module, x: functions.unroll(module, x)[0],
+                self.module,
+                torch.from_numpy(x),
+                torch.from_numpy(y),
+            )
+
+    def _loss_and_grads(self, x: Array, y: Array) -> tuple[float, Mapping[str, Any]]:
+        parameters = model.named_parameters_of(self.module)
+        loss = self._loss(x, y)
+        grads = torch.autograd.grad(loss, list(parameters.values()))
+        return loss.item(), model.to_canonical(
+            self.config, dict(zip(parameters, grads, strict=True))
+        )
+
+    def _train_step(self, optimizer: str, learning_rate: float) -> TrainStep:
+        """Forward, back-propagation and one ``torch.optim`` update per mini-batch."""
+        update = train.optimizer(optimizer, self.module, learning_rate)
+
+        def step(x: Array, y: Array) -> float:
+            update.zero_grad()
+            loss = self._loss(x, y)
+            loss.backward()
+            update.step()
+            return loss.item()
+
+        return step

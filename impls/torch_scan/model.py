@@ -1,0 +1,160 @@
+"""The FRAE recurrence as an ``nn.Module``, stepped through time by PyTorch's scan operator.
+
+The encoder and decoder are ``nn.ModuleDict`` stacks of ``nn.Linear`` layers under their
+short names, so a parameter's name is its canonical name with ``.`` for ``/`` and ``weight``
+for ``kernel``: ``encoder.dense_0.weight``. ``nn.Linear`` stores the kernel as
+``(out, in)``, the canonical kernel transposed; ``to_canonical`` and ``load_canonical`` are
+the one conversion between the two.
+
+The time loop is ``torch._higher_order_ops.scan`` (PyTorch's ``lax.scan``, a prototype
+operator): under ``torch.compile`` Dynamo traces the cell once and Inductor lowers the
+loop to one ``while`` loop around one fused kernel per step, where a Python ``for`` loop
+would be unrolled into T copies of the cell. Called without ``torch.compile``, the same
+operator runs the cell eagerly, step by step.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from collections.abc import Callable, Mapping
+
+import numpy as np
+
+if (
+    "tensorflow" in sys.modules
+    and "triton" not in sys.modules
+    and importlib.util.find_spec("triton") is not None
+):
+    # torch.compile imports Triton, which crashes the interpreter once TensorFlow is loaded
+    raise ImportError(
+        "torch_scan cannot start in this process: TensorFlow was imported before Triton "
+        "(PyTorch's compiler), and Triton then crashes (tensorflow#124205); import "
+        "torch._dynamo, or frae.quiet.load_triton_before_tensorflow(), before tensorflow"
+    )
+
+import torch
+from torch import nn
+from torch._higher_order_ops.scan import scan
+
+from frae.config import FRAEConfig, Layer
+
+Step = tuple[torch.Tensor, tuple[torch.Tensor, torch.Tensor]]
+"""A step's ``(carry, y)``: the new feedback x̂_t, and ``(x̂_t, z_t)`` to stack over time."""
+
+ACTIVATIONS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
+    "swish": nn.functional.silu,  # a·sigmoid(a)
+    "tanh": torch.tanh,
+    "sigmoid": torch.sigmoid,
+    "linear": lambda pre: pre,
+}
+
+
+def parameter_name(canonical: str) -> str:
+    """``"encoder/dense_0/kernel"`` -> ``"encoder.dense_0.weight"``."""
+    layer, _, kind = canonical.rpartition("/")
+    return f"{layer.replace('/', '.')}.{'weight' if kind == 'kernel' else kind}"
+
+
+class DenseStack(nn.Module):
+    """Dense layers applied in turn, ``h ← act(h @ kernel + bias)``, each ``nn.Linear``
+    stored under its short name (``"dense_0"``, ``"latent"``)."""
+
+    def __init__(self, layers: tuple[Layer, ...]) -> None:
+        super().__init__()
+        self.layers = nn.ModuleDict(
+            {layer.short_name: nn.Linear(layer.fan_in, layer.units) for layer in layers}
+        )
+        self.activations = [ACTIVATIONS[layer.activation] for layer in layers]
+
+    def forward(self, h: torch.Tensor) -> torch.Tensor:
+        for linear, activation in zip(self.layers.values(), self.activations, strict=True):
+            h = activation(linear(h))
+        return h
+
+
+class FRAE(nn.Module):
+    """Encoder and decoder of one config; ``step`` is the recurrent cell.
+
+    The cell follows the scan's ``(carry, x) -> (carry, y)``, the carry being the feedback
+    x̂_{t-1} of shape ``(B, F)``::
+
+        z_t = encoder(concat(x_t, x̂_{t-1}))     # (B, L)
+        x̂_t = decoder(concat(z_t, x̂_{t-1}))     # (B, F)
+    """
+
+    def __init__(self, config: FRAEConfig) -> None:
+        super().__init__()
+        self.config = config
+        self.encoder = DenseStack(config.encoder_layers)
+        self.decoder = DenseStack(config.decoder_layers)
+
+    def step(self, feedback: torch.Tensor, x_t: torch.Tensor) -> Step:
+        """x̂_{t-1}, x_t -> x̂_t, (x̂_t, z_t)."""
+        z_t = self.encoder(torch.cat([x_t, feedback], dim=-1))
+        output = self.decoder(torch.cat([z_t, feedback], dim=-1))
+        # the scan forbids outputs that alias each other or a value saved for the gradient
+        # (tanh's backward saves its output): copies, which Inductor writes from its kernel
+        return output.clone(), (output.clone(), z_t.clone())
+
+    def decode_step(
+        self, feedback: torch.Tensor, z_t: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """x̂_{t-1}, z_t -> x̂_t, x̂_t: the decoder alone, on a given code."""
+        output = self.decoder(torch.cat([z_t, feedback], dim=-1))
+        return output.clone(), output.clone()
+
+    def forward(
+        self, sequences: torch.Tensor, codes_given: bool = False
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """``unroll(config, self, sequences, codes_given=codes_given)``: x̂ and z."""
+        return unroll(self.config, self, sequences, codes_given=codes_given)
+
+
+def named_parameters_of(module: FRAE) -> dict[str, nn.Parameter]:
+    """The module's parameters by name, with the ``layers`` level of ``DenseStack`` elided:
+    ``encoder.dense_0.weight``."""
+    return {
+        name.replace(".layers.", "."): parameter for name, parameter in module.named_parameters()
+    }
+
+
+def to_canonical(config: FRAEConfig, tensors: Mapping[str, torch.Tensor]) -> dict[str, np.ndarray]:
+    """Parameters (or their gradients) by the module's names -> NumPy by canonical name,
+    each kernel transposed from ``(out, in)`` to ``(in, out)``."""
+    canonical = {}
+    for name in config.parameter_shapes():
+        value = tensors[parameter_name(name)].detach().numpy()
+        canonical[name] = value.T if name.endswith("/kernel") else value
+    return canonical
+
+
+def load_canonical(module: FRAE, weights: Mapping[str, np.ndarray]) -> None:
+    """Copy canonical weights into ``module``, each kernel transposed to ``(out, in)``."""
+    parameters = named_parameters_of(module)
+    with torch.no_grad():
+        for name, value in weights.items():
+            source = value.T if name.endswith("/kernel") else value
+            parameters[parameter_name(name)].copy_(torch.from_numpy(np.ascontiguousarray(source)))
+
+
+def unroll(
+    config: FRAEConfig,
+    weights: FRAE,
+    sequences: torch.Tensor,
+    *,
+    codes_given: bool = False,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Step the recurrence from x̂₀ = 0; returns ``(x̂, z)``, each ``(B, T, ·)``.
+
+    ``weights`` is the module that holds them; ``sequences`` is x, or with ``codes_given``
+    the codes z for the decoder alone (then returned as z). The one transpose of each array:
+    batch-major at the edges, time-major for the scan.
+    """
+    feedback = sequences.new_zeros(sequences.shape[0], config.input_dim)
+    time_major = sequences.transpose(0, 1)
+    if codes_given:
+        _, outputs = scan(weights.decode_step, feedback, time_major)
+        return outputs.transpose(0, 1), sequences
+    _, (outputs, codes) = scan(weights.step, feedback, time_major)
+    return outputs.transpose(0, 1), codes.transpose(0, 1)

@@ -1,0 +1,216 @@
+"""PyTorch-specific promises of ``torch_scan``: the ``nn.Linear`` layout and its one
+transpose, the scan equal to the cell stepped in Python, float32, one compilation for
+every shape, and nothing global changed in the user's process."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+
+import numpy as np
+import pytest
+
+import frae
+from parity_tests.tolerances import assert_close
+
+pytestmark = pytest.mark.backend_specific("torch_scan")
+torch = pytest.importorskip("torch")
+torch_model = pytest.importorskip("impls.torch_scan.model")
+torch_backend = pytest.importorskip("impls.torch_scan.backend")
+
+# every size different, no square kernel: a swapped axis or transposed kernel fails
+CONFIG = frae.FRAEConfig(input_dim=3, encoder_units=(5,), latent_dim=2, decoder_units=(4, 6))
+BATCH, STEPS = 4, 7
+
+
+def _inputs(seed: int, width: int = CONFIG.input_dim, batch: int = BATCH) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    return rng.uniform(-1.0, 1.0, size=(batch, STEPS, width)).astype(np.float32)
+
+
+def test_weights_round_trip_through_the_module() -> None:
+    """Each canonical kernel is its ``nn.Linear``'s weight transposed, each bias its bias."""
+    weights = frae.initial_weights(CONFIG, seed=1)
+    module = torch_model.FRAE(CONFIG)
+    torch_model.load_canonical(module, weights)
+    parameters = torch_model.named_parameters_of(module)
+    assert len(parameters) == len(weights)
+    for name, value in weights.items():
+        layer, _, kind = name.rpartition("/")
+        linear = module.get_submodule(layer.replace("/", ".layers.", 1))
+        assert isinstance(linear, torch.nn.Linear), name
+        stored = linear.weight if kind == "kernel" else linear.bias
+        assert stored is parameters[torch_model.parameter_name(name)], name
+        expected = value.T if kind == "kernel" else value
+        np.testing.assert_array_equal(stored.detach().numpy(), expected, err_msg=name)
+    back = torch_model.to_canonical(CONFIG, parameters)
+    assert list(back) == list(weights)
+    for name, value in weights.items():
+        np.testing.assert_array_equal(back[name], value, err_msg=name)
+
+
+def test_a_square_kernel_left_untransposed_fails_parity(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The boundary's one transpose is checked: a port that skipped it for square kernels
+    (the shape check cannot see those) in both directions round-trips its weights bit for
+    bit, but the suite's output tolerance against the reference rejects it."""
+    load, read = torch_model.load_canonical, torch_model.to_canonical
+
+    def untransposed(weights: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        return {
+            k: v.T if k.endswith("kernel") and v.shape == v.shape[::-1] else v
+            for k, v in weights.items()
+        }
+
+    monkeypatch.setattr(torch_model, "load_canonical", lambda m, w: load(m, untransposed(w)))
+    monkeypatch.setattr(torch_model, "to_canonical", lambda c, t: untransposed(read(c, t)))
+    config = frae.FRAEConfig()  # encoder/dense_0 is 4 × 4
+    weights = frae.initial_weights(config, seed=6)
+    model = frae.create("torch_scan", config, weights=weights)
+    for name, value in model.get_weights().items():
+        np.testing.assert_array_equal(value, weights[name], err_msg=name)
+    x = frae.data.multi_sine(batch=2, steps=20, seed=7)
+    expected = frae.create("reference", config, weights=weights).predict(x)
+    with pytest.raises(AssertionError):
+        assert_close("outputs", model.predict(x), expected)
+
+
+def test_scan_equals_the_cell_stepped_in_a_python_loop() -> None:
+    weights = frae.initial_weights(CONFIG, seed=2)
+    module = torch_model.FRAE(CONFIG)
+    torch_model.load_canonical(module, weights)
+    x = torch.from_numpy(_inputs(seed=3))
+    with torch.no_grad():
+        outputs, codes = torch_model.unroll(CONFIG, module, x)
+        feedback = torch.zeros(BATCH, CONFIG.input_dim)
+        for t in range(STEPS):
+            feedback, (output, code) = module.step(feedback, x[:, t])
+            assert_close("self", output.numpy(), outputs[:, t].numpy(), f"x̂ at {t}")
+            assert_close("self", code.numpy(), codes[:, t].numpy(), f"z at {t}")
+
+
+def test_float32_throughout() -> None:
+    model = frae.create("torch_scan", CONFIG, seed=3)
+    assert all(p.dtype == torch.float32 for p in model.module.parameters())
+    x = _inputs(seed=4)
+    for output in (model.predict(x), model.encode(x), model.decode(model.encode(x))):
+        assert output.dtype == np.float32
+    _, grads = model.loss_and_grads(x)
+    assert all(g.dtype == np.float32 for g in grads.values())
+
+
+COMPILED_CALLS: dict[str, Callable[[frae.Backend, np.ndarray], object]] = {
+    "predict": lambda model, x: model.predict(x),
+    "decode": lambda model, x: model.decode(x[..., : CONFIG.latent_dim]),
+    "loss_and_grads": lambda model, x: model.loss_and_grads(x),
+    "adam step": lambda model, x: model.fit(
+        x, optimizer="adam", learning_rate=0.01 + abs(float(x[0, 0, 0]))
+    ),
+}
+
+
+@pytest.mark.parametrize("call", COMPILED_CALLS.values(), ids=COMPILED_CALLS)
+def test_one_compilation_for_every_shape(
+    call: Callable[[frae.Backend, np.ndarray], object],
+) -> None:
+    """New values, new weights, a new instance and a new T reuse the compiled code; B = 1,
+    which Dynamo specializes, compiles once more."""
+    torch._dynamo.reset()  # forget the code compiled so far, so that the first call compiles
+    graphs = torch._dynamo.utils.counters["stats"]
+    model = frae.create("torch_scan", CONFIG, seed=4)
+    before = graphs["unique_graphs"]
+    for seed in range(3):
+        call(model, _inputs(seed=seed))
+        model.set_weights(frae.initial_weights(CONFIG, seed=seed))
+    call(frae.create("torch_scan", CONFIG, seed=5), _inputs(seed=4))
+    call(model, _inputs(seed=5)[:, :3])
+    call(model, _inputs(seed=6, batch=3))
+    assert graphs["unique_graphs"] - before == 1
+    call(model, _inputs(seed=7, batch=1))
+    call(model, _inputs(seed=8, batch=1)[:, :4])
+    assert graphs["unique_graphs"] - before == 2, "B = 1 should compile once more"
+
+
+PROBE = """
+import json, os, sys
+before = dict(os.environ)
+import torch
+state = lambda: {{
+    "threads": torch.get_num_threads(),
+    "grad": torch.is_grad_enabled(),
+    "dtype": str(torch.get_default_dtype()),
+    "deterministic": torch.are_deterministic_algorithms_enabled(),
+}}
+state_before = state()
+{code}
+changed = sorted(k for k in {{*before, *os.environ}} if before.get(k) != os.environ.get(k))
+limit = torch._dynamo.config.recompile_limit  # imported here: it loads Triton
+found = {{"env": changed, "state": [state_before, state()], "limit": limit, "output": output}}
+print(json.dumps(found))
+"""
+
+# A fresh process with none of this one's environment: this process has imported the
+# backend, so a variable it sets would be inherited and look unchanged.
+PROBE_ENVIRONMENT = {
+    key: os.environ[key] for key in ("PATH", "HOME", "LANG", "PYTHONPATH") if key in os.environ
+}
+
+USE_THE_BACKEND = """
+import numpy as np, frae
+
+model = frae.create("torch_scan")
+x = frae.data.multi_sine(batch=2, steps=30, seed=1)
+model.fit(x, epochs=2)
+output = model.predict(x).tolist()
+"""
+
+
+def _probe(code: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-c", PROBE.format(code=code)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=PROBE_ENVIRONMENT,
+    )
+
+
+def _expected_output() -> np.ndarray:
+    """``USE_THE_BACKEND``'s output in this process."""
+    namespace: dict[str, object] = {}
+    exec(USE_THE_BACKEND, namespace)
+    return np.float32(namespace["output"])
+
+
+def test_the_backend_changes_nothing_global_and_prints_nothing() -> None:
+    """Environment, PyTorch's settings (threads, grad mode, dtype, Dynamo's limits) are as
+    before, and compiling writes nothing to stderr."""
+    baseline = _probe("torch.compile(lambda x: x + 1)(torch.ones(3))\noutput = None")
+    used = _probe(USE_THE_BACKEND)
+    assert used.returncode == 0, used.stderr[-3000:]
+    found = json.loads(used.stdout.splitlines()[-1])
+    assert found["env"] == json.loads(baseline.stdout.splitlines()[-1])["env"]
+    assert found["state"][0] == found["state"][1]
+    assert found["limit"] == 8
+    assert used.stderr == ""
+    assert_close("self", np.float32(found["output"]), _expected_output())
+
+
+@pytest.mark.skipif(importlib.util.find_spec("tensorflow") is None, reason="needs tensorflow")
+def test_tensorflow_first_gives_an_error_not_a_crash() -> None:
+    """TensorFlow loaded before Triton makes Triton crash the interpreter (tensorflow#124205):
+    the backend refuses to start with an error that says so; through ``frae``'s own
+    TensorFlow import (which loads Triton first), both work in one process."""
+    crashed = _probe(f"import tensorflow\n{USE_THE_BACKEND}")
+    assert crashed.returncode == 1, crashed.stderr[-3000:]
+    assert "tensorflow#124205" in crashed.stderr
+    both = _probe(
+        f"frae_tf = __import__('frae.quiet').quiet.import_quietly('tensorflow')\n{USE_THE_BACKEND}"
+    )
+    assert both.returncode == 0, both.stderr[-3000:]
+    assert_close(
+        "self", np.float32(json.loads(both.stdout.splitlines()[-1])["output"]), _expected_output()
+    )
