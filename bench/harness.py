@@ -90,8 +90,9 @@ class Variant:
             PyTorch), so it gets only part of the grid (``Settings.slow_max_steps``,
             ``slow_max_batch``).
         operations: what it offers.
-        quick: it runs in ``--quick`` too (the routes PyTorch was measured on run only in
-            the full grid, or when named).
+        optional: it runs only when named in ``--variants`` (the routes PyTorch's backend
+            was chosen over: measured for docs/performance.md, outside the default grid's
+            time budget).
     """
 
     name: str
@@ -102,7 +103,7 @@ class Variant:
     needs: tuple[str, ...] = ()
     slow: bool = False
     operations: tuple[str, ...] = OPERATIONS
-    quick: bool = True
+    optional: bool = False
 
 
 def _keras(framework: str) -> Variant:
@@ -145,7 +146,7 @@ def _torch_routes() -> tuple[Variant, ...]:
             "baseline",
             "torch_scan with Inductor's Python wrapper, which runs each loop iteration from Python",
             needs=("torch",),
-            quick=False,
+            optional=True,
         ),
         Variant(
             "torch_scan[cpp_gradient]",
@@ -153,7 +154,7 @@ def _torch_routes() -> tuple[Variant, ...]:
             "baseline",
             "torch_scan with Inductor's C++ wrapper for gradients too",
             needs=("torch",),
-            quick=False,
+            optional=True,
         ),
         Variant(
             "torch_compiled_step",
@@ -162,7 +163,7 @@ def _torch_routes() -> tuple[Variant, ...]:
             "torch.compile of one time step, called from a Python loop",
             needs=("torch",),
             slow=True,
-            quick=False,
+            optional=True,
         ),
         Variant(
             "torch_script",
@@ -171,7 +172,7 @@ def _torch_routes() -> tuple[Variant, ...]:
             "the loop in TorchScript (torch.jit.script), autograd through it",
             needs=("torch",),
             slow=True,
-            quick=False,
+            optional=True,
         ),
         Variant(
             "torch_aoti",
@@ -182,7 +183,7 @@ def _torch_routes() -> tuple[Variant, ...]:
             needs=("torch",),
             slow=True,
             operations=("predict",),
-            quick=False,
+            optional=True,
         ),
     )
 
@@ -495,11 +496,11 @@ def default_out() -> Path:
     return Path("reports") / datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
 
 
-def select(names: list[str] | None, quick: bool = False) -> list[Variant]:
-    """The variants named (by default all, or with ``quick`` those that run in ``--quick``);
-    unknown names raise ``ValueError``."""
+def select(names: list[str] | None) -> list[Variant]:
+    """The variants named (by default all but the optional ones); unknown names raise
+    ``ValueError``."""
     if not names:
-        return [v for v in VARIANTS if v.quick or not quick]
+        return [v for v in VARIANTS if not v.optional]
     known = {v.name: v for v in VARIANTS}
     unknown = [n for n in names if n not in known]
     if unknown:
@@ -532,7 +533,7 @@ def benchmark(
     else:
         grid = list(QUICK_GRID) if quick else full_grid()
     chosen = settings or (QUICK_SETTINGS if quick else Settings())
-    records = run(select(variants, quick), grid, chosen, out, progress)
+    records = run(select(variants), grid, chosen, out, progress)
     return records, report.write(records, out, preamble)
 
 
@@ -547,7 +548,12 @@ def main(argv: list[str] | None = None, prog: str = "python -m bench") -> None:
         help="fewer repeats and a small grid: every operation at B=1, T=100 and T=1000, "
         "predict at B=256, T=1000 (--batch/--steps/--operations replace the grid)",
     )
-    parser.add_argument("--variants", nargs="+", metavar="NAME", help="default: all")
+    parser.add_argument(
+        "--variants",
+        nargs="+",
+        metavar="NAME",
+        help="default: all but those --list marks 'only when named'",
+    )
     parser.add_argument("--batch", nargs="+", type=int, metavar="B", help=f"default {BATCHES}")
     parser.add_argument("--steps", nargs="+", type=int, metavar="T", help=f"default {STEPS}")
     parser.add_argument(
@@ -563,7 +569,9 @@ def main(argv: list[str] | None = None, prog: str = "python -m bench") -> None:
         for v in VARIANTS:
             reason = unavailable(v)
             print(
-                f"{v.name:<28}{v.role:<10}{v.about}" + (f"  [skipped: {reason}]" if reason else "")
+                f"{v.name:<28}{v.role:<10}{v.about}"
+                + ("  [only when named]" if v.optional else "")
+                + (f"  [skipped: {reason}]" if reason else "")
             )
         return
     if args.train_steps < 5:

@@ -201,6 +201,32 @@ def test_the_c_check_rejects_a_broken_forward() -> None:
         )
 
 
+TORCH_ROUTES = {
+    "torch_eager": "bench.baselines.torch_eager:TorchEagerBackend",
+    **{
+        name: f"bench.baselines.torch_routes:{name}"
+        for name in (
+            "TorchScanPythonWrapperBackend",
+            "TorchScanCppGradientBackend",
+            "TorchCompiledStepBackend",
+            "TorchScriptBackend",
+            "TorchAOTIBackend",
+        )
+    },
+}
+
+
+@pytest.mark.parametrize("route", TORCH_ROUTES.values(), ids=TORCH_ROUTES)
+def test_every_torch_route_equals_the_reference(route: str) -> None:
+    """The PyTorch routes measured beside torch_scan compute the same maths (AOTInductor's
+    inference only)."""
+    pytest.importorskip("torch", reason="torch's extra is not installed")
+    model = frae.create(route, OTHER_CONFIG, seed=3)
+    check_forward(model, OTHER_CONFIG)
+    if not route.endswith("AOTIBackend"):
+        check_gradients(model, OTHER_CONFIG)
+
+
 @pytest.mark.skipif(sys.platform != "linux", reason="the carried-over peak is Linux's")
 def test_a_workers_peak_memory_is_its_own() -> None:
     """Linux carries a parent's ``ru_maxrss`` into its child; the worker reports its own."""
