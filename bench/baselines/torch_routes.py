@@ -219,8 +219,9 @@ def _aoti_package(
     codes_given: bool,
 ) -> Callable[..., Any]:
     """Export, compile and load the loop for the shape of ``x``."""
+    # AOTInductor's entry points, as PyTorch documents them (a private module, public names)
+    from torch._inductor import aoti_compile_and_package, aoti_load_package
+
     program = torch.export.export(_Unrolled(module, codes_given), (x, *weights))
     path = os.path.join(tempfile.mkdtemp(prefix="frae-aoti-"), "unroll.pt2")
-    return torch._inductor.aoti_load_package(
-        torch._inductor.aoti_compile_and_package(program, package_path=path)
-    )
+    return aoti_load_package(aoti_compile_and_package(program, package_path=path))
