@@ -93,6 +93,8 @@ class Variant:
         optional: it runs only when named in ``--variants`` (the routes PyTorch's backend
             was chosen over: measured for docs/performance.md, outside the default grid's
             time budget).
+        quick: it runs in ``--quick`` (keras_rnn[torch], 38 of a 206 s quick run, does
+            not: the quick run has 3 minutes).
     """
 
     name: str
@@ -104,6 +106,7 @@ class Variant:
     slow: bool = False
     operations: tuple[str, ...] = OPERATIONS
     optional: bool = False
+    quick: bool = True
 
 
 def _keras(framework: str) -> Variant:
@@ -119,6 +122,7 @@ def _keras(framework: str) -> Variant:
         {"KERAS_BACKEND": framework},
         (framework,),
         slow=eager,
+        quick=not eager,
     )
 
 
@@ -500,11 +504,11 @@ def default_out() -> Path:
     return Path("reports") / datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
 
 
-def select(names: list[str] | None) -> list[Variant]:
-    """The variants named (by default all but the optional ones); unknown names raise
-    ``ValueError``."""
+def select(names: list[str] | None, quick: bool = False) -> list[Variant]:
+    """The variants named (by default all but the optional ones, and with ``quick`` those
+    that run in ``--quick``); unknown names raise ``ValueError``."""
     if not names:
-        return [v for v in VARIANTS if not v.optional]
+        return [v for v in VARIANTS if not v.optional and (v.quick or not quick)]
     known = {v.name: v for v in VARIANTS}
     unknown = [n for n in names if n not in known]
     if unknown:
@@ -537,7 +541,7 @@ def benchmark(
     else:
         grid = list(QUICK_GRID) if quick else full_grid()
     chosen = settings or (QUICK_SETTINGS if quick else Settings())
-    records = run(select(variants), grid, chosen, out, progress)
+    records = run(select(variants, quick), grid, chosen, out, progress)
     return records, report.write(records, out, preamble)
 
 
@@ -575,6 +579,7 @@ def main(argv: list[str] | None = None, prog: str = "python -m bench") -> None:
             print(
                 f"{v.name:<28}{v.role:<10}{v.about}"
                 + ("  [only when named]" if v.optional else "")
+                + ("" if v.quick else "  [not in --quick]")
                 + (f"  [skipped: {reason}]" if reason else "")
             )
         return
