@@ -106,9 +106,6 @@ COMPILED_CALLS: dict[str, Callable[[frae.Backend, np.ndarray], object]] = {
     "predict": lambda model, x: model.predict(x),
     "decode": lambda model, x: model.decode(x[..., : CONFIG.latent_dim]),
     "loss_and_grads": lambda model, x: model.loss_and_grads(x),
-    "adam step": lambda model, x: model.fit(
-        x, optimizer="adam", learning_rate=0.01 + abs(float(x[0, 0, 0]))
-    ),
 }
 
 
