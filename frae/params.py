@@ -2,9 +2,16 @@
 
 from __future__ import annotations
 
+import contextlib
+import itertools
+import math
 import os
-import tempfile
-from collections.abc import Mapping
+import reprlib
+import secrets
+import zipfile
+import zlib
+from collections import Counter
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 import numpy as np
@@ -16,6 +23,15 @@ from frae.config import FRAEConfig
 Weights = dict[str, npt.NDArray[np.float32]]
 
 INIT_STDDEV = 0.05
+
+_FLOAT32 = np.dtype(np.float32)
+
+_HEADER_READERS = {
+    (1, 0): np.lib.format.read_array_header_1_0,
+    (2, 0): np.lib.format.read_array_header_2_0,
+}
+_SHORT = reprlib.Repr(maxlist=6, maxstring=60)
+_MESSAGE_LIMIT = 1000  # zipfile's and numpy's messages may quote a whole name or header
 
 
 def initial_weights(config: FRAEConfig, seed: int = 0) -> Weights:
@@ -34,64 +50,203 @@ def initial_weights(config: FRAEConfig, seed: int = 0) -> Weights:
 def infer_config(weights: Mapping[str, object]) -> FRAEConfig:
     """The sizes that a set of canonical weights describes (activations left at defaults).
 
-    Raises ``ValueError`` if the names or shapes are not those of any config.
+    Each width is the majority of the entries that fix it, so one wrong entry is outvoted and
+    the check that follows names that entry, not the ones around it.
+
+    Raises:
+        TypeError: ``weights`` is not a dict of floating arrays.
+        ValueError: the names or shapes are not those of any config.
     """
     if not isinstance(weights, Mapping):
         raise TypeError(f"weights must be a dict of numpy arrays, got {type(weights).__name__}")
-
-    def width(name: str) -> int:
-        bias = weights.get(f"{name}/bias")
-        shape = getattr(bias, "shape", None)
-        if shape is None or len(shape) != 1:
-            raise ValueError(f"weights must hold a 1-D array {name}/bias, got {shape}")
-        return int(shape[0])
-
-    def hidden(side: str) -> tuple[int, ...]:
-        count = 0
-        while f"{side}/dense_{count}/bias" in weights:
-            count += 1
-        return tuple(width(f"{side}/dense_{i}") for i in range(count))
-
-    config = FRAEConfig(
-        input_dim=width("decoder/output"),
-        encoder_units=hidden("encoder"),
-        latent_dim=width("encoder/latent"),
-        decoder_units=hidden("decoder"),
-    )
+    config = _infer_config({name: getattr(value, "shape", None) for name, value in weights.items()})
     validation.check_weights(weights, config.parameter_shapes())
     return config
 
 
-def save_weights(path: str | os.PathLike[str], weights: Mapping[str, object]) -> None:
-    """Write canonical float32 weights to ``path`` (``.npz``), atomically.
+def _infer_config(shapes: Mapping[str, object]) -> FRAEConfig:
+    """The config that most of ``shapes`` (canonical name -> shape) agree on.
 
-    The file is written beside its destination and renamed over it, so a reader sees the old
-    file or the new one, never half of one.
+    A hidden layer's width is voted on by its bias length, its kernel's columns and the next
+    kernel's rows. ``input_dim`` F by the output layer's bias and columns and half the rows
+    of the encoder's first kernel, which reads ``[x_t, x̂_{t-1}]`` (2F); ``latent_dim`` by the
+    latent layer's bias and columns and the rows of the decoder's first kernel, which reads
+    ``[z_t, x̂_{t-1}]`` (L + F), less F. One entry casts at most one of a width's three votes.
+    The layer counts come from the names alone, so names without shapes give them too.
+    """
+
+    def size(name: str, axis: int, rank: int) -> int | None:
+        shape = shapes.get(name)
+        if not isinstance(shape, tuple) or len(shape) != rank:
+            return None
+        return shape[axis] if isinstance(shape[axis], int) else None
+
+    def layers(side: str, last: str) -> list[str]:
+        count = 0
+        while any(f"{side}/dense_{count}/{part}" in shapes for part in ("kernel", "bias")):
+            count += 1
+        return [f"{side}/dense_{i}" for i in range(count)] + [f"{side}/{last}"]
+
+    def units(layer: str, *more: int | None) -> int:
+        return _majority((size(f"{layer}/bias", 0, 1), size(f"{layer}/kernel", 1, 2), *more))
+
+    def hidden(side: list[str]) -> tuple[int, ...]:
+        return tuple(
+            units(layer, size(f"{after}/kernel", 0, 2)) for layer, after in itertools.pairwise(side)
+        )
+
+    encoder, decoder = layers("encoder", "latent"), layers("decoder", "output")
+    encoder_rows = size(f"{encoder[0]}/kernel", 0, 2)
+    decoder_rows = size(f"{decoder[0]}/kernel", 0, 2)
+    input_dim = units(
+        decoder[-1], encoder_rows // 2 if encoder_rows and encoder_rows % 2 == 0 else None
+    )
+    latent_dim = units(encoder[-1], decoder_rows - input_dim if decoder_rows else None)
+    return FRAEConfig(
+        input_dim=input_dim,
+        encoder_units=hidden(encoder),
+        latent_dim=latent_dim,
+        decoder_units=hidden(decoder),
+    )
+
+
+def _majority(votes: Iterable[int | None]) -> int:
+    """The most frequent positive vote, the first given on a tie; 1 if there is none, as then
+    the layer's bias is missing or malformed and the check that follows names it."""
+    counts = Counter(vote for vote in votes if vote is not None and vote > 0)
+    return counts.most_common(1)[0][0] if counts else 1
+
+
+def save_weights(path: str | os.PathLike[str], weights: Mapping[str, object]) -> None:
+    """Write canonical float32 weights to ``path`` (an uncompressed ``.npz``), atomically.
+
+    The file is written beside its destination, flushed to disk and renamed over it, so a
+    reader sees the old file or the new one, never half of one, even after a crash. It is
+    created as ``open()`` creates any file: mode 0o666 less the umask.
     """
     checked = validation.check_weights(weights, infer_config(weights).parameter_shapes())
     target = Path(path)
-    handle, temporary = tempfile.mkstemp(
-        dir=target.parent, prefix=f".{target.name}.", suffix=".npz"
-    )
+    temporary = target.with_name(f".{target.name}.{secrets.token_hex(8)}.tmp")
     try:
-        with os.fdopen(handle, "wb") as stream:
+        with open(temporary, "xb") as stream:  # "x": a new file of our own, never another's
             np.savez(stream, **checked)  # type: ignore[arg-type]  # names, not options
+            stream.flush()
+            os.fsync(stream.fileno())  # the data is on disk before the rename publishes it
         os.replace(temporary, target)
+    except FileExistsError:
+        raise  # another writer's temporary file, by a 64-bit random clash: not ours to remove
     except BaseException:
-        Path(temporary).unlink(missing_ok=True)
+        temporary.unlink(missing_ok=True)
         raise
+    _sync_folder(target.parent)
+
+
+def _sync_folder(folder: Path) -> None:
+    """Flush ``folder``'s entries, so that the rename survives a crash too; best effort, as not
+    every system can open a folder (Windows) or sync one."""
+    with contextlib.suppress(OSError):
+        descriptor = os.open(folder, os.O_RDONLY)
+        try:
+            os.fsync(descriptor)
+        finally:
+            os.close(descriptor)
 
 
 def load_weights(path: str | os.PathLike[str], config: FRAEConfig | None = None) -> Weights:
-    """Read canonical weights; names, shapes (against ``config`` when given) and dtypes checked.
+    """Read canonical weights; names, dtypes and shapes (against ``config`` when given) checked.
 
     Every array in the file must already be float32: a file is the exchange format, and a
-    different dtype means it was not written by ``save_weights``.
+    different dtype means it was not written by ``save_weights``. The names and every
+    member's ``.npy`` header are checked before any data is decompressed, and nothing is
+    unpickled.
+
+    Raises:
+        ValueError: naming the path, for a file that is not a readable ``.npz`` archive, or
+            that holds other names, shapes or sizes than ``config``'s (or any config's).
+        TypeError: naming the path, for an array that is not float32.
     """
-    with np.load(Path(path), allow_pickle=False) as archive:
-        weights = {name: archive[name] for name in archive.files}
-    for name, array in weights.items():
-        if array.dtype != np.float32:
-            raise TypeError(f"weights file {path}: {name} must be float32, got {array.dtype}")
-    shapes = (config or infer_config(weights)).parameter_shapes()
-    return validation.check_weights(weights, shapes)
+    source = Path(path)
+    if config is not None:
+        validation.check_config(config)
+    try:
+        return _read_weights(source, config)
+    except TypeError as error:
+        raise TypeError(f"weights file {source}: {_abridged(error)}") from error
+    except ValueError as error:
+        raise ValueError(f"weights file {source}: {_abridged(error)}") from error
+    except (OSError, EOFError, RuntimeError, zipfile.BadZipFile, zlib.error) as error:
+        # RuntimeError: zipfile's encrypted members and unknown compression methods
+        reason = _abridged(getattr(error, "strerror", None) or error)
+        raise ValueError(
+            f"weights file {source} is not a readable .npz archive: {reason}"
+        ) from error
+
+
+def _read_weights(path: Path, config: FRAEConfig | None) -> Weights:
+    """The arrays of the ``.npz`` at ``path``: names, then headers and sizes, then data."""
+    with zipfile.ZipFile(path) as archive:
+        infos = archive.infolist()
+        not_npy = [info.filename for info in infos if not info.filename.endswith(".npy")]
+        if not_npy:
+            raise ValueError(f"members must be '<canonical name>.npy', got {_SHORT.repr(not_npy)}")
+        names = [info.filename.removesuffix(".npy") for info in infos]
+        repeated = [name for name, count in Counter(names).items() if count > 1]
+        if repeated:
+            raise ValueError(f"each name must appear once, got {_SHORT.repr(repeated)} repeated")
+        members = dict(zip(names, infos, strict=True))
+        expected = (config or _infer_config(dict.fromkeys(members))).parameter_shapes()
+        missing = [name for name in expected if name not in members]
+        extra = sorted(set(members) - set(expected))
+        if missing or extra:
+            raise ValueError(
+                "weights must hold exactly the canonical names; "
+                f"missing {_SHORT.repr(missing)}, extra {_SHORT.repr(extra)}"
+            )
+        headers = {name: _read_header(archive, name, info) for name, info in members.items()}
+        layout = config or _infer_config({name: shape for name, (shape, _) in headers.items()})
+        shapes = layout.parameter_shapes()
+        for name, shape in shapes.items():
+            found, header_size = headers[name]
+            if found != shape:
+                raise ValueError(f"weights[{name!r}] must have shape {shape}, got {found}")
+            # zipfile reads a member no further than this size: data beyond is never inflated
+            size = header_size + math.prod(shape) * _FLOAT32.itemsize
+            if members[name].file_size != size:
+                raise ValueError(
+                    f"weights[{name!r}] must take {size} bytes (its header and {shape} float32), "
+                    f"got {members[name].file_size}"
+                )
+        arrays = {}
+        for name, info in members.items():
+            with archive.open(info) as stream:
+                arrays[name] = np.lib.format.read_array(stream, allow_pickle=False)
+    return validation.check_weights(arrays, shapes)
+
+
+def _read_header(
+    archive: zipfile.ZipFile, name: str, info: zipfile.ZipInfo
+) -> tuple[tuple[int, ...], int]:
+    """The shape and the header's length in bytes of a float32 ``.npy`` member, read from its
+    header alone (``ZipFile.open`` inflates only what is read).
+
+    Raises:
+        ValueError: the member does not start with a ``.npy`` header of format 1.0 or 2.0.
+        TypeError: the header gives a dtype other than float32 (an object array's pickle is
+            refused here, never read).
+    """
+    with archive.open(info) as stream:
+        try:
+            version = np.lib.format.read_magic(stream)
+            if version not in _HEADER_READERS:
+                raise ValueError(f"format version {version}, not 1.0 or 2.0")
+            shape, _, dtype = _HEADER_READERS[version](stream)
+        except ValueError as error:
+            raise ValueError(f"{info.filename} must be a .npy array: {error}") from error
+        if dtype != _FLOAT32:
+            raise TypeError(f"weights[{name!r}] must be float32, got {dtype}")
+        return shape, stream.tell()
+
+
+def _abridged(message: object) -> str:
+    text = str(message)
+    return text if len(text) <= _MESSAGE_LIMIT else f"{text[:_MESSAGE_LIMIT]}…"
