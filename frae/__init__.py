@@ -5,7 +5,7 @@ only when that backend is created.
 """
 
 from frae import data
-from frae.backend import Backend, BaseBackend
+from frae.backend import Backend, BaseBackend, TrainingDiverged
 from frae.config import ACTIVATIONS, FRAEConfig, Layer
 from frae.optimizers import ADAM, OPTIMIZERS, AdamSpec
 from frae.params import initial_weights, load_weights, save_weights
@@ -20,6 +20,7 @@ __all__ = [
     "BaseBackend",
     "FRAEConfig",
     "Layer",
+    "TrainingDiverged",
     "available_backends",
     "create",
     "data",

@@ -10,7 +10,10 @@ subclasses it and writes only the ``_``-prefixed methods, which receive checked
 from __future__ import annotations
 
 import abc
-from collections.abc import Callable, Mapping
+import functools
+import math
+import threading
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
 import numpy as np
@@ -23,6 +26,64 @@ from frae.params import Weights, initial_weights
 Array = npt.NDArray[np.floating[Any]]
 TrainStep = Callable[[Array, Array], float]
 """One optimizer step on a mini-batch ``(x, y)``; returns the loss before the update."""
+
+
+class TrainingDiverged(FloatingPointError):  # noqa: N818  (the contract names it)
+    """``fit`` met a non-finite loss ℓ_k, or non-finite weights after its last step.
+
+    Attributes:
+        step: k, the first step whose loss is not finite; K + 1 when every loss was finite
+            but the last update overflowed.
+        loss: ℓ_k (NaN for step K + 1, whose loss was never computed).
+        learning_rate: the rate ``fit`` was given.
+        history: [ℓ₁ … ℓ_{k-1}], the finite losses before step k.
+        restored_step: the model holds the weights from before this step: k - 1 (1 when
+            k = 1), or 1 if those were not finite either.
+    """
+
+    def __init__(
+        self,
+        step: int,
+        loss: float,
+        learning_rate: float,
+        history: list[float],
+        restored_step: int,
+        *,
+        last_update: bool = False,
+    ) -> None:
+        self.step, self.loss, self.learning_rate = step, loss, learning_rate
+        self.history, self.restored_step = history, restored_step
+        cause = (
+            f"the weights after the last step, {step - 1}, are not finite (step {step})"
+            if last_update
+            else f"the loss of step {step} is {loss}"
+        )
+        super().__init__(
+            f"fit diverged: {cause}, at learning_rate {learning_rate:g}. The model holds the "
+            f"weights from before step {restored_step}; history holds the {len(history)} "
+            "finite losses before. A smaller learning_rate may converge."
+        )
+
+
+KEPT_GROUPS = ("first", "even", "odd")
+"""Where ``fit``'s rollback keeps the weights before a step (``kept_group``)."""
+
+
+def kept_group(step: int) -> str:
+    """Where the weights before step ``step`` are kept: W₁ apart (the last resort of a
+    rollback), then by the step's parity, so the last two steps' are always there."""
+    return "first" if step == 1 else KEPT_GROUPS[1 + step % 2]
+
+
+def serialised[Method: Callable[..., Any]](method: Method) -> Method:
+    """Run ``method`` holding the object's lock: calls on one backend object take turns."""
+
+    @functools.wraps(method)
+    def locked(self: BaseBackend, *args: Any, **kwargs: Any) -> Any:
+        with self._lock:
+            return method(self, *args, **kwargs)
+
+    return locked  # type: ignore[return-value]
 
 
 @runtime_checkable
@@ -63,22 +124,26 @@ class Backend(Protocol):
 
 def minibatches(
     num_sequences: int, batch_size: int, epochs: int, shuffle: bool, seed: int
-) -> list[npt.NDArray[np.intp]]:
-    """Indices of each optimizer step's sequences, every epoch in order.
+) -> Iterator[npt.NDArray[np.intp]]:
+    """Indices of each optimizer step's sequences, every epoch in order, drawn as they go.
 
     With ``shuffle``, one ``numpy.random.default_rng(seed)`` draws a fresh permutation of the
     sequences at the start of each epoch; the last batch of an epoch may be smaller.
     """
     rng = np.random.default_rng(seed)
-    batches = []
     for _ in range(epochs):
         order = rng.permutation(num_sequences) if shuffle else np.arange(num_sequences)
-        batches += [order[i : i + batch_size] for i in range(0, num_sequences, batch_size)]
-    return batches
+        for start in range(0, num_sequences, batch_size):
+            yield order[start : start + batch_size]
+
+
+def _all_finite(weights: Mapping[str, Any]) -> bool:
+    return all(np.isfinite(np.asarray(value)).all() for value in weights.values())
 
 
 class BaseBackend(abc.ABC):
-    """Validation, shapes and the ``fit`` loop, shared by every backend."""
+    """Validation, shapes, the ``fit`` loop and its rollback, and the lock that serialises
+    the public calls, shared by every backend."""
 
     name: ClassVar[str]
     compute_dtype: ClassVar[type[np.floating[Any]]] = np.float32
@@ -90,6 +155,8 @@ class BaseBackend(abc.ABC):
         seed: int = 0,
         weights: Mapping[str, Array] | None = None,
     ) -> None:
+        self._lock = threading.RLock()
+        self._kept: dict[str, Mapping[str, Any]] = {}
         self._config = validation.check_config(config)
         seed = validation.check_seed(seed)
         shapes = self._config.parameter_shapes()
@@ -104,34 +171,42 @@ class BaseBackend(abc.ABC):
     def config(self) -> FRAEConfig:
         return self._config
 
+    @serialised
     def get_weights(self) -> Weights:
         return {
             name: np.array(value, dtype=np.float32, copy=True)
             for name, value in self._read_weights().items()
         }
 
+    @serialised
     def set_weights(self, weights: Mapping[str, Array]) -> None:
         self._write_weights(validation.check_weights(weights, self._config.parameter_shapes()))
 
+    @serialised
     def predict(self, x: Array) -> Array:
         batch, single = self._sequences(x, "x", self._config.input_dim)
         return self._unbatch(self._predict(batch), single)
 
+    @serialised
     def encode(self, x: Array) -> Array:
         batch, single = self._sequences(x, "x", self._config.input_dim)
         return self._unbatch(self._encode(batch), single)
 
+    @serialised
     def decode(self, z: Array) -> Array:
         batch, single = self._sequences(z, "z", self._config.latent_dim)
         return self._unbatch(self._decode(batch), single)
 
+    @serialised
     def loss_and_grads(self, x: Array, y: Array | None = None) -> tuple[float, Weights]:
         x_batch, y_batch = self._pair(x, y)
         loss, grads = self._loss_and_grads(x_batch, y_batch)
         return float(loss), {
-            name: np.asarray(grads[name]) for name in self._config.parameter_shapes()
+            name: self._unbatch(grads[name], single=False)
+            for name in self._config.parameter_shapes()
         }
 
+    @serialised
     def fit(
         self,
         x: Array,
@@ -154,9 +229,37 @@ class BaseBackend(abc.ABC):
             shuffle=shuffle,
             seed=seed,
         )
-        step = self._train_step(optimizer, learning_rate)
+        train_step = self._train_step(optimizer, learning_rate)
+        history: list[float] = []
         batches = minibatches(len(x_batch), batch_size, epochs, shuffle, seed)
-        return {"loss": [float(step(x_batch[i], y_batch[i])) for i in batches]}
+        for step, batch in enumerate(batches, start=1):
+            self._keep_weights(step)
+            loss = float(train_step(x_batch[batch], y_batch[batch]))
+            if not math.isfinite(loss):
+                self._diverged(step, loss, learning_rate, history)
+            history.append(loss)
+        if not self._weights_finite():
+            self._diverged(len(history) + 1, math.nan, learning_rate, history, last_update=True)
+        return {"loss": history}
+
+    def _diverged(
+        self,
+        step: int,
+        loss: float,
+        learning_rate: float,
+        history: list[float],
+        *,
+        last_update: bool = False,
+    ) -> None:
+        """Put back W_{k-1} (W₁ at k = 1, or if W_{k-1} is itself not finite) and raise."""
+        restored = max(step - 1, 1)
+        weights = self._weights_before(restored)
+        if not _all_finite(weights):
+            restored, weights = 1, self._weights_before(1)
+        self._write_weights({name: np.array(value, np.float32) for name, value in weights.items()})
+        raise TrainingDiverged(
+            step, loss, learning_rate, history, restored, last_update=last_update
+        )
 
     def _sequences(self, value: object, name: str, width: int) -> tuple[Array, bool]:
         return validation.check_sequences(value, name, width, self.compute_dtype)
@@ -168,7 +271,23 @@ class BaseBackend(abc.ABC):
     @staticmethod
     def _unbatch(batch: Any, single: bool) -> Array:
         array = np.asarray(batch)
+        if not array.flags.writeable:  # a view of a framework's buffer: the caller owns a copy
+            array = array.copy()
         return array[0] if single else array
+
+    def _keep_weights(self, step: int) -> None:
+        """Keep W_step, the weights before optimizer step ``step`` of this ``fit``: the
+        rollback needs the first and the last two. Here a host copy; a backend may keep them
+        more cheaply (references to immutable arrays, or copies made inside its step)."""
+        self._kept[kept_group(step)] = self.get_weights()
+
+    def _weights_before(self, step: int) -> Mapping[str, Any]:
+        """W_step as ``_keep_weights`` kept it: step 1 or one of the last two steps."""
+        return self._kept[kept_group(step)]
+
+    def _weights_finite(self) -> bool:
+        """Whether every current weight is finite."""
+        return _all_finite(self._read_weights())
 
     @abc.abstractmethod
     def _build(self, weights: Weights) -> None:

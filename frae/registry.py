@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import inspect
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from frae import validation
 from frae.backend import Array, Backend
 from frae.config import FRAEConfig
 
@@ -28,6 +30,17 @@ REGISTRY: dict[str, BackendEntry] = {
     "keras_rnn": BackendEntry("impls.keras_rnn:KerasRNNBackend", ("keras",), "keras"),
     "torch_scan": BackendEntry("impls.torch_scan:TorchScanBackend", ("torch",), "torch"),
 }
+
+
+BACKEND_METHODS = (
+    "get_weights",
+    "set_weights",
+    "predict",
+    "encode",
+    "decode",
+    "loss_and_grads",
+    "fit",
+)
 
 
 def available_backends() -> list[str]:
@@ -83,7 +96,7 @@ def create(
     chosen backend's framework is imported.
     """
     if not isinstance(backend, str):
-        raise TypeError(f"backend must be a str, got {backend!r} ({type(backend).__name__})")
+        raise TypeError(f"backend must be a str, got {validation.describe(backend)}")
     if ":" in backend:
         factory = _load(backend)
     else:
@@ -92,10 +105,33 @@ def create(
         except ModuleNotFoundError as error:
             reason = unavailable_reason(backend) or str(error)
             raise ImportError(f"backend {backend!r} cannot be imported: {reason}") from error
+    _check_factory(backend, factory)
     model = factory(config, seed=seed, weights=weights)
     if not isinstance(model, Backend):
         raise TypeError(f"{backend!r} built a {type(model).__name__}, which lacks the Backend API")
     return model
+
+
+def _check_factory(backend: str, factory: object) -> None:
+    """A ``Backend`` class, or a function taking ``(config, *, seed, weights)``; anything else
+    is a ``TypeError`` saying what ``backend`` names, before it is called (``"os:getcwd"``)."""
+    what = f"backend import path {backend!r} names {validation.describe(factory)}"
+    if isinstance(factory, type):
+        missing = [name for name in BACKEND_METHODS if not callable(getattr(factory, name, None))]
+        if missing:
+            raise TypeError(f"{what}, a class without the Backend methods {missing}")
+        return
+    if not callable(factory):
+        raise TypeError(f"{what}, not a backend class or factory")
+    try:
+        parameters = inspect.signature(factory).parameters
+    except (TypeError, ValueError):  # a callable without a signature: not a factory of ours
+        parameters = {}  # type: ignore[assignment]
+    if not {"seed", "weights"} <= set(parameters):
+        raise TypeError(
+            f"{what}, which is not a backend class or factory: a factory takes "
+            "(config, *, seed, weights)"
+        )
 
 
 def _target(backend: str) -> str:
@@ -105,7 +141,7 @@ def _target(backend: str) -> str:
     if backend not in REGISTRY:
         raise ValueError(
             f"backend must be one of {available_backends()} or 'package.module:attribute', "
-            f"got {backend!r}"
+            f"got {validation.describe(backend)}"
         )
     return REGISTRY[backend].target
 
@@ -122,7 +158,8 @@ def _load(target: str) -> Any:
     module_name, _, attribute = target.partition(":")
     if not module_name or not attribute:
         raise ValueError(
-            f"backend import path must look like 'package.module:attribute', got {target!r}"
+            "backend import path must look like 'package.module:attribute', "
+            f"got {validation.describe(target)}"
         )
     module = importlib.import_module(module_name)
     found: Any = module

@@ -8,8 +8,8 @@ fails here has changed nothing.
 
 from __future__ import annotations
 
-import math
 import numbers
+import reprlib
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -21,17 +21,33 @@ from frae.optimizers import OPTIMIZERS
 if TYPE_CHECKING:
     from frae.config import FRAEConfig
 
+FLOAT32_MAX = float(np.finfo(np.float32).max)
+FLOAT32_TINY = float(np.finfo(np.float32).smallest_subnormal)
 
-def _describe(value: object) -> str:
+
+_SHORT = reprlib.Repr(maxlevel=2, maxlist=4, maxtuple=4, maxdict=4, maxstring=60, maxother=60)
+
+
+def describe(value: object) -> str:
+    """A short summary of ``value`` for an error message: an array's type, shape and dtype,
+    anything else's abridged repr and type; never the whole contents."""
     if isinstance(value, np.ndarray):
-        return f"an array of shape {value.shape} and dtype {value.dtype}"
-    return f"{value!r} ({type(value).__name__})"
+        return f"a {type(value).__name__} of shape {value.shape} and dtype {value.dtype}"
+    return f"{_SHORT.repr(value)} ({type(value).__name__})"
+
+
+def names(keys: Iterable[object], limit: int = 8) -> str:
+    """Up to ``limit`` of ``keys``, abridged, and how many more there are."""
+    listed = list(keys)
+    shown = ", ".join(_SHORT.repr(key) for key in listed[:limit])
+    more = f" and {len(listed) - limit} more" if len(listed) > limit else ""
+    return f"[{shown}{more}]"
 
 
 def check_positive_int(value: object, name: str) -> int:
     """An ``int`` (not ``bool``) of at least 1."""
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{name} must be an int, got {_describe(value)}")
+        raise TypeError(f"{name} must be an int, got {describe(value)}")
     if value < 1:
         raise ValueError(f"{name} must be at least 1, got {value}")
     return int(value)
@@ -40,33 +56,38 @@ def check_positive_int(value: object, name: str) -> int:
 def check_units(value: object, name: str) -> tuple[int, ...]:
     """A sequence (possibly empty) of positive layer widths."""
     if isinstance(value, str | bytes) or not isinstance(value, Iterable):
-        raise TypeError(f"{name} must be a sequence of ints, got {_describe(value)}")
+        raise TypeError(f"{name} must be a sequence of ints, got {describe(value)}")
     return tuple(check_positive_int(width, f"{name}[{i}]") for i, width in enumerate(value))
 
 
 def check_choice(value: object, name: str, choices: tuple[str, ...]) -> str:
     if not isinstance(value, str):
-        raise TypeError(f"{name} must be one of {choices}, got {_describe(value)}")
+        raise TypeError(f"{name} must be one of {choices}, got {describe(value)}")
     if value not in choices:
-        raise ValueError(f"{name} must be one of {choices}, got {value!r}")
+        raise ValueError(f"{name} must be one of {choices}, got {_SHORT.repr(value)}")
     return value
 
 
 def check_seed(value: object, name: str = "seed") -> int:
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{name} must be an int, got {_describe(value)}")
+        raise TypeError(f"{name} must be an int, got {describe(value)}")
     if value < 0:
         raise ValueError(f"{name} must be non-negative, got {value}")
     return int(value)
 
 
 def check_learning_rate(value: object) -> float:
+    """A real number that is finite and above 0 once rounded to float32, as backends use it."""
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(f"learning_rate must be a float, got {_describe(value)}")
-    rate = float(value)
-    if not (math.isfinite(rate) and rate > 0):
-        raise ValueError(f"learning_rate must be a finite number above 0, got {value}")
-    return rate
+        raise TypeError(f"learning_rate must be a float, got {describe(value)}")
+    with np.errstate(over="ignore", under="ignore"):
+        rate = np.float32(value)
+    if not (np.isfinite(rate) and rate > 0):
+        raise ValueError(
+            f"learning_rate must be finite and above 0 in float32 (up to {FLOAT32_MAX:.4g}, "
+            f"at least {FLOAT32_TINY:.4g}), got {_SHORT.repr(value)}"
+        )
+    return float(value)
 
 
 def check_config(config: object) -> FRAEConfig:
@@ -76,13 +97,16 @@ def check_config(config: object) -> FRAEConfig:
     if config is None:
         return FRAEConfig()
     if not isinstance(config, FRAEConfig):
-        raise TypeError(f"config must be a frae.FRAEConfig or None, got {_describe(config)}")
+        raise TypeError(f"config must be a frae.FRAEConfig or None, got {describe(config)}")
     return config
 
 
 def _as_float_array(value: object, name: str) -> npt.NDArray[np.floating[Any]]:
+    if isinstance(value, np.ma.MaskedArray):
+        # isfinite skips masked entries, while the backend would compute with the raw values
+        raise TypeError(f"{name} must be a plain numpy.ndarray, not a masked array")
     if not isinstance(value, np.ndarray):
-        raise TypeError(f"{name} must be a numpy.ndarray, got {_describe(value)}")
+        raise TypeError(f"{name} must be a numpy.ndarray, got {describe(value)}")
     if not np.issubdtype(value.dtype, np.floating):
         raise TypeError(
             f"{name} must have a floating dtype (float16, float32 or float64), "
@@ -91,10 +115,21 @@ def _as_float_array(value: object, name: str) -> npt.NDArray[np.floating[Any]]:
     return value
 
 
-def _check_finite(array: npt.NDArray[np.floating[Any]], name: str) -> None:
-    if not np.all(np.isfinite(array)):
-        bad = int(np.size(array) - np.count_nonzero(np.isfinite(array)))
-        raise ValueError(f"{name} must hold only finite values, got {bad} NaN or infinite")
+def _converted(
+    array: npt.NDArray[np.floating[Any]], name: str, dtype: npt.DTypeLike
+) -> npt.NDArray[np.floating[Any]]:
+    """A new C-contiguous copy of ``array`` in ``dtype``, refused unless every value is finite
+    in ``dtype``: a float64 value beyond float32's range is infinite to a float32 backend."""
+    with np.errstate(over="ignore"):
+        converted = np.array(array, dtype=dtype, order="C")
+    finite = np.isfinite(converted)
+    if not finite.all():
+        bad = int(finite.size - np.count_nonzero(finite))
+        raise ValueError(
+            f"{name} must hold only values finite in {np.dtype(dtype).name}, "
+            f"got {bad} NaN, infinite or beyond {np.finfo(dtype).max:.4g}"
+        )
+    return converted
 
 
 def check_sequences(
@@ -120,8 +155,7 @@ def check_sequences(
         raise ValueError(f"{name} must hold at least one sequence (B >= 1), got {array.shape}")
     if batch.shape[1] == 0:
         raise ValueError(f"{name} must hold at least one time step (T >= 1), got {array.shape}")
-    _check_finite(batch, name)
-    return np.array(batch, dtype=dtype, order="C"), single
+    return _converted(batch, name, dtype), single
 
 
 def check_target(y: object, x: npt.NDArray[np.floating[Any]], single: bool) -> Any:
@@ -132,9 +166,7 @@ def check_target(y: object, x: npt.NDArray[np.floating[Any]], single: bool) -> A
     expected = x.shape[1:] if single else x.shape
     if array.shape != expected:
         raise ValueError(f"y must have the shape of x, {expected}, got {array.shape}")
-    _check_finite(array, "y")
-    batch = array[None] if single else array
-    return np.array(batch, dtype=x.dtype, order="C")
+    return _converted(array[None] if single else array, "y", x.dtype)
 
 
 def check_weights(
@@ -142,20 +174,20 @@ def check_weights(
 ) -> dict[str, npt.NDArray[np.float32]]:
     """Exactly the canonical names and shapes, floating and finite; returns float32 copies."""
     if not isinstance(weights, Mapping):
-        raise TypeError(f"weights must be a dict of numpy arrays, got {_describe(weights)}")
+        raise TypeError(f"weights must be a dict of numpy arrays, got {describe(weights)}")
     missing = [key for key in expected_shapes if key not in weights]
     extra = sorted(str(key) for key in weights if key not in expected_shapes)
     if missing or extra:
         raise ValueError(
-            f"weights must hold exactly the canonical names; missing {missing}, extra {extra}"
+            f"weights must hold exactly the canonical names; missing {names(missing)}, "
+            f"extra {names(extra)}"
         )
     checked = {}
     for key, shape in expected_shapes.items():
         array = _as_float_array(weights[key], f"weights[{key!r}]")
         if array.shape != shape:
             raise ValueError(f"weights[{key!r}] must have shape {shape}, got {array.shape}")
-        _check_finite(array, f"weights[{key!r}]")
-        checked[key] = np.array(array, dtype=np.float32)
+        checked[key] = _converted(array, f"weights[{key!r}]", np.float32)
     return checked
 
 
@@ -182,5 +214,5 @@ def check_fit_options(
     optimizer = check_choice(optimizer, "optimizer", OPTIMIZERS)
     learning_rate = check_learning_rate(learning_rate)
     if not isinstance(shuffle, bool):
-        raise TypeError(f"shuffle must be a bool, got {_describe(shuffle)}")
+        raise TypeError(f"shuffle must be a bool, got {describe(shuffle)}")
     return epochs, batch_size, optimizer, learning_rate, shuffle, check_seed(seed)

@@ -9,7 +9,9 @@ it. ``test_mutants.py`` runs that property's tests against each mutant in a subp
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import time
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
@@ -278,6 +280,46 @@ class HiddenActivationFixedToSwish(Float32Reference):
     def _predict(self, x: Array) -> Array:
         config = dataclasses.replace(self.config, activation="swish")
         return unroll(config, self.params, x)[0].astype(np.float32)
+
+
+class RollbackOffByOneStep(Float32Reference):
+    """A diverged ``fit`` puts back the weights before step k, those that gave the non-finite
+    loss, instead of the weights before step k - 1."""
+
+    breaks = "divergence"
+
+    def _weights_before(self, step: int) -> Mapping[str, Any]:
+        return super()._weights_before(step + 1)
+
+
+class PredictWritesBackItsWeights(Float32Reference):
+    """No lock, and ``predict`` writes back the weights it read once it is done, as Keras'
+    JAX ``predict_on_batch`` writes back its state: a ``set_weights`` meanwhile is undone."""
+
+    breaks = "threads"
+
+    def __init__(self, config: Any = None, *, seed: int = 0, weights: Any = None) -> None:
+        super().__init__(config, seed=seed, weights=weights)
+        self._lock = contextlib.nullcontext()  # type: ignore[assignment]
+
+    def _predict(self, x: Array) -> Array:
+        params = self.params
+        time.sleep(0.002)  # the computation, while another thread may run
+        outputs = unroll(self.config, params, x)[0].astype(np.float32)
+        self.params = params
+        return outputs
+
+
+class ReadOnlyOutputs(Float32Reference):
+    """Outputs handed out as read-only views of the computation's buffers."""
+
+    breaks = "shapes"
+
+    @staticmethod
+    def _unbatch(batch: Any, single: bool) -> Array:
+        array = np.asarray(batch)
+        array.flags.writeable = False
+        return array[0] if single else array
 
 
 MUTANTS = [

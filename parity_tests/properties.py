@@ -79,14 +79,36 @@ PROPERTIES = {
     ),
     "shapes": Property(
         "shapes and dtypes",
-        "(B, T, ·) in and out, a 2-D sequence gives 2-D outputs, NumPy float arrays",
+        "(B, T, ·) in and out, a 2-D sequence gives 2-D outputs, plain writable NumPy float arrays",
         ("test_shapes_and_dtypes", "test_one_sequence_gives_two_dimensional_outputs"),
     ),
     "bad_input": Property(
         "bad input",
         "every bad input of the contract's section 4 raises the named error, names the argument "
-        "and leaves the weights unchanged",
-        ("test_bad_input_raises_and_leaves_weights", "test_bad_create_arguments"),
+        "and leaves the weights unchanged; values checked in the dtype the backend computes "
+        "with; messages quote a summary, never the argument",
+        (
+            "test_bad_input_raises_and_leaves_weights",
+            "test_bad_create_arguments",
+            "test_values_beyond_the_compute_dtype_are_refused",
+            "test_messages_quote_a_summary_not_the_argument",
+        ),
+    ),
+    "divergence": Property(
+        "divergence",
+        "a fit whose loss turns non-finite at step k raises TrainingDiverged with the k - 1 "
+        "finite losses and holds the weights from before step k - 1, bit for bit those of the "
+        "same fit stopped there; an overflowing last update is undone",
+        (
+            "test_diverged_fit_holds_the_weights_before_the_previous_step",
+            "test_overflowing_last_update_holds_the_weights_before_it",
+        ),
+    ),
+    "threads": Property(
+        "threads",
+        "four threads call one object at once: no call fails, every output comes from one "
+        "whole set of weights, no set_weights is undone",
+        ("test_calls_from_threads_take_turns",),
     ),
     "initial_weights": Property(
         "initial weights",

@@ -3,6 +3,7 @@ nothing."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -18,10 +19,18 @@ X = CASES["default"].inputs(seed=1)  # (3, 7, 2)
 Z = np.zeros((3, 7, 1), np.float32)
 
 
-def _with(value: float, at: tuple[int, ...] = (1, 2, 0)) -> np.ndarray:
-    x = X.copy()
+def _with(value: float | np.floating, at: tuple[int, ...] = (1, 2, 0)) -> np.ndarray:
+    """X with one entry set to ``value``, in a dtype that holds it (float32 for a float)."""
+    x = X.astype(np.result_type(X, value))
     x[at] = value
     return x
+
+
+def _masked(array: np.ndarray) -> np.ma.MaskedArray:
+    """``array`` with a NaN hidden under its mask: ``np.isfinite`` skips masked entries."""
+    masked = np.ma.masked_array(array.copy(), mask=np.zeros(array.shape, bool))
+    masked.data.flat[1], masked.mask.flat[1] = np.nan, True
+    return masked
 
 
 def _weights(change: Callable[[dict[str, np.ndarray]], None]) -> dict[str, np.ndarray]:
@@ -40,6 +49,12 @@ BAD_CALLS: dict[str, tuple[Callable[[Any], object], type[Exception], str]] = {
     "predict inf": (lambda m: m.predict(_with(-np.inf)), ValueError, "x"),
     "predict integers": (lambda m: m.predict(X.astype(np.int64)), TypeError, "x"),
     "predict a list": (lambda m: m.predict(X.tolist()), TypeError, "x"),
+    "predict a masked array": (lambda m: m.predict(_masked(X)), TypeError, "x"),
+    "predict longdouble beyond float64": (
+        lambda m: m.predict(_with(np.longdouble("1e400"))),
+        ValueError,
+        "x",
+    ),
     "encode rank 1": (lambda m: m.encode(X[0, 0]), ValueError, "x"),
     "encode NaN": (lambda m: m.encode(_with(np.nan)), ValueError, "x"),
     "decode 2 code features": (
@@ -51,10 +66,12 @@ BAD_CALLS: dict[str, tuple[Callable[[Any], object], type[Exception], str]] = {
     "decode T = 0": (lambda m: m.decode(Z[:, :0]), ValueError, "z"),
     "decode inf": (lambda m: m.decode(Z + np.inf), ValueError, "z"),
     "decode integers": (lambda m: m.decode(Z.astype(np.int32)), TypeError, "z"),
+    "decode a masked array": (lambda m: m.decode(_masked(Z)), TypeError, "z"),
     "loss y shape": (lambda m: m.loss_and_grads(X, X[:, :-1]), ValueError, "y"),
     "loss y NaN": (lambda m: m.loss_and_grads(X, _with(np.nan)), ValueError, "y"),
     "loss y integers": (lambda m: m.loss_and_grads(X, X.astype(np.int64)), TypeError, "y"),
     "loss x NaN": (lambda m: m.loss_and_grads(_with(np.nan)), ValueError, "x"),
+    "loss y masked": (lambda m: m.loss_and_grads(X, _masked(X)), TypeError, "y"),
     "fit x NaN in the last batch": (
         lambda m: m.fit(_with(np.nan, at=(2, 6, 1)), batch_size=1),
         ValueError,
@@ -72,6 +89,22 @@ BAD_CALLS: dict[str, tuple[Callable[[Any], object], type[Exception], str]] = {
         ValueError,
         "learning_rate",
     ),
+    "fit learning_rate beyond float32": (
+        lambda m: m.fit(X, learning_rate=1e39),
+        ValueError,
+        "learning_rate",
+    ),
+    "fit learning_rate 0 in float32": (
+        lambda m: m.fit(X, learning_rate=1e-50),
+        ValueError,
+        "learning_rate",
+    ),
+    "fit learning_rate a string": (
+        lambda m: m.fit(X, learning_rate="1e-3"),
+        TypeError,
+        "learning_rate",
+    ),
+    "fit x masked": (lambda m: m.fit(_masked(X)), TypeError, "x"),
     "fit shuffle": (lambda m: m.fit(X, shuffle="yes"), TypeError, "shuffle"),
     "fit seed": (lambda m: m.fit(X, shuffle=True, seed=-1), ValueError, "seed"),
     "set_weights missing": (
@@ -106,6 +139,24 @@ BAD_CALLS: dict[str, tuple[Callable[[Any], object], type[Exception], str]] = {
         "encoder/latent/bias",
     ),
     "set_weights not a dict": (lambda m: m.set_weights([1, 2]), TypeError, "weights"),
+    "set_weights masked": (
+        lambda m: m.set_weights(
+            _weights(
+                lambda w: w.update({"encoder/dense_0/kernel": _masked(w["encoder/dense_0/kernel"])})
+            )
+        ),
+        TypeError,
+        "encoder/dense_0/kernel",
+    ),
+    "set_weights longdouble beyond float64": (
+        lambda m: m.set_weights(
+            _weights(
+                lambda w: w.update({"decoder/output/bias": np.array([0, "1e400"], np.longdouble)})
+            )
+        ),
+        ValueError,
+        "decoder/output/bias",
+    ),
 }
 
 
@@ -120,6 +171,54 @@ def test_bad_input_raises_and_leaves_weights(make_backend: MakeBackend, call: st
     after = model.get_weights()
     for name, value in before.items():
         np.testing.assert_array_equal(after[name], value, err_msg=f"{call} changed {name}")
+
+
+def _beyond(model: frae.Backend) -> np.floating:
+    """A value finite in float64 but not in the dtype ``model`` computes with, if it is float32;
+    for a float64 backend, one finite only in longdouble."""
+    if model.predict(X).dtype == np.float32:
+        return np.float64(1e39)
+    return np.longdouble("1e400")
+
+
+BEYOND_CALLS: dict[str, tuple[Callable[[Any, np.floating], object], str]] = {
+    "predict x": (lambda m, big: m.predict(_with(big)), "x"),
+    "decode z": (lambda m, big: m.decode(Z + big), "z"),
+    "loss y": (lambda m, big: m.loss_and_grads(X, _with(big)), "y"),
+    "fit x": (lambda m, big: m.fit(_with(big)), "x"),
+    "set_weights": (
+        lambda m, big: m.set_weights(
+            _weights(lambda w: w.update({"encoder/latent/bias": np.array([big], type(big))}))
+        ),
+        "encoder/latent/bias",
+    ),
+}
+
+
+@pytest.mark.parametrize("call", list(BEYOND_CALLS), ids=list(BEYOND_CALLS))
+def test_values_beyond_the_compute_dtype_are_refused(make_backend: MakeBackend, call: str) -> None:
+    """Checked after conversion: a float64 1e39 is infinite to a float32 backend."""
+    action, argument = BEYOND_CALLS[call]
+    model = make_backend(seed=4)
+    before = model.get_weights()
+    with pytest.raises(ValueError, match=re.escape(argument)):
+        action(model, _beyond(model))
+    for name, value in model.get_weights().items():
+        np.testing.assert_array_equal(value, before[name], err_msg=f"{call} changed {name}")
+
+
+def test_messages_quote_a_summary_not_the_argument(make_backend: MakeBackend) -> None:
+    model = make_backend()
+    huge = np.zeros((256, 1000, 2)).tolist()
+    for call in (
+        lambda: model.predict(huge),
+        lambda: model.fit(X, learning_rate=huge),
+        lambda: model.fit(X, optimizer="x" * 10**6),
+        lambda: model.set_weights(dict.fromkeys(map(str, range(10**5)), 0)),
+    ):
+        with pytest.raises((TypeError, ValueError)) as raised:
+            call()
+        assert len(str(raised.value)) < 400, str(raised.value)[:400]
 
 
 BAD_CONFIGS: dict[str, tuple[dict[str, Any], type[Exception], str]] = {
@@ -169,6 +268,16 @@ def test_bad_import_path() -> None:
         frae.create("impls.reference:NoSuchBackend")
     with pytest.raises(ModuleNotFoundError):
         frae.create("no_such_package.module:Backend")
+
+
+NOT_BACKENDS = ["os:getcwd", "os:sep", "json:dumps", "collections:OrderedDict", "math:pi"]
+
+
+@pytest.mark.parametrize("path", NOT_BACKENDS)
+def test_import_path_to_something_else_than_a_backend(path: str) -> None:
+    """Refused as such, before it is called: not an unrelated error from inside it."""
+    with pytest.raises(TypeError, match=f"{re.escape(path)}.*(not a backend|Backend methods)"):
+        frae.create(path)
 
 
 def test_missing_framework_names_the_extra(tmp_path, monkeypatch) -> None:

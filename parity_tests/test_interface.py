@@ -20,16 +20,19 @@ def test_shapes_and_dtypes(make_backend: MakeBackend, case: Case) -> None:
         "encode": (model.encode(x), (batch, steps, case.config.latent_dim)),
         "decode": (model.decode(model.encode(x)), (batch, steps, features)),
     }
-    for method, (value, shape) in outputs.items():
-        assert isinstance(value, np.ndarray), method
-        assert value.shape == shape, method
-        assert value.dtype in (np.float32, np.float64), method
     loss, grads = model.loss_and_grads(x)
     assert isinstance(loss, float)
     weights = model.get_weights()
     assert list(grads) == list(weights)
     for name, grad in grads.items():
         assert grad.shape == weights[name].shape, name
+    arrays = {**{f"{method} output": value for method, (value, _) in outputs.items()}, **grads}
+    for what, value in arrays.items():
+        assert type(value) is np.ndarray, what
+        assert value.dtype in (np.float32, np.float64), what
+        assert value.flags.writeable, f"{what} is read-only"
+    for method, (value, shape) in outputs.items():
+        assert value.shape == shape, method
 
 
 @pytest.mark.parametrize("case", CASE_PARAMS)

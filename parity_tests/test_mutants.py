@@ -27,6 +27,7 @@ GENERIC_TESTS = [
     "parity_tests/test_bad_input.py",
     "parity_tests/test_weights.py",
     "parity_tests/test_random_configs.py",
+    "parity_tests/test_reliability.py",
 ]
 
 

@@ -8,10 +8,11 @@ from dataclasses import dataclass
 from typing import Any
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 import optax
 
-from frae.backend import Array, BaseBackend, TrainStep
+from frae.backend import Array, BaseBackend, TrainStep, kept_group
 from frae.config import FRAEConfig
 from frae.optimizers import OPTIMIZERS
 from frae.params import Weights
@@ -35,6 +36,7 @@ class Compiled:
     loss_and_grads: Callable[[Params, Any, Any], tuple[jax.Array, Params]]
     optimizer_inits: Mapping[str, Callable[[Params], optax.OptState]]
     train_steps: Mapping[str, Callable[..., tuple[Params, optax.OptState, jax.Array]]]
+    all_finite: Callable[[Params], jax.Array]
 
 
 @functools.lru_cache(maxsize=64)
@@ -51,6 +53,9 @@ def compiled(config: FRAEConfig) -> Compiled:
         train_steps={
             name: jax.jit(functools.partial(train.train_step, config, name)) for name in OPTIMIZERS
         },
+        all_finite=jax.jit(
+            lambda params: jnp.all(jnp.array([jnp.isfinite(v).all() for v in params.values()]))
+        ),
     )
 
 
@@ -108,3 +113,10 @@ class JaxScanBackend(BaseBackend):
             return float(loss)
 
         return step
+
+    def _keep_weights(self, step: int) -> None:
+        """A reference to the weights' dict: a step replaces it and never writes in place."""
+        self._kept[kept_group(step)] = self._params
+
+    def _weights_finite(self) -> bool:
+        return bool(self.compiled.all_finite(self._params))

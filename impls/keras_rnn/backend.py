@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from frae.backend import Array, BaseBackend, TrainStep
+from frae.backend import Array, BaseBackend, TrainStep, kept_group
 from frae.params import Weights
 from impls.keras_rnn.model import build_models, canonical_name, keras, ops, to_numpy
 from impls.keras_rnn.train import compile_trainer, gradient_function
@@ -71,8 +71,23 @@ class KerasRNNBackend(BaseBackend):
         for variable in trainer.optimizer.variables:
             variable.assign(ops.zeros(variable.shape, variable.dtype))
         trainer.optimizer.learning_rate = learning_rate
+        self._training = trainer
         return trainer
 
     def _train_step(self, optimizer: str, learning_rate: float) -> TrainStep:
         trainer = self.trainer(optimizer, learning_rate)
         return lambda x, y: float(trainer.train_on_batch(x, y))
+
+    def _keep_weights(self, step: int) -> None:
+        """Nothing to do here: the optimizer keeps them in its update (``KeepsWeights``)."""
+
+    def _weights_before(self, step: int) -> Mapping[str, Any]:
+        optimizer = self._training.optimizer
+        slots = optimizer.kept[kept_group(step)]
+        return {
+            canonical_name(v): to_numpy(slots[optimizer._get_variable_index(v)].value)
+            for v in self._training.trainable_variables
+        }
+
+    def _weights_finite(self) -> bool:
+        return float(to_numpy(self._training.optimizer.non_finite.value)) == 0

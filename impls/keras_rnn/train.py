@@ -6,14 +6,53 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from frae.backend import KEPT_GROUPS
 from frae.optimizers import ADAM
 from impls.keras_rnn.model import PACKAGE, keras, ops
 
 Gradients = Callable[[Any, Any], tuple[Any, list[Any]]]
 
 
+class KeepsWeights:
+    """A Keras optimizer that, inside its own compiled update, keeps the weights before each
+    step k in ``kept[kept_group(k)]`` (``frae.backend``) and counts in ``non_finite`` the
+    updates that left a weight NaN or infinite: what ``fit`` needs to roll a diverged run
+    back, at the cost of a few element-wise copies instead of a read of every variable
+    between steps."""
+
+    def build(self, var_list) -> None:
+        if self.built:
+            return
+        super().build(var_list)
+        self.kept = dict(
+            zip(KEPT_GROUPS, self.add_optimizer_variables(var_list, list(KEPT_GROUPS)), strict=True)
+        )
+        self.non_finite = self.add_variable((), initializer="zeros", name="non_finite")
+
+    def update_step(self, gradient, variable, learning_rate) -> None:
+        index = self._get_variable_index(variable)
+        before = ops.convert_to_tensor(variable)
+        step = self.iterations + 1
+        chosen = {
+            "first": ops.equal(step, 1),
+            "even": ops.equal(ops.mod(step, 2), 0),
+            "odd": ops.equal(ops.mod(step, 2), 1),
+        }
+        for group, keep in chosen.items():
+            slot = self.kept[group][index]
+            self.assign(slot, ops.where(keep, before, ops.convert_to_tensor(slot)))
+        super().update_step(gradient, variable, learning_rate)
+        finite = ops.cast(ops.all(ops.isfinite(ops.convert_to_tensor(variable))), "float32")
+        self.assign_add(self.non_finite, 1.0 - finite)
+
+
 @keras.saving.register_keras_serializable(package=PACKAGE)
-class SpecAdam(keras.optimizers.Adam):
+class SpecSGD(KeepsWeights, keras.optimizers.SGD):
+    """Keras' SGD, w ← w − lr·g, keeping the weights ``fit`` may roll back to."""
+
+
+@keras.saving.register_keras_serializable(package=PACKAGE)
+class SpecAdam(KeepsWeights, keras.optimizers.Adam):
     """Keras' Adam with the contract's constants and ε where the contract puts it:
     w ← w − lr·m̂/(√v̂ + ε).
 
@@ -99,7 +138,7 @@ def compile_trainer(model: keras.Model, optimizer: str, jit_compile: bool | str)
     """
     trainer = keras.Model(model.input, model.output)
     trainer.compile(
-        optimizer=keras.optimizers.SGD() if optimizer == "sgd" else SpecAdam(),
+        optimizer=SpecSGD() if optimizer == "sgd" else SpecAdam(),
         loss=mean_squared_error,
         jit_compile=jit_compile,
     )

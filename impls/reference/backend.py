@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from frae.backend import Array, BaseBackend, TrainStep
+from frae.backend import Array, BaseBackend, TrainStep, kept_group
 from frae.params import Weights
 from impls.reference import train
 from impls.reference.model import unroll
@@ -49,3 +49,7 @@ class ReferenceBackend(BaseBackend):
 
     def _train_step(self, optimizer: str, learning_rate: float) -> TrainStep:
         return train.train_step(self.config, self.params, optimizer, learning_rate)
+
+    def _keep_weights(self, step: int) -> None:
+        """A copy of the dict: a step replaces its arrays and never writes in place."""
+        self._kept[kept_group(step)] = dict(self.params)

@@ -69,6 +69,7 @@ def train_step(
     second = {name: np.zeros_like(value) for name, value in params.items()}
     count = 0
 
+    @np.errstate(over="ignore", invalid="ignore")  # a diverging fit raises TrainingDiverged
     def step(x: Array, y: Array) -> float:
         nonlocal count
         loss, grads = loss_and_grads(config, params, x, y)

@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from frae.backend import Array, BaseBackend, TrainStep
+from frae.backend import Array, BaseBackend, TrainStep, kept_group
 from frae.params import Weights
 from impls.tf_while import model, train
 from impls.tf_while.model import tf
@@ -85,7 +85,11 @@ class TFWhileBackend(BaseBackend):
         return concrete(self.config, self.variables, *tensors)
 
     def _read_weights(self) -> Mapping[str, Any]:
-        return {name: variable.numpy() for name, variable in self.variables.items()}
+        return self._read(self.variables)
+
+    @staticmethod
+    def _read(variables: Mapping[str, Any]) -> dict[str, Any]:
+        return {name: variable.numpy() for name, variable in variables.items()}
 
     def _write_weights(self, weights: Weights) -> None:
         for name, value in weights.items():
@@ -106,8 +110,15 @@ class TFWhileBackend(BaseBackend):
 
     def _train_step(self, optimizer: str, learning_rate: float) -> TrainStep:
         lr = tf.constant(learning_rate, tf.float32)  # a tensor: a new rate does not retrace
-        if optimizer == "sgd":
-            return lambda x, y: float(self._call("sgd", x, y, lr))
         slots = self.optimizer_slots
         self.compiled["reset_slots"](slots)
-        return lambda x, y: float(self._call("adam", slots, x, y, lr))
+        return lambda x, y: float(self._call(optimizer, slots, x, y, lr))
+
+    def _keep_weights(self, step: int) -> None:
+        """Nothing to do here: each training step keeps them (``train.keep_weights``)."""
+
+    def _weights_before(self, step: int) -> Mapping[str, Any]:
+        return self._read(self.optimizer_slots[kept_group(step)])
+
+    def _weights_finite(self) -> bool:
+        return float(self.optimizer_slots["non_finite"]["count"]) == 0

@@ -3,6 +3,7 @@ contract's SGD and Adam from ``torch.optim``."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 import torch
@@ -39,3 +40,22 @@ def optimizer(name: str, module: model.FRAE, learning_rate: float) -> torch.opti
     return torch.optim.Adam(
         parameters, lr=learning_rate, betas=(beta_1, beta_2), eps=ADAM.epsilon, foreach=True
     )
+
+
+def apply_update(update: torch.optim.Optimizer) -> None:
+    """``update.step()``; an update too large for float32 leaves the weights NaN.
+
+    ``torch.optim.Adam`` forms lr/(1 - β₁ᵗ) as a float32 scalar before it multiplies, and
+    refuses one beyond float32's range (a learning rate near 3.4e38) with a RuntimeError,
+    where the other backends' updates overflow into the weights; both then end as
+    ``TrainingDiverged``.
+    """
+    try:
+        update.step()
+    except RuntimeError as error:
+        if "without overflow" not in str(error):
+            raise
+        with torch.no_grad():
+            for group in update.param_groups:
+                for parameter in group["params"]:
+                    parameter.fill_(math.nan)
