@@ -65,14 +65,15 @@ class TrainingDiverged(FloatingPointError):  # noqa: N818  (the contract names i
         )
 
 
-KEPT_GROUPS = ("first", "even", "odd")
-"""Where ``fit``'s rollback keeps the weights before a step (``kept_group``)."""
+KEPT_SLOTS = 4
+"""How many sets of weights ``fit``'s rollback keeps (``kept_slot``)."""
 
 
-def kept_group(step: int) -> str:
-    """Where the weights before step ``step`` are kept: W₁ apart (the last resort of a
-    rollback), then by the step's parity, so the last two steps' are always there."""
-    return "first" if step == 1 else KEPT_GROUPS[1 + step % 2]
+def kept_slot(step: int) -> int:
+    """Where W_step, the weights before step ``step``, are kept: W₁ in slot 0 (the last
+    resort of a rollback), then a ring of three. Three, not two: a backend that keeps them
+    inside its compiled update writes W_{k+1} during step k, and W_{k-1} must survive it."""
+    return 0 if step == 1 else 1 + step % 3
 
 
 def serialised[Method: Callable[..., Any]](method: Method) -> Method:
@@ -156,7 +157,7 @@ class BaseBackend(abc.ABC):
         weights: Mapping[str, Array] | None = None,
     ) -> None:
         self._lock = threading.RLock()
-        self._kept: dict[str, Mapping[str, Any]] = {}
+        self._kept: dict[int, Mapping[str, Any]] = {}
         self._config = validation.check_config(config)
         seed = validation.check_seed(seed)
         shapes = self._config.parameter_shapes()
@@ -279,11 +280,11 @@ class BaseBackend(abc.ABC):
         """Keep W_step, the weights before optimizer step ``step`` of this ``fit``: the
         rollback needs the first and the last two. Here a host copy; a backend may keep them
         more cheaply (references to immutable arrays, or copies made inside its step)."""
-        self._kept[kept_group(step)] = self.get_weights()
+        self._kept[kept_slot(step)] = self.get_weights()
 
     def _weights_before(self, step: int) -> Mapping[str, Any]:
         """W_step as ``_keep_weights`` kept it: step 1 or one of the last two steps."""
-        return self._kept[kept_group(step)]
+        return self._kept[kept_slot(step)]
 
     def _weights_finite(self) -> bool:
         """Whether every current weight is finite."""

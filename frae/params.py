@@ -47,6 +47,18 @@ def initial_weights(config: FRAEConfig, seed: int = 0) -> Weights:
     }
 
 
+def from_flat(config: FRAEConfig, flat: npt.ArrayLike) -> Weights:
+    """Canonical weights from one vector holding every weight, flattened, in canonical order
+    (how the compiled backends keep a copy in one buffer)."""
+    shapes = config.parameter_shapes()
+    sizes = [math.prod(shape) for shape in shapes.values()]
+    pieces = np.split(np.asarray(flat, np.float32), np.cumsum(sizes)[:-1])
+    return {
+        name: piece.reshape(shape)
+        for (name, shape), piece in zip(shapes.items(), pieces, strict=True)
+    }
+
+
 def infer_config(weights: Mapping[str, object]) -> FRAEConfig:
     """The sizes that a set of canonical weights describes (activations left at defaults).
 

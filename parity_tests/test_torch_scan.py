@@ -109,6 +109,19 @@ COMPILED_CALLS: dict[str, Callable[[frae.Backend, np.ndarray], object]] = {
 }
 
 
+def test_an_adam_step_beyond_float32_ends_as_divergence() -> None:
+    """``torch.optim.Adam`` refuses a step size lr/(1 - β₁) beyond float32 (a RuntimeError);
+    the backend lets it overflow into the weights as the others do, and ``fit`` rolls back."""
+    model = frae.create("torch_scan", seed=4)
+    x = frae.data.multi_sine(batch=2, steps=5, seed=1)
+    start = model.get_weights()
+    with pytest.raises(frae.TrainingDiverged) as raised:
+        model.fit(x, epochs=3, optimizer="adam", learning_rate=3e38)
+    assert (raised.value.step, raised.value.restored_step) == (2, 1)
+    for name, value in model.get_weights().items():
+        np.testing.assert_array_equal(value, start[name], err_msg=name)
+
+
 @pytest.mark.parametrize("call", COMPILED_CALLS.values(), ids=COMPILED_CALLS)
 def test_one_compilation_for_every_shape(
     call: Callable[[frae.Backend, np.ndarray], object],

@@ -32,7 +32,7 @@ import numpy as np
 import numpy.typing as npt
 
 from bench.baselines.layout import Layer, Plan, flatten, plan, unflatten
-from frae.backend import Array, BaseBackend, TrainStep
+from frae.backend import Array, BaseBackend, TrainStep, kept_slot
 from frae.config import FRAEConfig
 from frae.optimizers import ADAM
 from frae.params import Weights
@@ -374,6 +374,16 @@ class NumbaFloorBackend(BaseBackend):
     def _loss_and_grads(self, x: Array, y: Array) -> tuple[float, Mapping[str, Any]]:
         loss, grads = self._flat_loss_and_grads(x, y)
         return loss, unflatten(grads, self._plan)
+
+    def _keep_weights(self, step: int) -> None:
+        """A copy of the flat weights, which a step updates in place."""
+        self._kept[kept_slot(step)] = self._theta.copy()  # type: ignore[assignment]
+
+    def _weights_before(self, step: int) -> Mapping[str, Any]:
+        return unflatten(self._kept[kept_slot(step)], self._plan)
+
+    def _weights_finite(self) -> bool:
+        return bool(np.isfinite(self._theta).all())
 
     def _train_step(self, optimizer: str, learning_rate: float) -> TrainStep:
         """The contract's SGD or Adam on the flat weights, fresh state at each ``fit``."""

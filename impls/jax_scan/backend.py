@@ -12,7 +12,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from frae.backend import Array, BaseBackend, TrainStep, kept_group
+from frae.backend import Array, BaseBackend, TrainStep, kept_slot
 from frae.config import FRAEConfig
 from frae.optimizers import OPTIMIZERS
 from frae.params import Weights
@@ -116,7 +116,7 @@ class JaxScanBackend(BaseBackend):
 
     def _keep_weights(self, step: int) -> None:
         """A reference to the weights' dict: a step replaces it and never writes in place."""
-        self._kept[kept_group(step)] = self._params
+        self._kept[kept_slot(step)] = self._params
 
     def _weights_finite(self) -> bool:
         return bool(self.compiled.all_finite(self._params))

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any
 
-from frae.backend import Array, BaseBackend, TrainStep, kept_group
+import numpy as np
+
+from frae.backend import Array, BaseBackend, TrainStep, kept_slot
 from frae.params import Weights
 from impls.keras_rnn.model import build_models, canonical_name, keras, ops, to_numpy
 from impls.keras_rnn.train import compile_trainer, gradient_function
@@ -68,6 +71,7 @@ class KerasRNNBackend(BaseBackend):
                 self.keras_model, optimizer, self.jit_compile
             )
         trainer = self._trainers[optimizer]
+        trainer.optimizer.build(trainer.trainable_variables)
         for variable in trainer.optimizer.variables:
             variable.assign(ops.zeros(variable.shape, variable.dtype))
         trainer.optimizer.learning_rate = learning_rate
@@ -79,15 +83,27 @@ class KerasRNNBackend(BaseBackend):
         return lambda x, y: float(trainer.train_on_batch(x, y))
 
     def _keep_weights(self, step: int) -> None:
-        """Nothing to do here: the optimizer keeps them in its update (``KeepsWeights``)."""
+        """W₁ into row 0 of the optimizer's ``kept``; the optimizer keeps the others."""
+        if step == 1:
+            optimizer = self._training.optimizer
+            kept = np.zeros(optimizer.kept.shape, np.float32)
+            kept[0] = np.concatenate([to_numpy(v.value).ravel() for v in self._ordered()])
+            optimizer.kept.assign(kept)
 
     def _weights_before(self, step: int) -> Mapping[str, Any]:
-        optimizer = self._training.optimizer
-        slots = optimizer.kept[kept_group(step)]
+        row = to_numpy(self._training.optimizer.kept.value)[kept_slot(step)]
+        sizes = [math.prod(v.shape) for v in self._ordered()]
+        pieces = np.split(row, np.cumsum(sizes)[:-1])
         return {
-            canonical_name(v): to_numpy(slots[optimizer._get_variable_index(v)].value)
-            for v in self._training.trainable_variables
+            canonical_name(v): piece.reshape(v.shape)
+            for v, piece in zip(self._ordered(), pieces, strict=True)
         }
+
+    def _ordered(self) -> list[Any]:
+        """The trained variables in the order the optimizer was built on (its rows' order)."""
+        optimizer = self._training.optimizer
+        variables = self._training.trainable_variables
+        return sorted(variables, key=optimizer._get_variable_index)
 
     def _weights_finite(self) -> bool:
         return float(to_numpy(self._training.optimizer.non_finite.value)) == 0

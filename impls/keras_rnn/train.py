@@ -3,10 +3,11 @@ contract's Adam as a Keras optimizer, and the compiled training model."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
-from frae.backend import KEPT_GROUPS
+from frae.backend import KEPT_SLOTS
 from frae.optimizers import ADAM
 from impls.keras_rnn.model import PACKAGE, keras, ops
 
@@ -14,35 +15,30 @@ Gradients = Callable[[Any, Any], tuple[Any, list[Any]]]
 
 
 class KeepsWeights:
-    """A Keras optimizer that, inside its own compiled update, keeps the weights before each
-    step k in ``kept[kept_group(k)]`` (``frae.backend``) and counts in ``non_finite`` the
-    updates that left a weight NaN or infinite: what ``fit`` needs to roll a diverged run
-    back, at the cost of a few element-wise copies instead of a read of every variable
-    between steps."""
+    """A Keras optimizer that also keeps, inside its own compiled update, the weights after
+    each step k (W_{k+1}) in row ``kept_slot(k + 1)`` of ``kept`` (``frae.backend``), flat
+    in the order of the variables it was built on (``offsets``), and counts in
+    ``non_finite`` the updates that left a weight NaN or infinite: what ``fit`` needs to roll
+    a diverged run back, for a few element-wise copies instead of a read of every variable
+    between steps. W₁ goes in row 0 from outside, once per ``fit``.
+    """
 
     def build(self, var_list) -> None:
         if self.built:
             return
         super().build(var_list)
-        self.kept = dict(
-            zip(KEPT_GROUPS, self.add_optimizer_variables(var_list, list(KEPT_GROUPS)), strict=True)
-        )
+        sizes = [math.prod(variable.shape) for variable in var_list]
+        self.offsets = [sum(sizes[:i]) for i in range(len(sizes))]
+        self.kept = self.add_variable((KEPT_SLOTS, sum(sizes)), initializer="zeros", name="kept")
         self.non_finite = self.add_variable((), initializer="zeros", name="non_finite")
 
     def update_step(self, gradient, variable, learning_rate) -> None:
-        index = self._get_variable_index(variable)
-        before = ops.convert_to_tensor(variable)
-        step = self.iterations + 1
-        chosen = {
-            "first": ops.equal(step, 1),
-            "even": ops.equal(ops.mod(step, 2), 0),
-            "odd": ops.equal(ops.mod(step, 2), 1),
-        }
-        for group, keep in chosen.items():
-            slot = self.kept[group][index]
-            self.assign(slot, ops.where(keep, before, ops.convert_to_tensor(slot)))
         super().update_step(gradient, variable, learning_rate)
-        finite = ops.cast(ops.all(ops.isfinite(ops.convert_to_tensor(variable))), "float32")
+        after = ops.reshape(ops.convert_to_tensor(variable), (1, -1))
+        slot = 1 + ops.mod(ops.cast(self.iterations, "int32") + 2, 3)  # k + 1 = iterations + 2
+        start = (slot, self.offsets[self._get_variable_index(variable)])
+        self.assign(self.kept, ops.slice_update(ops.convert_to_tensor(self.kept), start, after))
+        finite = ops.cast(ops.all(ops.isfinite(after)), "float32")
         self.assign_add(self.non_finite, 1.0 - finite)
 
 

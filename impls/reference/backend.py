@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from frae.backend import Array, BaseBackend, TrainStep, kept_group
+from frae.backend import Array, BaseBackend, TrainStep, kept_slot
 from frae.params import Weights
 from impls.reference import train
 from impls.reference.model import unroll
@@ -52,4 +52,4 @@ class ReferenceBackend(BaseBackend):
 
     def _keep_weights(self, step: int) -> None:
         """A copy of the dict: a step replaces its arrays and never writes in place."""
-        self._kept[kept_group(step)] = dict(self.params)
+        self._kept[kept_slot(step)] = dict(self.params)

@@ -9,8 +9,8 @@ from typing import Any
 
 import numpy as np
 
-from frae.backend import Array, BaseBackend, TrainStep, kept_group
-from frae.params import Weights
+from frae.backend import Array, BaseBackend, TrainStep, kept_slot
+from frae.params import Weights, from_flat
 from impls.tf_while import model, train
 from impls.tf_while.model import tf
 
@@ -42,7 +42,7 @@ def compiled_functions(jit_compile: bool) -> dict[str, Any]:
         "loss_and_grads": compile_(train.loss_and_grads),
         "sgd": compile_(train.sgd_step),
         "adam": compile_(train.adam_step),
-        "reset_slots": compile_(train.reset_slots),
+        "start_fit": compile_(train.start_fit),
     }
 
 
@@ -85,11 +85,7 @@ class TFWhileBackend(BaseBackend):
         return concrete(self.config, self.variables, *tensors)
 
     def _read_weights(self) -> Mapping[str, Any]:
-        return self._read(self.variables)
-
-    @staticmethod
-    def _read(variables: Mapping[str, Any]) -> dict[str, Any]:
-        return {name: variable.numpy() for name, variable in variables.items()}
+        return {name: variable.numpy() for name, variable in self.variables.items()}
 
     def _write_weights(self, weights: Weights) -> None:
         for name, value in weights.items():
@@ -110,15 +106,22 @@ class TFWhileBackend(BaseBackend):
 
     def _train_step(self, optimizer: str, learning_rate: float) -> TrainStep:
         lr = tf.constant(learning_rate, tf.float32)  # a tensor: a new rate does not retrace
-        slots = self.optimizer_slots
-        self.compiled["reset_slots"](slots)
-        return lambda x, y: float(self._call(optimizer, slots, x, y, lr))
+        slots = (self.optimizer_slots,) if optimizer == "adam" else ()
+        self._after_step = self.compiled["start_fit"](self.variables, *slots).numpy()
+
+        def step(x: Array, y: Array) -> float:
+            loss, after = self._call(optimizer, *slots, x, y, lr)
+            self._after_step = after.numpy()
+            return float(loss)
+
+        return step
 
     def _keep_weights(self, step: int) -> None:
-        """Nothing to do here: each training step keeps them (``train.keep_weights``)."""
+        """The weights the last step returned (or those at the start): one flat vector."""
+        self._kept[kept_slot(step)] = self._after_step  # type: ignore[assignment]
 
     def _weights_before(self, step: int) -> Mapping[str, Any]:
-        return self._read(self.optimizer_slots[kept_group(step)])
+        return from_flat(self.config, self._kept[kept_slot(step)])
 
     def _weights_finite(self) -> bool:
-        return float(self.optimizer_slots["non_finite"]["count"]) == 0
+        return bool(np.isfinite(self._after_step).all())

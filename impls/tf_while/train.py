@@ -3,15 +3,12 @@
 
 from __future__ import annotations
 
-from frae.backend import KEPT_GROUPS
 from frae.config import FRAEConfig
 from frae.optimizers import ADAM
 from impls.tf_while.model import Variables, make_cell, tf
 
 Slots = dict[str, Variables]
-"""A ``fit``'s state: ``"step"`` (a scalar ``count``), Adam's ``"m"`` and ``"v"``, the
-weights kept for a rollback (``"first"``, ``"even"``, ``"odd"``) by canonical name, and
-``"non_finite"`` (a scalar ``count`` of updates that left a weight non-finite)."""
+"""Adam's state: ``"step"`` (a scalar ``count``), ``"m"`` and ``"v"`` by canonical name."""
 
 
 def mean_squared_error(
@@ -62,54 +59,34 @@ def loss_and_grads(
     return loss, grads
 
 
-def keep_weights(variables: Variables, slots: Slots) -> tf.Tensor:
-    """Count this step and copy the weights before it into the slots ``fit`` rolls back to.
-
-    Inside the step's own XLA program these copies cost next to nothing, where reading ten
-    variables out between steps costs some 600 µs. Returns the step's number k.
-    """
-    step = slots["step"]["count"].assign_add(1.0)
-    chosen = {
-        "first": tf.equal(step, 1.0),
-        "even": tf.equal(tf.math.floormod(step, 2.0), 0.0),
-        "odd": tf.equal(tf.math.floormod(step, 2.0), 1.0),
-    }
-    for group, keep in chosen.items():
-        for name, variable in variables.items():
-            slots[group][name].assign(tf.where(keep, variable, slots[group][name]))
-    return step
-
-
-def count_non_finite(variables: Variables, slots: Slots) -> None:
-    """Add 1 to ``slots["non_finite"]`` if the update left any weight NaN or infinite."""
-    finite = tf.reduce_all([tf.reduce_all(tf.math.is_finite(v)) for v in variables.values()])
-    slots["non_finite"]["count"].assign_add(1.0 - tf.cast(finite, tf.float32))
+def flat_weights(variables: Variables) -> tf.Tensor:
+    """Every weight in one vector, in canonical order (``frae.params.from_flat`` inverts it)."""
+    return tf.concat([tf.reshape(v, [-1]) for v in variables.values()], axis=0)
 
 
 def sgd_step(
-    config: FRAEConfig,
-    variables: Variables,
-    slots: Slots,
-    x: tf.Tensor,
-    y: tf.Tensor,
-    lr: tf.Tensor,
-) -> tf.Tensor:
-    """w ← w − lr·g; returns the loss before the update."""
-    keep_weights(variables, slots)
+    config: FRAEConfig, variables: Variables, x: tf.Tensor, y: tf.Tensor, lr: tf.Tensor
+) -> tuple[tf.Tensor, tf.Tensor]:
+    """w ← w − lr·g; returns the loss before the update and the weights after it.
+
+    The weights come out as one more output of the step's program, which costs some 10 µs,
+    so that ``fit`` can keep them for a rollback: copying them into variables inside the
+    program costs 200 µs (TensorFlow then updates the variables out of place), and reading
+    ten variables between steps 600.
+    """
     loss, grads = loss_and_grads(config, variables, x, y)
     for name, grad in grads.items():
         variables[name].assign_sub(lr * grad)
-    count_non_finite(variables, slots)
-    return loss
+    return loss, flat_weights(variables)
 
 
 def create_slots(variables: Variables) -> Slots:
-    """Zeroed state of a ``fit`` for ``variables``."""
-    like = {
-        group: {name: tf.Variable(tf.zeros_like(v)) for name, v in variables.items()}
-        for group in ("m", "v", *KEPT_GROUPS)
+    """Zeroed Adam state for ``variables``."""
+    return {
+        "step": {"count": tf.Variable(0.0)},
+        "m": {name: tf.Variable(tf.zeros_like(v)) for name, v in variables.items()},
+        "v": {name: tf.Variable(tf.zeros_like(v)) for name, v in variables.items()},
     }
-    return {"step": {"count": tf.Variable(0.0)}, "non_finite": {"count": tf.Variable(0.0)}, **like}
 
 
 def adam_step(
@@ -119,12 +96,12 @@ def adam_step(
     x: tf.Tensor,
     y: tf.Tensor,
     lr: tf.Tensor,
-) -> tf.Tensor:
+) -> tuple[tf.Tensor, tf.Tensor]:
     """The contract's Adam, w ← w − lr·m̂/(√v̂ + ε), written out (Keras' ``Adam`` would move
-    ε inside); returns the loss before the update."""
-    step = keep_weights(variables, slots)
+    ε inside); returns the loss before the update and the weights after it."""
     loss, grads = loss_and_grads(config, variables, x, y)
     beta_1, beta_2 = (tf.constant(beta) for beta in ADAM.float32_betas())
+    step = slots["step"]["count"].assign_add(1.0)
     first_correction = 1.0 - beta_1**step
     second_correction = 1.0 - beta_2**step
     for name, grad in grads.items():
@@ -132,12 +109,13 @@ def adam_step(
         v = slots["v"][name].assign(beta_2 * slots["v"][name] + (1 - beta_2) * tf.square(grad))
         update = (m / first_correction) / (tf.sqrt(v / second_correction) + ADAM.epsilon)
         variables[name].assign_sub(lr * update)
-    count_non_finite(variables, slots)
-    return loss
+    return loss, flat_weights(variables)
 
 
-def reset_slots(slots: Slots) -> None:
-    """Fresh optimizer state: every slot back to zero."""
-    for group in slots.values():
+def start_fit(variables: Variables, *slots: Slots) -> tf.Tensor:
+    """Fresh optimizer state (every slot of ``slots`` back to zero); returns W₁, the weights
+    the ``fit`` starts from, as one vector (``flat_weights``)."""
+    for group in (group for state in slots for group in state.values()):
         for slot in group.values():
             slot.assign(tf.zeros_like(slot))
+    return flat_weights(variables)

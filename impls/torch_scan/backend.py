@@ -11,7 +11,7 @@ from typing import Any
 
 import torch
 
-from frae.backend import Array, BaseBackend, TrainStep, kept_group
+from frae.backend import Array, BaseBackend, TrainStep, kept_slot
 from frae.config import FRAEConfig
 from frae.params import Weights
 from impls.torch_scan import model, train
@@ -148,7 +148,7 @@ class TorchScanBackend(BaseBackend):
         kept = {
             name: p.detach().clone() for name, p in model.named_parameters_of(self.module).items()
         }
-        self._kept[kept_group(step)] = model.to_canonical(self.config, kept)
+        self._kept[kept_slot(step)] = model.to_canonical(self.config, kept)
 
     def _train_step(self, optimizer: str, learning_rate: float) -> TrainStep:
         """Forward, back-propagation and one ``torch.optim`` update per mini-batch."""
