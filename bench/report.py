@@ -188,6 +188,18 @@ TARGETS = (
         over="check",
         shape=None,
     ),
+    *(
+        Target(
+            "training is linear in T: every compiled backend's training step per step at "
+            "T={T} ≤ {limit:g}× its own at T=1000 (B={B})",
+            1.15,
+            "train_step",
+            over=None,
+            shape=(batch, 10_000),
+            over_shape=(batch, 1000),
+        )
+        for batch in (1, 256)
+    ),
 )
 
 

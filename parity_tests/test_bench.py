@@ -412,11 +412,13 @@ def test_targets_find_the_variants_by_role_not_by_name() -> None:
         measured("mystery", "compiled", "predict", 1, 1000, 2.0),
         measured("mystery", "compiled", "train_step", 1, 1000, 4.0),
         measured("mystery", "compiled", "predict", 256, 1000, 20.0),
+        *(measured("mystery", "compiled", "train_step", b, 10_000, 4.0) for b in (1, 256)),
+        measured("mystery", "compiled", "train_step", 256, 1000, 4.0),
         measured("helper", "baseline", "predict", 1, 1000, 0.1),  # not held to the targets
     ]
     outcomes = targets(Pivot.of(records))
     judged = [o for o in outcomes if "compiled" in o.statement or "best" in o.statement]
-    assert len(judged) == 7
+    assert len(judged) == 9
     for outcome in judged:
         assert "mystery" in outcome.measured and "helper" not in outcome.measured, outcome
         assert outcome.met is not None, outcome
@@ -493,6 +495,28 @@ VERDICTS = {
             measured("c", "check", "predict", 1, 1000, 1.0),
         ],
         "missed by 1.33×",
+        False,
+    ),
+    "linear-in-T-against-its-own-T=1000": (
+        8,
+        [
+            measured("a", "compiled", "train_step", 1, 1000, 2.0),
+            measured("a", "compiled", "train_step", 1, 10_000, 2.2),
+            measured("b", "compiled", "train_step", 1, 1000, 1.0),
+            measured("b", "compiled", "train_step", 1, 10_000, 1.0),
+        ],
+        "met, 1.05× to spare",
+        True,
+    ),
+    "linear-in-T-missed-by-the-worst-at-B=256": (
+        9,
+        [
+            measured("a", "compiled", "train_step", 256, 1000, 10.0),
+            measured("a", "compiled", "train_step", 256, 10_000, 30.0),
+            measured("b", "compiled", "train_step", 256, 1000, 1.0),
+            measured("b", "compiled", "train_step", 256, 10_000, 1.0),
+        ],
+        "missed by 2.61×",
         False,
     ),
     "not-measured-without-a-floor": (
