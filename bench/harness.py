@@ -213,6 +213,13 @@ VARIANTS = (
         operations=("predict",),
     ),
     Variant("tf_while", "tf_while", "compiled", "tf.while_loop + TensorArray under XLA"),
+    Variant(
+        "tf_while_bptt",
+        "tf_while_bptt",
+        "compiled",
+        "tf_while with its backward written by hand (tf.custom_gradient): a reverse loop "
+        "carrying only the feedback's gradient, weight gradients as one product over all steps",
+    ),
     Variant("jax_scan", "jax_scan", "compiled", "jax.lax.scan over Flax NNX layers, jit"),
     Variant(
         "torch_scan",

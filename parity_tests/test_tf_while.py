@@ -1,5 +1,7 @@
 """TensorFlow-specific promises of ``tf_while``: one trace per shape, a quiet terminal, and a
-gradient loop that copies nothing T long and saves no weights per step."""
+gradient loop that copies nothing T long and saves no weights per step; of ``tf_while_bptt``:
+the tape's gradient is the backward pass written by hand, whose reverse loop carries only the
+feedback's gradient."""
 
 from __future__ import annotations
 
@@ -18,8 +20,11 @@ pytest.importorskip("tensorflow")
 backend = pytest.importorskip("impls.tf_while.backend")
 
 
-def _tracing_counts(jit_compile: bool = True) -> dict[str, int]:
-    functions = backend.compiled_functions(jit_compile)
+def _tracing_counts(jit_compile: bool = True, name: str = "tf_while") -> dict[str, int]:
+    cache = (
+        backend.hand_written_functions if name == "tf_while_bptt" else backend.compiled_functions
+    )
+    functions = cache(jit_compile)
     return {name: function.experimental_get_tracing_count() for name, function in functions.items()}
 
 
@@ -31,21 +36,31 @@ def _exercise(model: frae.Backend, x: np.ndarray) -> None:
     model.fit(x, epochs=2, optimizer="adam", learning_rate=0.2)
 
 
-def test_one_trace_per_shape_shared_by_instances() -> None:
-    config = frae.FRAEConfig(encoder_units=(7,))  # a config no other test traces
+@pytest.mark.parametrize(
+    ("name", "config"),
+    [
+        ("tf_while", frae.FRAEConfig(encoder_units=(7,))),  # configs no other test traces
+        pytest.param(
+            "tf_while_bptt",
+            frae.FRAEConfig(encoder_units=(7,), latent_dim=2),
+            marks=pytest.mark.backend_specific("tf_while_bptt"),
+        ),
+    ],
+)
+def test_one_trace_per_shape_shared_by_instances(name: str, config: frae.FRAEConfig) -> None:
     x = frae.data.multi_sine(batch=2, steps=13, seed=1)
-    before = _tracing_counts()
-    _exercise(frae.create("tf_while", config), x)
-    first = _tracing_counts()
+    before = _tracing_counts(name=name)
+    _exercise(frae.create(name, config), x)
+    first = _tracing_counts(name=name)
     traced = {"start_fit": 2}  # with Adam's slots and without (SGD)
-    assert all(first[name] == before[name] + traced.get(name, 1) for name in first), first
-    _exercise(frae.create("tf_while", config, seed=1), x)
-    _exercise(frae.create("tf_while", config, seed=2), x * 0.5)
-    assert _tracing_counts() == first, "same config and shapes traced again"
-    _exercise(frae.create("tf_while", config), x[:, :11])
+    assert all(first[op] == before[op] + traced.get(op, 1) for op in first), first
+    _exercise(frae.create(name, config, seed=1), x)
+    _exercise(frae.create(name, config, seed=2), x * 0.5)
+    assert _tracing_counts(name=name) == first, "same config and shapes traced again"
+    _exercise(frae.create(name, config), x[:, :11])
     shape_free = {"start_fit": 0}  # optimizer state has the weights' shapes, not the input's
-    after = _tracing_counts()
-    assert all(after[name] == first[name] + shape_free.get(name, 1) for name in first), after
+    after = _tracing_counts(name=name)
+    assert all(after[op] == first[op] + shape_free.get(op, 1) for op in first), after
 
 
 def test_textbook_graph_mode_equals_compiled() -> None:
@@ -133,3 +148,106 @@ def test_no_copy_of_a_kernel_is_saved_per_time_step() -> None:
     Read inside the body, each read is a new tensor per iteration, which the gradient saves.
     """
     assert not re.search(r"f32\[37,4,4\]", _gradient_loops())
+
+
+def _loss_by_hand(config, variables, x, y):  # type: ignore[no-untyped-def]
+    from impls.tf_while import train as tf_train
+
+    return tf_train.mean_squared_error_by_hand(config, variables, x, y)
+
+
+_BODY_NAME = re.compile(r"^%?([\w.\-]+) \(", re.MULTILINE)
+
+
+@pytest.mark.backend_specific("tf_while_bptt")
+def test_the_tape_calls_the_hand_written_backward(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``tf.GradientTape.gradient`` runs ``train.backward``: the backend's gradients equal the
+    autodiff's, the compiled program holds the loop named ``hand_written_backward`` and none
+    that TensorFlow's gradient of a loop builds, and a changed ``backward`` changes them."""
+    from bench.kernels import loop_bodies
+    from impls.tf_while import model as tf_model
+    from impls.tf_while import train as tf_train
+    from impls.tf_while.model import tf
+
+    config = frae.FRAEConfig(encoder_units=(5, 4), decoder_units=(6,))
+    x = frae.data.multi_sine(batch=3, steps=17, seed=4)
+    y = x[:, ::-1] * 0.5
+    by_hand = frae.create("tf_while_bptt", config, seed=5)
+    loss, grads = by_hand.loss_and_grads(x, y)
+    autodiff_loss, autodiff_grads = frae.create("tf_while", config, seed=5).loss_and_grads(x, y)
+    assert loss == autodiff_loss  # the same float64 sum inside the forward loop
+    for name, grad in autodiff_grads.items():
+        assert_close("gradients", grads[name], grad)
+
+    bodies = loop_bodies(_gradient_loops(_loss_by_hand))
+    names = [_BODY_NAME.match(body).group(1) for body in bodies]  # type: ignore[union-attr]
+    assert len(bodies) == 2, names  # the recorded forward and the reverse loop
+    assert 'op_name="hand_written_backward/' in bodies[1], names
+    assert not any("_grad" in name for name in names), names
+    autodiff_names = [
+        _BODY_NAME.match(body).group(1)  # type: ignore[union-attr]
+        for body in loop_bodies(_gradient_loops())
+    ]
+    assert any("_grad" in name for name in autodiff_names), autodiff_names
+
+    written = tf_train.backward
+    monkeypatch.setattr(
+        tf_train,
+        "backward",
+        lambda *args: {name: 2.0 * grad for name, grad in written(*args).items()},
+    )
+    variables = tf_model.create_variables(config)
+    for name, value in by_hand.get_weights().items():
+        variables[name].assign(value)
+    doubled = tf.function(  # a new function: traced now, with the changed backward
+        lambda x, y: tf_train.loss_and_grads(config, variables, x, y, loss=_loss_by_hand)[1],
+        jit_compile=True,
+        autograph=False,
+    )(tf.constant(x), tf.constant(y))
+    for name, grad in grads.items():
+        np.testing.assert_allclose(doubled[name].numpy(), 2.0 * grad, rtol=1e-6, atol=1e-9)
+
+
+def _changed_carries(body: str) -> list[str]:
+    """Shapes of the loop-carried values that an iteration of ``body`` changes: the elements
+    of its root tuple other than the parameter's own element passed through."""
+    definitions = dict(re.findall(r"^\s*(?:ROOT )?%([\w.\-]+) = (.*)$", body, re.MULTILINE))
+    root = re.search(r"ROOT %[\w.\-]+ = \((.*?)\) tuple\(([^)]*)\)", body)
+    assert root is not None, body[:500]
+    shapes = re.findall(r"[a-z]+\d+\[[\d,]*\]", root.group(1))
+    operands = re.findall(r"%([\w.\-]+)", root.group(2))
+    assert len(shapes) == len(operands), root.group(0)[:500]
+    return [
+        shape
+        for index, (shape, operand) in enumerate(zip(shapes, operands, strict=True))
+        if not re.match(rf"\S+ get-tuple-element\(\S+\), index={index}\b", definitions[operand])
+    ]
+
+
+@pytest.mark.backend_specific("tf_while_bptt")
+def test_the_reverse_loop_carries_only_the_feedback_gradient() -> None:
+    """Each iteration of the hand-written program's loops changes only its counter, the
+    (B, F) feedback (forward) or its gradient (backward), the loss's float64 sum, and the
+    T-long arrays it writes one step of in place; no weight's gradient is accumulated in a
+    loop and nothing T long is copied.
+
+    TensorFlow's own gradient of the loop carries a running sum of every weight's gradient
+    (f32[4,4] ...) from iteration to iteration: the same check finds those there.
+    """
+    from bench.kernels import loop_bodies
+
+    batch, features, steps = 2, 2, 37  # as ``_gradient_loops`` runs them
+    allowed = {"s32[]", "f64[]", f"f32[{batch},{features}]"}
+
+    def unexpected(hlo: str) -> list[list[str]]:
+        return [
+            [shape for shape in _changed_carries(body) if not shape.startswith(f"f32[{steps},")]
+            for body in loop_bodies(hlo)
+        ]
+
+    hlo = _gradient_loops(_loss_by_hand)
+    assert all(set(shapes) <= allowed for shapes in unexpected(hlo)), unexpected(hlo)
+    assert _t_long_copies_in_loops(hlo) == []
+    weights = {f"f32[{rows},{cols}]" for rows, cols in [(4, 4), (4, 3), (3, 1), (3, 3), (3, 2)]}
+    autodiff = unexpected(_gradient_loops())
+    assert weights <= {shape for shapes in autodiff for shape in shapes}, autodiff

@@ -1,5 +1,6 @@
-"""TensorFlow: ``tf.while_loop`` over time with a ``TensorArray``, compiled by XLA."""
+"""TensorFlow: ``tf.while_loop`` over time with a ``TensorArray``, compiled by XLA; its
+gradient by TensorFlow's autodiff or, in ``TFWhileBPTTBackend``, written by hand."""
 
-from impls.tf_while.backend import TFWhileBackend
+from impls.tf_while.backend import TFWhileBackend, TFWhileBPTTBackend
 
-__all__ = ["TFWhileBackend"]
+__all__ = ["TFWhileBPTTBackend", "TFWhileBackend"]

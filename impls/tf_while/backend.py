@@ -39,10 +39,35 @@ def compiled_functions(jit_compile: bool) -> dict[str, Any]:
         "predict": compile_(lambda config, v, x: model.unroll(config, v, x)[0]),
         "encode": compile_(lambda config, v, x: model.unroll(config, v, x)[1]),
         "decode": compile_(lambda config, v, z: model.unroll(config, v, z, codes_given=True)[0]),
-        "loss_and_grads": compile_(train.loss_and_grads),
-        "sgd": compile_(train.sgd_step),
-        "adam": compile_(train.adam_step),
+        **_training_functions(compile_, train.mean_squared_error),
         "start_fit": compile_(train.start_fit),
+    }
+
+
+def _training_functions(compile_: Any, loss: train.Loss) -> dict[str, Any]:
+    """``loss_and_grads`` and the SGD and Adam steps, each taking ``loss``'s gradient from the
+    tape; lambdas, because TensorFlow cannot call the concrete function of a function with
+    keyword arguments (it takes them for inputs)."""
+    return {
+        "loss_and_grads": compile_(
+            lambda config, v, x, y: train.loss_and_grads(config, v, x, y, loss=loss)
+        ),
+        "sgd": compile_(lambda config, v, x, y, lr: train.sgd_step(config, v, x, y, lr, loss=loss)),
+        "adam": compile_(
+            lambda config, v, s, x, y, lr: train.adam_step(config, v, s, x, y, lr, loss=loss)
+        ),
+    }
+
+
+@functools.cache
+def hand_written_functions(jit_compile: bool) -> dict[str, Any]:
+    """``compiled_functions`` with every gradient through ``train.mean_squared_error_by_hand``
+    (loss_and_grads and both optimizers' steps); predict, encode, decode and start_fit are
+    the same functions, so their traces are shared with ``TFWhileBackend``."""
+    compile_ = functools.partial(tf.function, jit_compile=jit_compile, autograph=False)
+    return {
+        **compiled_functions(jit_compile),
+        **_training_functions(compile_, train.mean_squared_error_by_hand),
     }
 
 
@@ -125,3 +150,16 @@ class TFWhileBackend(BaseBackend):
 
     def _weights_finite(self) -> bool:
         return bool(np.isfinite(self._after_step).all())
+
+
+class TFWhileBPTTBackend(TFWhileBackend):
+    """``TFWhileBackend`` with its backward pass written by hand (``train.backward``): the
+    tape's gradient, in ``loss_and_grads`` and in the SGD and Adam steps, goes through
+    ``tf.custom_gradient``: one reverse ``tf.while_loop`` carrying only the feedback's
+    gradient, each weight's gradient one product over all steps after it."""
+
+    name = "tf_while_bptt"
+
+    def _build(self, weights: Weights) -> None:
+        super()._build(weights)
+        self.compiled = hand_written_functions(self.jit_compile)

@@ -37,16 +37,17 @@ def create_variables(config: FRAEConfig) -> Variables:
     }
 
 
+def product(h: tf.Tensor, kernel: tf.Tensor) -> tf.Tensor:
+    """``h @ kernel`` for ``(B, in)`` by ``(in, out)``; tiny kernels as a fused product."""
+    if kernel.shape.num_elements() <= FUSED_PRODUCT_MAX_SIZE:
+        return tf.reduce_sum(h[:, :, None] * kernel, axis=1)
+    return tf.matmul(h, kernel)
+
+
 def dense_stack(weights: dict[str, tf.Tensor], layers: Iterable[Layer], h: tf.Tensor) -> tf.Tensor:
-    """``h ← act(h @ kernel + bias)`` for each layer; tiny kernels as a fused product."""
+    """``h ← act(h @ kernel + bias)`` for each layer."""
     for layer in layers:
-        kernel = weights[layer.kernel]
-        product = (
-            tf.reduce_sum(h[:, :, None] * kernel, axis=1)
-            if kernel.shape.num_elements() <= FUSED_PRODUCT_MAX_SIZE
-            else tf.matmul(h, kernel)
-        )
-        h = ACTIVATIONS[layer.activation](product + weights[layer.bias])
+        h = ACTIVATIONS[layer.activation](product(h, weights[layer.kernel]) + weights[layer.bias])
     return h
 
 
