@@ -79,10 +79,11 @@ class Variant:
     Attributes:
         name: its label in the results.
         backend: a registered name or ``"module:attribute"`` for ``frae.create``.
-        role: ``"floor"`` (the native floor every figure is divided by), ``"check"`` (the C
-            check of the floor), ``"compiled"`` (the suite's backends, held to the targets),
-            ``"textbook"`` (the textbook fix, which the targets' speed-ups are measured
-            against) or ``"baseline"``.
+        role: ``"floor"`` (the native floor every figure is divided by), ``"simd_floor"``
+            (the floor vectorised over the batch with fast math, which divides every figure
+            at B > 1 instead), ``"check"`` (the C check of the floor), ``"compiled"`` (the
+            suite's backends, held to the targets), ``"textbook"`` (the textbook fix, which
+            the targets' speed-ups are measured against) or ``"baseline"``.
         about: one line for the report.
         env: environment variables of its process.
         needs: modules that must be importable (beyond what the registry checks).
@@ -212,6 +213,14 @@ VARIANTS = (
         "by ctypes: the check on the floor",
         operations=("predict",),
     ),
+    Variant(
+        "simd_floor",
+        f"{BASELINES}.simd_floor:SimdFloorBackend",
+        "simd_floor",
+        "the floor's forward and BPTT in C, vectorised over the batch (cc -O3 -march=native "
+        "-ffast-math, glibc's vector exp): the floor at B > 1",
+        needs=("numba",),
+    ),
     Variant("tf_while", "tf_while", "compiled", "tf.while_loop + TensorArray under XLA"),
     Variant(
         "tf_while_bptt",
@@ -303,7 +312,7 @@ def unavailable(variant: Variant) -> str | None:
     import frae
 
     reason = frae.unavailable_reason(variant.backend, needs=variant.needs)
-    if reason is None and variant.role == "check":
+    if reason is None and variant.role in ("check", "simd_floor"):
         from bench.baselines.c_forward import compiler
 
         if compiler() is None:
@@ -584,7 +593,7 @@ def main(argv: list[str] | None = None, prog: str = "python -m bench") -> None:
         for v in VARIANTS:
             reason = unavailable(v)
             print(
-                f"{v.name:<28}{v.role:<10}{v.about}"
+                f"{v.name:<28}{v.role:<12}{v.about}"
                 + ("  [only when named]" if v.optional else "")
                 + ("" if v.quick else "  [not in --quick]")
                 + (f"  [skipped: {reason}]" if reason else "")

@@ -1,0 +1,202 @@
+"""The SIMD floor (``bench.baselines.simd_floor``) computes what the scalar floor computes.
+
+Its outputs, codes, decoded sequences, loss, gradients and training losses equal the float32
+Numba floor's (``numba_floor``, fastmath off) within float32 rounding, at B = 1, at B = 37
+(not a multiple of the 8 or 16 lanes of a vector, so every remainder loop runs) and at
+B = 256, on the default config and on a wider one with other activations. Both floors start
+from the same weights and read the same data, so a difference is rounding alone: fast math
+contracts and reassociates the sums of each layer and evaluates exp and tanh with glibc's
+vector variants, accurate to a few ulp. Each check is shown to reject a deliberately broken
+SIMD floor. Loading the library leaves the process's floating-point environment alone (a
+library linked with -ffast-math would flush every subnormal in the process to zero). Without
+a C compiler the checks are skipped, and the benchmark skips the variant, saying why.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Callable
+
+import numpy as np
+import pytest
+
+import frae
+from frae.data import multi_sine
+from parity_tests.tolerances import Tolerance
+
+pytestmark = pytest.mark.project
+numba = pytest.importorskip("numba", reason="the floors need numba: pip install 'frae[bench]'")
+
+from bench.baselines.c_forward import compiler  # noqa: E402
+from bench.baselines.numba_floor import NumbaFloorBackend  # noqa: E402
+from bench.baselines.simd_floor import SimdFloorBackend, compile_simd  # noqa: E402
+
+needs_cc = pytest.mark.skipif(compiler() is None, reason="no C compiler (cc or gcc) on PATH")
+
+WIDE_CONFIG = frae.FRAEConfig(
+    input_dim=3,
+    encoder_units=(16, 8),
+    latent_dim=2,
+    decoder_units=(8, 16),
+    activation="tanh",
+    output_activation="sigmoid",
+)
+"""Wider layers than the default (16 units), other sizes everywhere, tanh and sigmoid."""
+CONFIGS = {"default": frae.FRAEConfig(), "wide": WIDE_CONFIG}
+BATCHES = (1, 37, 256)
+STEPS = 60
+
+TOLERANCES = {
+    "outputs": Tolerance(
+        rtol=1e-5,
+        atol=1e-6,
+        reason="x̂, z and decode(z) of two float32 evaluations: a few ulp per operation "
+        "(glibc's vector swish and tanh measured within 2e-7 relative of float64) over a "
+        "contractive recurrence, so the error does not grow with T (measured at most 9e-8)",
+    ),
+    "loss": Tolerance(
+        rtol=1e-6,
+        atol=0.0,
+        reason="the same float64 sum of float32 squares, whose terms differ by the outputs' "
+        "rounding (measured at most 1e-8 relative)",
+    ),
+    "gradients": Tolerance(
+        rtol=1e-4,
+        atol=3e-5,
+        scaled=True,
+        reason="B·T products per weight, each carrying the outputs' and slopes' rounding "
+        "back through time, summed with cancellation: entries far below the tensor's largest "
+        "are held to that largest (measured at most 2.4e-6 of it)",
+    ),
+    "training": Tolerance(
+        rtol=1e-6,
+        atol=0.0,
+        reason="the loss of each of 20 steps of Adam (lr 1e-2) or SGD: each step's gradient "
+        "rounding moves the weights, and Adam's normalised update carries the noise of a "
+        "small gradient as far as a large one (measured at most 2.8e-8)",
+    ),
+}
+
+
+def assert_within(quantity: str, actual: np.ndarray, expected: np.ndarray, what: str) -> None:
+    """Equal shapes and values within ``TOLERANCES[quantity]`` of the scalar floor's."""
+    tolerance = TOLERANCES[quantity]
+    actual, expected = np.asarray(actual), np.asarray(expected)
+    assert actual.shape == expected.shape, f"{what}: shape {actual.shape} != {expected.shape}"
+    atol = tolerance.atol * (np.abs(expected).max() if tolerance.scaled else 1.0)
+    np.testing.assert_allclose(actual, expected, tolerance.rtol, atol, err_msg=what)
+
+
+def _data(config: frae.FRAEConfig, batch: int, seed: int) -> np.ndarray:
+    return multi_sine(batch=batch, steps=STEPS, features=config.input_dim, seed=seed)
+
+
+def check_forward(model: frae.Backend, config: frae.FRAEConfig, batch: int) -> None:
+    """``predict``, ``encode`` and ``decode`` against the scalar floor's."""
+    scalar = NumbaFloorBackend(config, seed=3)
+    x = _data(config, batch, seed=1)
+    assert_within("outputs", model.predict(x), scalar.predict(x), "predict")
+    codes = scalar.encode(x)
+    assert_within("outputs", model.encode(x), codes, "encode")
+    assert_within("outputs", model.decode(codes), scalar.decode(codes), "decode")
+
+
+def check_gradients(model: frae.Backend, config: frae.FRAEConfig, batch: int) -> None:
+    """The loss and every gradient against the scalar floor's, with y ≠ x."""
+    x, y = _data(config, batch, seed=1), _data(config, batch, seed=2)
+    loss, grads = model.loss_and_grads(x, y)
+    expected_loss, expected = NumbaFloorBackend(config, seed=3).loss_and_grads(x, y)
+    assert_within("loss", np.float64(loss), np.float64(expected_loss), "loss")
+    assert grads.keys() == expected.keys()
+    for name in expected:
+        assert grads[name].dtype == np.float32, name
+        assert_within("gradients", grads[name], expected[name], name)
+
+
+class TailLanesDroppedFloor(SimdFloorBackend):
+    """Broken: the lanes past the last full vector of 16 are left as they were (a missing
+    remainder loop), here zero."""
+
+    def _predict(self, x: np.ndarray) -> np.ndarray:
+        outputs = super()._predict(x)
+        outputs[x.shape[0] // 16 * 16 :] = 0.0
+        return outputs
+
+
+class TruncatedSimdFloor(SimdFloorBackend):
+    """Broken: back-propagation through the last three steps only (truncated BPTT)."""
+
+    def _flat_loss_and_grads(self, x: np.ndarray, y: np.ndarray) -> tuple[float, np.ndarray]:
+        loss, _ = super()._flat_loss_and_grads(x, y)
+        _, grads = super()._flat_loss_and_grads(x[:, -3:], y[:, -3:])
+        return loss, grads
+
+
+@needs_cc
+@pytest.mark.parametrize("batch", BATCHES)
+@pytest.mark.parametrize("config", CONFIGS.values(), ids=CONFIGS)
+def test_the_simd_floor_equals_the_scalar_floor(config: frae.FRAEConfig, batch: int) -> None:
+    model = SimdFloorBackend(config, seed=3)
+    check_forward(model, config, batch)
+    check_gradients(model, config, batch)
+
+
+@needs_cc
+@pytest.mark.parametrize("optimizer", ["adam", "sgd"])
+def test_the_simd_floor_trains_as_the_scalar_floor(optimizer: str) -> None:
+    """``fit`` in mini-batches of 37 of 74 sequences: the remainder lanes in training too."""
+    config, x = WIDE_CONFIG, _data(WIDE_CONFIG, 74, seed=1)
+    options = {"epochs": 10, "batch_size": 37, "optimizer": optimizer, "learning_rate": 1e-2}
+    losses = SimdFloorBackend(config, seed=3).fit(x, **options)["loss"]
+    expected = NumbaFloorBackend(config, seed=3).fit(x, **options)["loss"]
+    assert_within("training", np.array(losses), np.array(expected), f"{optimizer} losses")
+
+
+@needs_cc
+@pytest.mark.parametrize(
+    ("broken", "check", "batch"),
+    [
+        (TailLanesDroppedFloor, check_forward, 37),
+        (TailLanesDroppedFloor, check_forward, 1),
+        (TruncatedSimdFloor, check_gradients, 37),
+    ],
+    ids=["dropped-tail-lanes-B=37", "dropped-tail-lanes-B=1", "truncated-bptt"],
+)
+def test_the_checks_reject_a_broken_simd_floor(
+    broken: type[SimdFloorBackend], check: Callable[..., None], batch: int
+) -> None:
+    config = frae.FRAEConfig()
+    with pytest.raises(AssertionError):
+        check(broken(config, seed=3), config, batch)
+
+
+@needs_cc
+def test_loading_the_simd_floor_keeps_subnormals_in_the_process() -> None:
+    """In a fresh process: 1e-38 · 1e-3 stays 1e-41 in float32 after the library is loaded."""
+    probe = (
+        "import numpy as np, frae\n"
+        "from bench.baselines.simd_floor import SimdFloorBackend\n"
+        "SimdFloorBackend(frae.FRAEConfig(), seed=0).predict(np.ones((1, 2, 2), np.float32))\n"
+        "print(np.float32(1e-38) * np.float32(1e-3) > 0)\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=120
+    )
+    assert result.stdout.strip() == "True", result.stdout
+
+
+def test_without_a_compiler_the_floor_is_refused_and_the_benchmark_says_why(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from bench.harness import VARIANTS, unavailable
+
+    (variant,) = [v for v in VARIANTS if v.role == "simd_floor"]
+    monkeypatch.setenv("PATH", "")
+    compile_simd.cache_clear()  # a library built earlier in this process would still load
+    try:
+        with pytest.raises(RuntimeError, match="no C compiler"):
+            SimdFloorBackend(frae.FRAEConfig(), seed=3)
+    finally:
+        compile_simd.cache_clear()
+    assert unavailable(variant) == "no C compiler (cc or gcc) on PATH"
