@@ -231,6 +231,13 @@ VARIANTS = (
     ),
     Variant("jax_scan", "jax_scan", "compiled", "jax.lax.scan over Flax NNX layers, jit"),
     Variant(
+        "jax_scan_bptt",
+        "jax_scan_bptt",
+        "compiled",
+        "jax_scan with its backward written by hand (jax.custom_vjp): a reverse loop carrying "
+        "only the feedback's gradient, weight gradients as one product over all steps",
+    ),
+    Variant(
         "torch_scan",
         "torch_scan",
         "compiled",

@@ -28,6 +28,9 @@ REGISTRY: dict[str, BackendEntry] = {
     "tf_while": BackendEntry("impls.tf_while:TFWhileBackend", ("tensorflow",), "tf"),
     "tf_while_bptt": BackendEntry("impls.tf_while:TFWhileBPTTBackend", ("tensorflow",), "tf"),
     "jax_scan": BackendEntry("impls.jax_scan:JaxScanBackend", ("jax", "flax", "optax"), "jax"),
+    "jax_scan_bptt": BackendEntry(
+        "impls.jax_scan:JaxScanBPTTBackend", ("jax", "flax", "optax"), "jax"
+    ),
     "keras_rnn": BackendEntry("impls.keras_rnn:KerasRNNBackend", ("keras",), "keras"),
     "torch_scan": BackendEntry("impls.torch_scan:TorchScanBackend", ("torch",), "torch"),
 }

@@ -6,10 +6,11 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import re
 import subprocess
 import sys
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import numpy as np
 import pytest
@@ -241,3 +242,140 @@ def test_the_backend_works_after_tensorflow_was_imported() -> None:
     used = _probe(f"import tensorflow\n{USE_THE_BACKEND}")
     assert "tensorflow" in used["modules"]
     assert_close("self", np.float32(used["output"]), _expected_output())
+
+
+# jax_scan_bptt: the same model, its backward pass written by hand (train.loss_by_hand)
+
+by_hand = pytest.mark.backend_specific("jax_scan_bptt")
+
+
+@pytest.fixture
+def fresh_compiled_code() -> Iterator[None]:
+    """Compile afresh in the test, and drop what it compiled afterwards (it may be broken)."""
+    jax_backend.compiled.cache_clear()
+    yield
+    jax_backend.compiled.cache_clear()
+
+
+def _break_the_backward(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Double every ``d_pre @ kernelᵀ`` of the hand-written backward (autodiff never calls it)."""
+    times_transpose = jax_train._times_transpose
+    monkeypatch.setattr(jax_train, "_times_transpose", lambda *a: 2.0 * times_transpose(*a))
+
+
+@by_hand
+@pytest.mark.parametrize("batch", [3, jax_train.REMAT_MIN_BATCH], ids=["unrolled", "large"])
+@pytest.mark.usefixtures("fresh_compiled_code")
+def test_value_and_grad_runs_the_hand_written_backward(
+    monkeypatch: pytest.MonkeyPatch, batch: int
+) -> None:
+    """Broken by hand, the backward breaks jax_scan_bptt's gradients and its SGD steps'
+    updates, and leaves its loss and jax_scan's gradients alone: the framework's gradient
+    call runs it, and only it."""
+    rng = np.random.default_rng(11)
+    x, y = (rng.uniform(-1.0, 1.0, (batch, 5, CONFIG.input_dim)).astype(np.float32) for _ in "xy")
+    expected_loss, expected = frae.create("reference", CONFIG, seed=12).loss_and_grads(x, y)
+    _break_the_backward(monkeypatch)
+    model = frae.create("jax_scan_bptt", CONFIG, seed=12)
+    loss, grads = model.loss_and_grads(x, y)
+    assert_close("loss", np.float32(loss), np.float64(expected_loss))
+    feedback_free = {"decoder/output/kernel", "decoder/output/bias"}  # no d_pre @ kernelᵀ in them
+    for name in set(grads) - feedback_free:
+        with pytest.raises(AssertionError):
+            assert_close("gradients", grads[name], expected[name], name)
+    autodiff = frae.create("jax_scan", CONFIG, seed=12).loss_and_grads(x, y)[1]
+    for name, grad in autodiff.items():
+        assert_close("gradients", grad, expected[name], name)
+    start, rate = model.get_weights(), 0.5
+    model.fit(x, y, optimizer="sgd", learning_rate=rate)
+    for name, weight in model.get_weights().items():
+        assert_close("self", (start[name] - weight) / rate, grads[name], name)
+
+
+Shapes = list[tuple[int, ...]]
+
+
+def _reverse_scan_carries(jaxpr: object) -> list[Shapes]:
+    """The carries' shapes of each reverse ``lax.scan`` in a jaxpr, nested ones included."""
+    found = []
+    for equation in jaxpr.eqns:  # type: ignore[attr-defined]
+        params = equation.params
+        if equation.primitive.name == "scan" and params["reverse"]:
+            # JAX 0.12 describes the operands as (consts, carries, xs); earlier, by counts
+            consts, carry, _ = (
+                [len(part.vals) for part in params["ft_in"].unpack()]
+                if "ft_in" in params
+                else (params["num_consts"], params["num_carry"], None)
+            )
+            carries = equation.invars[consts : consts + carry]
+            found.append([variable.aval.shape for variable in carries])
+        for value in params.values():
+            for inner in value if isinstance(value, tuple) else (value,):
+                inner = getattr(inner, "jaxpr", inner)
+                if hasattr(inner, "eqns"):
+                    found += _reverse_scan_carries(inner)
+    return found
+
+
+_ROOT_TUPLE = re.compile(r"ROOT %?[\w.\-]+ = \(.*\) tuple\(([^)]*)\)")
+_PARAMETER = re.compile(r"^%?[\w.\-]+ \(([\w.\-]+):")
+_DEFINED = re.compile(r"%?([\w.\-]+) = (f32\[[\d,]*\])")
+
+
+def _loop_carries(hlo: str) -> list[list[str]]:
+    """Per ``while`` loop of an optimized HLO module: the float32 parts of its state that its
+    body changes, other than the time-long stacks it reads or writes (rank 3 and up)."""
+    from bench.kernels import loop_bodies
+
+    carries = []
+    for body in loop_bodies(hlo):
+        match = _PARAMETER.match(body)
+        assert match is not None, body[:2000]
+        element = rf"%?([\w.\-]+) = \S+ get-tuple-element\(%?{re.escape(match[1])}\), index=(\d+)"
+        passed_on = {name: int(index) for name, index in re.findall(element, body)}
+        shapes = dict(_DEFINED.findall(body))
+        root = _ROOT_TUPLE.search(body)
+        assert root is not None, body[:2000]
+        operands = [name.strip().lstrip("%") for name in root.group(1).split(",")]
+        carries.append(
+            [
+                shapes[name]
+                for index, name in enumerate(operands)
+                if passed_on.get(name) != index and name in shapes and shapes[name].count(",") < 2
+            ]
+        )
+    return carries
+
+
+def _programs(backend: str, batch: int) -> dict[str, object]:
+    """``backend``'s jitted gradient and training steps, on a batch of ``batch`` sequences
+    of 37 steps (a length no other axis has)."""
+    compiled = jax_backend.compiled(CONFIG, by_hand=backend == "jax_scan_bptt")
+    params = frae.initial_weights(CONFIG)
+    x = np.zeros((batch, 37, CONFIG.input_dim), np.float32)
+    programs = {"loss_and_grads": (compiled.loss_and_grads, (params, x, x))}
+    for name, train_step in compiled.train_steps.items():
+        state = compiled.optimizer_inits[name](params)
+        programs[f"{name} step"] = (train_step, (params, state, np.float32(0.1), x, x))
+    return programs
+
+
+@by_hand
+@pytest.mark.parametrize("batch", [11, jax_train.REMAT_MIN_BATCH], ids=["unrolled", "large"])
+def test_the_reverse_loop_carries_only_the_feedback_gradient(batch: int) -> None:
+    """In the gradient and both training steps, one reverse scan whose only carry is
+    d loss / d x̂_t, (B, F): no weight's gradient is summed inside a loop, in the jaxpr nor in
+    the compiled program. Autodiff's reverse scan (jax_scan) sums them all there, and fails."""
+    feedback = (batch, CONFIG.input_dim)
+    for what, (function, args) in _programs("jax_scan_bptt", batch).items():
+        assert _reverse_scan_carries(jax.make_jaxpr(function)(*args)) == [[feedback]], what
+    function, args = _programs("jax_scan_bptt", batch)["adam step"]
+    hlo = function.lower(*args).compile().as_text()
+    expected = f"f32[{batch},{CONFIG.input_dim}]"
+    assert _loop_carries(hlo) == [[expected]] * 2  # the forward's and the backward's
+    function, args = _programs("jax_scan", batch)["loss_and_grads"]
+    [autodiff_carries] = _reverse_scan_carries(jax.make_jaxpr(function)(*args))
+    assert {tuple(shape) for shape in CONFIG.parameter_shapes().values()} <= set(autodiff_carries)
+    assert any(
+        len(carries) > 1 for carries in _loop_carries(function.lower(*args).compile().as_text())
+    )

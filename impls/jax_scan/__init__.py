@@ -1,5 +1,6 @@
-"""JAX: the encoder and decoder in Flax NNX, the time loop in ``jax.lax.scan``, all jitted."""
+"""JAX: the encoder and decoder in Flax NNX, the time loop in ``jax.lax.scan``, all jitted;
+``JaxScanBPTTBackend`` differentiates it by a backward pass written by hand."""
 
-from impls.jax_scan.backend import JaxScanBackend
+from impls.jax_scan.backend import JaxScanBackend, JaxScanBPTTBackend
 
-__all__ = ["JaxScanBackend"]
+__all__ = ["JaxScanBPTTBackend", "JaxScanBackend"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -40,8 +41,18 @@ class Compiled:
 
 
 @functools.lru_cache(maxsize=64)
-def compiled(config: FRAEConfig) -> Compiled:
-    """The jitted functions of ``config``."""
+def compiled(config: FRAEConfig, *, by_hand: bool = False) -> Compiled:
+    """The jitted functions of ``config``; ``by_hand``: gradients and training steps through
+    the hand-written backward (``train.loss_by_hand``), the rest shared with autodiff's."""
+    if by_hand:
+        return dataclasses.replace(
+            compiled(config),
+            loss_and_grads=jax.jit(functools.partial(train.loss_and_grads_by_hand, config)),
+            train_steps={
+                name: jax.jit(functools.partial(train.train_step, config, name, by_hand=True))
+                for name in OPTIMIZERS
+            },
+        )
     return Compiled(
         predict=jax.jit(lambda params, x: model.unroll(config, params, x)[0]),
         encode=jax.jit(lambda params, x: model.unroll(config, params, x)[1]),
@@ -120,3 +131,17 @@ class JaxScanBackend(BaseBackend):
 
     def _weights_finite(self) -> bool:
         return bool(self.compiled.all_finite(self._params))
+
+
+class JaxScanBPTTBackend(JaxScanBackend):
+    """``JaxScanBackend`` with its backward pass written by hand, called by
+    ``jax.value_and_grad`` through ``jax.custom_vjp`` (``train.loss_by_hand``): one reverse
+    loop over time carrying only the feedback's gradient, then each weight's gradient as one
+    product over all steps. Gradients and both optimizers' steps use it; the rest is
+    inherited."""
+
+    name = "jax_scan_bptt"
+
+    def _build(self, weights: Weights) -> None:
+        self.compiled = compiled(self.config, by_hand=True)
+        self._write_weights(weights)

@@ -30,6 +30,8 @@ Params = dict[str, Array]
 """Weights by canonical name."""
 Step = tuple[Array, tuple[Array, Array]]
 """A step's ``(carry, y)``: the new feedback x̂_t, and ``(x̂_t, z_t)`` to stack over time."""
+TracedStep = tuple[Array, tuple[Array, list[Array], list[Array]]]
+"""``traced_step``'s ``(carry, y)``: x̂_t, and ``(x̂_t, layer inputs, layer slopes)``."""
 
 # Full float32 products: on GPUs the default precision of a float32 matmul may be TF32
 # (10-bit mantissa), far outside the parity tolerances against the float64 reference.
@@ -41,6 +43,19 @@ ACTIVATIONS: dict[str, Callable[[Array], Array]] = {
     "sigmoid": nnx.sigmoid,
     "linear": lambda pre: pre,
 }
+
+
+def activation_slope(name: str, pre: Array, out: Array) -> Array:
+    """d act(a) / da from the pre-activation a and the output act(a): swish
+    σ(a) + a·σ(a)(1 - σ(a)) = out + σ(a)(1 - out), tanh 1 - out², sigmoid out(1 - out),
+    linear 1."""
+    if name == "swish":
+        return out + nnx.sigmoid(pre) * (1.0 - out)
+    if name == "tanh":
+        return 1.0 - jnp.square(out)
+    if name == "sigmoid":
+        return out * (1.0 - out)
+    return jnp.ones_like(pre)
 
 
 class DenseStack(nnx.Module):
@@ -62,14 +77,27 @@ class DenseStack(nnx.Module):
 
     def __call__(self, h: Array) -> Array:
         for attribute, activation in zip(self.layer_names, self.activations, strict=True):
-            layer = getattr(self, attribute)
-            kernel, bias = layer.kernel.get_value(), layer.bias.get_value()
-            if kernel.size <= FUSED_PRODUCT_MAX_SIZE:
-                pre = jnp.sum(h[..., :, None] * kernel, axis=-2) + bias
-            else:
-                pre = layer(h)
-            h = ACTIVATIONS[activation](pre)
+            h = ACTIVATIONS[activation](self.pre_activation(attribute, h))
         return h
+
+    def pre_activation(self, attribute: str, h: Array) -> Array:
+        """``h @ kernel + bias`` of the layer stored as ``attribute``."""
+        layer = getattr(self, attribute)
+        kernel, bias = layer.kernel.get_value(), layer.bias.get_value()
+        if kernel.size <= FUSED_PRODUCT_MAX_SIZE:
+            return jnp.sum(h[..., :, None] * kernel, axis=-2) + bias
+        return layer(h)
+
+    def traced(self, h: Array) -> tuple[Array, list[Array], list[Array]]:
+        """``self(h)``, with each layer's input and activation slope act'(a), for a
+        backward pass written by hand: ``(output, inputs, slopes)``, in layer order."""
+        inputs, slopes = [], []
+        for attribute, activation in zip(self.layer_names, self.activations, strict=True):
+            inputs.append(h)
+            pre = self.pre_activation(attribute, h)
+            h = ACTIVATIONS[activation](pre)
+            slopes.append(activation_slope(activation, pre, h))
+        return h, inputs, slopes
 
 
 class FRAE(nnx.Module):
@@ -90,6 +118,18 @@ class FRAE(nnx.Module):
     def step(self, feedback: Array, x_t: Array) -> Step:
         """x̂_{t-1}, x_t -> x̂_t, (x̂_t, z_t)."""
         return self.decode_step(feedback, self.encoder(jnp.concatenate([x_t, feedback], -1)))
+
+    def traced_step(self, feedback: Array, x_t: Array) -> TracedStep:
+        """``step``, recording for a backward pass written by hand: x̂_{t-1}, x_t -> x̂_t,
+        (x̂_t, each layer's input, each layer's slope act'(a)), encoder's layers then
+        decoder's."""
+        z_t, encoder_inputs, encoder_slopes = self.encoder.traced(
+            jnp.concatenate([x_t, feedback], -1)
+        )
+        output, decoder_inputs, decoder_slopes = self.decoder.traced(
+            jnp.concatenate([z_t, feedback], -1)
+        )
+        return output, (output, encoder_inputs + decoder_inputs, encoder_slopes + decoder_slopes)
 
     def decode_step(self, feedback: Array, z_t: Array) -> Step:
         """x̂_{t-1}, z_t -> x̂_t, (x̂_t, z_t): the decoder alone, on a given code."""
