@@ -50,6 +50,14 @@ def loop_kernels(hlo: str) -> list[Counter[str]]:
     ]
 
 
+def time_long_copies(hlo: str, steps: int) -> list[str]:
+    """The shapes of the arrays T = ``steps`` long that a loop body copies: at every
+    iteration, work proportional to T (what differentiating through a stacked sequence of
+    outputs makes XLA do; pick a ``steps`` that no other axis has)."""
+    copy = re.compile(rf"= (f32\[{steps},[^\]]*\])\S* copy\(")
+    return [shape for body in loop_bodies(hlo) for shape in copy.findall(body)]
+
+
 Programs = dict[str, tuple[str, int]]
 """operation -> (optimized HLO, time steps per loop iteration)."""
 

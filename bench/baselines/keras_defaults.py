@@ -8,7 +8,8 @@ from impls.keras_rnn import KerasRNNBackend
 
 
 class KerasDefaultsBackend(KerasRNNBackend):
-    """``model.predict(x)`` and ``model.fit(x, y)``; Keras resolves ``"auto"`` to no XLA for
+    """``model.predict(x)``, and ``model.fit([x, y])`` on keras_rnn's training model (its
+    target an input); Keras resolves ``"auto"`` to no XLA for
     TensorFlow on a CPU-only machine, so there it runs graph mode, step by step."""
 
     name = "keras_defaults"
@@ -20,5 +21,5 @@ class KerasDefaultsBackend(KerasRNNBackend):
     def _train_step(self, optimizer: str, learning_rate: float) -> TrainStep:
         trainer = self.trainer(optimizer, learning_rate)
         return lambda x, y: trainer.fit(
-            x, y, batch_size=len(x), epochs=1, shuffle=False, verbose=0
+            [x, y], batch_size=len(x), epochs=1, shuffle=False, verbose=0
         ).history["loss"][0]

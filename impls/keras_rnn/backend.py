@@ -11,7 +11,7 @@ import numpy as np
 from frae.backend import Array, BaseBackend, TrainStep, kept_slot
 from frae.params import Weights
 from impls.keras_rnn.model import build_models, canonical_name, keras, ops, to_numpy
-from impls.keras_rnn.train import compile_trainer, gradient_function
+from impls.keras_rnn.train import compile_trainer, gradient_function, squared_error_model
 
 
 class KerasRNNBackend(BaseBackend):
@@ -35,7 +35,11 @@ class KerasRNNBackend(BaseBackend):
         if self.jit_compile != "auto":  # predicting needs no compile(), nor an optimizer
             for model in (self.keras_model, self._encoder, self._decoder):
                 model.jit_compile = self.jit_compile
-        self._gradients = gradient_function(self.keras_model, self.jit_compile is not False)
+        self._cell = self.keras_model.get_layer("frae_rnn").cell
+        self._squared_error_model = squared_error_model(self.config, self._cell)
+        self._gradients = gradient_function(
+            self._squared_error_model, self.jit_compile is not False
+        )
         self._trainers: dict[str, keras.Model] = {}
 
     @property
@@ -60,7 +64,7 @@ class KerasRNNBackend(BaseBackend):
 
     def _loss_and_grads(self, x: Array, y: Array) -> tuple[float, Mapping[str, Any]]:
         loss, grads = self._gradients(x, y)
-        names = [canonical_name(v) for v in self.keras_model.trainable_variables]
+        names = [canonical_name(v) for v in self._squared_error_model.trainable_variables]
         return float(loss), {n: ops.convert_to_numpy(g) for n, g in zip(names, grads, strict=True)}
 
     def trainer(self, optimizer: str, learning_rate: float) -> keras.Model:
@@ -68,7 +72,7 @@ class KerasRNNBackend(BaseBackend):
         optimizer state zeroed (fresh at each ``fit``); compiled once per optimizer kind."""
         if optimizer not in self._trainers:
             self._trainers[optimizer] = compile_trainer(
-                self.keras_model, optimizer, self.jit_compile
+                self.config, self._cell, optimizer, self.jit_compile
             )
         trainer = self._trainers[optimizer]
         trainer.optimizer.build(trainer.trainable_variables)
@@ -80,7 +84,7 @@ class KerasRNNBackend(BaseBackend):
 
     def _train_step(self, optimizer: str, learning_rate: float) -> TrainStep:
         trainer = self.trainer(optimizer, learning_rate)
-        return lambda x, y: float(trainer.train_on_batch(x, y))
+        return lambda x, y: float(trainer.train_on_batch([x, y]))
 
     def _keep_weights(self, step: int) -> None:
         """W₁ into row 0 of the optimizer's ``kept``; the optimizer keeps the others."""

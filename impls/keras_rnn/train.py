@@ -8,8 +8,9 @@ from collections.abc import Callable
 from typing import Any
 
 from frae.backend import KEPT_SLOTS
+from frae.config import FRAEConfig
 from frae.optimizers import ADAM
-from impls.keras_rnn.model import PACKAGE, keras, ops
+from impls.keras_rnn.model import PACKAGE, FRAECell, keras, ops
 
 Gradients = Callable[[Any, Any], tuple[Any, list[Any]]]
 
@@ -76,12 +77,60 @@ class SpecAdam(KeepsWeights, keras.optimizers.Adam):
 
 
 @keras.saving.register_keras_serializable(package=PACKAGE)
-def mean_squared_error(reconstruction, target):
-    return ops.mean(ops.square(reconstruction - target))
+class SquaredErrorCell(keras.layers.Layer):
+    """The FRAE step that also sums its own squared error, so training needs no T-long output.
+
+    Input ``[x_t, y_t]``; states ``[x̂_{t-1}, e_{t-1}]`` with e_t = e_{t-1} + Σ_f (x̂_t - y_t)²
+    per sequence; output e_t. Differentiating the mean of x̂ over the stacked sequence
+    instead, TensorFlow's XLA copies the T-long gradient arrays of the outputs at every
+    backward step, and a step costs time proportional to T (the same mechanism as
+    ``tf_while``'s ``mean_squared_error``): with the error summed in the loop, nothing T long
+    crosses the loop's gradient.
+    """
+
+    def __init__(self, cell: FRAECell, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.cell = cell
+        self.features = cell.frae_config.input_dim
+        self.state_size = [self.features, 1]
+        self.output_size = 1
+
+    def call(self, inputs, states):
+        feedback, total = states
+        _, (reconstruction,) = self.cell.call(inputs[..., : self.features], [feedback])
+        error = ops.square(reconstruction - inputs[..., self.features :])
+        total = total + ops.sum(error, axis=-1, keepdims=True)
+        return total, [reconstruction, total]
+
+
+@keras.saving.register_keras_serializable(package=PACKAGE)
+class SquaredErrorModel(keras.Model):
+    """``[x, y] -> Σ_{t,f} (x̂ - y)²`` per sequence, ``(B, 1)``; its loss is the mean of that
+    over B, divided by T·F: mean((x̂ - y)²) over ``(B, T, F)``, with no target ``y`` of its
+    own (the target is an input)."""
+
+    def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
+        return mean_squared_error_of(x[0], y_pred)
+
+
+def mean_squared_error_of(x, squared_error_sums):
+    """mean((x̂ - y)²) from the per-sequence sums ``SquaredErrorModel`` returns."""
+    steps, features = ops.shape(x)[1], ops.shape(x)[2]
+    return ops.mean(squared_error_sums) / ops.cast(steps * features, squared_error_sums.dtype)
+
+
+def squared_error_model(config: FRAEConfig, cell: FRAECell) -> SquaredErrorModel:
+    """The training model over ``cell``'s weights: a ``keras.layers.RNN`` over
+    ``SquaredErrorCell``, returning only the last step's running sums."""
+    x = keras.Input((None, config.input_dim), name="x")
+    y = keras.Input((None, config.input_dim), name="y")
+    loop = keras.layers.RNN(SquaredErrorCell(cell), name="frae_squared_error_rnn")
+    return SquaredErrorModel([x, y], loop(ops.concatenate([x, y], axis=-1)), name="frae_training")
 
 
 def gradient_function(model: keras.Model, jit_compile: bool) -> Gradients:
-    """``(x, y) -> (loss, gradients in model.trainable_variables order)``, compiled.
+    """``(x, y) -> (loss, gradients in model.trainable_variables order)``, compiled, where
+    ``model`` is the ``squared_error_model``.
 
     Keras has no backend-neutral gradient call, so this is the one place that speaks the
     Keras backend's own language, as Keras' own trainers do.
@@ -93,7 +142,7 @@ def gradient_function(model: keras.Model, jit_compile: bool) -> Gradients:
         @tf.function(jit_compile=jit_compile, autograph=False)
         def tf_gradients(x, y):
             with tf.GradientTape() as tape:
-                loss = mean_squared_error(model(x), y)
+                loss = mean_squared_error_of(x, model([x, y]))
             return loss, tape.gradient(loss, model.trainable_variables)
 
         return tf_gradients
@@ -101,8 +150,8 @@ def gradient_function(model: keras.Model, jit_compile: bool) -> Gradients:
         import jax
 
         def loss_of(trainable, non_trainable, x, y):
-            reconstruction, _ = model.stateless_call(trainable, non_trainable, x)
-            return mean_squared_error(reconstruction, y)
+            sums, _ = model.stateless_call(trainable, non_trainable, [x, y])
+            return mean_squared_error_of(x, sums)
 
         value_and_grad = jax.value_and_grad(loss_of)
         compiled = jax.jit(value_and_grad) if jit_compile else value_and_grad
@@ -118,7 +167,8 @@ def gradient_function(model: keras.Model, jit_compile: bool) -> Gradients:
 
         def torch_gradients(x, y):  # eager: torch's autograd over Keras' Python loop
             weights = [v.value for v in model.trainable_variables]
-            loss = mean_squared_error(model(torch.as_tensor(x)), torch.as_tensor(y))
+            x = torch.as_tensor(x)
+            loss = mean_squared_error_of(x, model([x, torch.as_tensor(y)]))
             return loss.detach(), torch.autograd.grad(loss, weights)
 
         return torch_gradients
@@ -127,15 +177,14 @@ def gradient_function(model: keras.Model, jit_compile: bool) -> Gradients:
     )
 
 
-def compile_trainer(model: keras.Model, optimizer: str, jit_compile: bool | str) -> keras.Model:
-    """A view of ``model`` (same layers and variables) compiled with ``optimizer``.
-
-    Compiling ``model`` itself would discard its compiled predict function.
-    """
-    trainer = keras.Model(model.input, model.output)
+def compile_trainer(
+    config: FRAEConfig, cell: FRAECell, optimizer: str, jit_compile: bool | str
+) -> SquaredErrorModel:
+    """A ``squared_error_model`` over ``cell``'s weights compiled with ``optimizer``, trained
+    by ``train_on_batch([x, y])``: one per optimizer kind, since compiling a model replaces
+    its optimizer."""
+    trainer = squared_error_model(config, cell)
     trainer.compile(
-        optimizer=SpecSGD() if optimizer == "sgd" else SpecAdam(),
-        loss=mean_squared_error,
-        jit_compile=jit_compile,
+        optimizer=SpecSGD() if optimizer == "sgd" else SpecAdam(), jit_compile=jit_compile
     )
     return trainer
