@@ -203,6 +203,21 @@ TARGETS = (
             over_shape=(batch, 1000),
         )
         for batch in (1, 256)
+    ),    Target(
+        "the best compiled predict ≤ {limit:g}× the SIMD floor per step ({at})",
+        2.0,
+        every=False,
+        over="simd_floor",
+        shape=BATCHED_SHAPE,
+    ),
+    Target(
+        "the best training step ≤ {limit:g}× the SIMD floor's forward + BPTT per step ({at})",
+        3.0,
+        "train_step",
+        every=False,
+        over="simd_floor",
+        over_operation="loss_and_grads",
+        shape=BATCHED_SHAPE,
     ),
 )
 

@@ -519,6 +519,28 @@ VERDICTS = {
         "missed by 2.61×",
         False,
     ),
+    "best-predict-at-B=256-over-the-simd-floor-not-the-scalar": (
+        10,
+        [
+            measured("scalar", "floor", "predict", 256, 1000, 10.0),
+            measured("vector", "simd_floor", "predict", 256, 1000, 4.0),
+            measured("a", "compiled", "predict", 256, 1000, 9.0),
+            measured("b", "compiled", "predict", 256, 1000, 12.0),
+        ],
+        "missed by 1.12×",
+        False,
+    ),
+    "best-training-at-B=256-over-the-simd-floors-forward-and-bptt": (
+        11,
+        [
+            measured("vector", "simd_floor", "loss_and_grads", 256, 1000, 4.0),
+            measured("vector", "simd_floor", "train_step", 256, 1000, 40.0),
+            measured("a", "compiled", "train_step", 256, 1000, 11.0),
+            measured("b", "compiled", "train_step", 256, 1000, 30.0),
+        ],
+        "met, 1.09× to spare",
+        True,
+    ),
     "not-measured-without-a-floor": (
         0,
         [measured("a", "compiled", "predict", 1, 1000, 2.0)],
