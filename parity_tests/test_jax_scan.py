@@ -83,6 +83,26 @@ def test_both_gradient_strategies_equal_the_reference(batch: int) -> None:
         assert_close("gradients", grad, expected[name], name)
 
 
+@pytest.mark.parametrize(
+    "batch",
+    [jax_model.BATCH_LAST_MIN_BATCH - 1, jax_model.BATCH_LAST_MIN_BATCH],
+    ids=["batch_major", "batch_last"],
+)
+def test_both_layouts_equal_the_reference(batch: int) -> None:
+    """From ``BATCH_LAST_MIN_BATCH`` on the loops run in (features, B) layout; the parity
+    cases' batches are all below, so both layouts are checked here, forward and decoder."""
+    rng = np.random.default_rng(9)
+    x = rng.uniform(-1.0, 1.0, (batch, 6, CONFIG.input_dim)).astype(np.float32)
+    z = rng.uniform(-1.0, 1.0, (batch, 6, CONFIG.latent_dim)).astype(np.float32)
+    model, oracle = (
+        frae.create("jax_scan", CONFIG, seed=3),
+        frae.create("reference", CONFIG, seed=3),
+    )
+    assert_close("outputs", model.predict(x), oracle.predict(x))
+    assert_close("outputs", model.encode(x), oracle.encode(x), "codes")
+    assert_close("outputs", model.decode(z), oracle.decode(z))
+
+
 def _device_results(model: frae.Backend) -> dict[str, object]:
     """Every array the jitted functions return, before any conversion to NumPy."""
     compiled = jax_backend.compiled(model.config)
@@ -368,13 +388,13 @@ def test_the_reverse_loop_carries_only_the_feedback_gradient(batch: int) -> None
     the compiled program. Autodiff's reverse scan (jax_scan) sums them all there, and fails."""
     feedback = (batch, CONFIG.input_dim)
     for what, (function, args) in _programs("jax_scan_bptt", batch).items():
-        assert _reverse_scan_carries(jax.make_jaxpr(function)(*args)) == [[feedback]], what
+        assert _reverse_scan_carries(function.trace(*args).jaxpr) == [[feedback]], what
     function, args = _programs("jax_scan_bptt", batch)["adam step"]
     hlo = function.lower(*args).compile().as_text()
     expected = f"f32[{batch},{CONFIG.input_dim}]"
     assert _loop_carries(hlo) == [[expected]] * 2  # the forward's and the backward's
     function, args = _programs("jax_scan", batch)["loss_and_grads"]
-    [autodiff_carries] = _reverse_scan_carries(jax.make_jaxpr(function)(*args))
+    [autodiff_carries] = _reverse_scan_carries(function.trace(*args).jaxpr)
     assert {tuple(shape) for shape in CONFIG.parameter_shapes().values()} <= set(autodiff_carries)
     assert any(
         len(carries) > 1 for carries in _loop_carries(function.lower(*args).compile().as_text())

@@ -40,6 +40,12 @@ class Compiled:
     all_finite: Callable[[Params], jax.Array]
 
 
+def jit(function: Callable[..., Any]) -> Callable[..., Any]:
+    """``jax.jit`` with the compiler options every function of this backend gets
+    (``model.COMPILER_OPTIONS``)."""
+    return jax.jit(function, compiler_options=model.COMPILER_OPTIONS)
+
+
 @functools.lru_cache(maxsize=64)
 def compiled(config: FRAEConfig, *, by_hand: bool = False) -> Compiled:
     """The jitted functions of ``config``; ``by_hand``: gradients and training steps through
@@ -47,27 +53,34 @@ def compiled(config: FRAEConfig, *, by_hand: bool = False) -> Compiled:
     if by_hand:
         return dataclasses.replace(
             compiled(config),
-            loss_and_grads=jax.jit(functools.partial(train.loss_and_grads_by_hand, config)),
+            loss_and_grads=jit(functools.partial(train.loss_and_grads_by_hand, config)),
             train_steps={
-                name: jax.jit(functools.partial(train.train_step, config, name, by_hand=True))
+                name: jit(functools.partial(train.train_step, config, name, by_hand=True))
                 for name in OPTIMIZERS
             },
         )
     return Compiled(
-        predict=jax.jit(lambda params, x: model.unroll(config, params, x)[0]),
-        encode=jax.jit(lambda params, x: model.unroll(config, params, x)[1]),
-        decode=jax.jit(lambda params, z: model.unroll(config, params, z, codes_given=True)[0]),
-        loss_and_grads=jax.jit(functools.partial(train.loss_and_grads, config)),
+        predict=jit(lambda params, x: model.unroll(config, params, x, **large(x))[0]),
+        encode=jit(lambda params, x: model.unroll(config, params, x, **large(x))[1]),
+        decode=jit(
+            lambda params, z: model.unroll(config, params, z, codes_given=True, **large(z))[0]
+        ),
+        loss_and_grads=jit(functools.partial(train.loss_and_grads, config)),
         optimizer_inits={
-            name: jax.jit(functools.partial(train.init_optimizer, name)) for name in OPTIMIZERS
+            name: jit(functools.partial(train.init_optimizer, name)) for name in OPTIMIZERS
         },
         train_steps={
-            name: jax.jit(functools.partial(train.train_step, config, name)) for name in OPTIMIZERS
+            name: jit(functools.partial(train.train_step, config, name)) for name in OPTIMIZERS
         },
-        all_finite=jax.jit(
+        all_finite=jit(
             lambda params: jnp.all(jnp.array([jnp.isfinite(v).all() for v in params.values()]))
         ),
     )
+
+
+def large(sequences: Any) -> dict[str, bool]:
+    """The forward's layout for ``sequences``' batch size (``model.BATCH_LAST_MIN_BATCH``)."""
+    return {"batch_last": sequences.shape[0] >= model.BATCH_LAST_MIN_BATCH}
 
 
 class JaxScanBackend(BaseBackend):

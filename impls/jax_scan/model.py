@@ -37,6 +37,21 @@ TracedStep = tuple[Array, tuple[Array, list[Array], list[Array]]]
 # (10-bit mantissa), far outside the parity tolerances against the float64 reference.
 PRECISION = jax.lax.Precision.HIGHEST
 
+# XLA's CPU compiler hands large element-wise fusions to YNNPACK ("__ynn_fusion" in the
+# optimized HLO), from B = 256 for this model: each becomes a library call dispatched to its
+# thread pool at every time step, which costs more than the fused loop it replaces. Off for
+# every function of this backend: at B = 256, T = 1000 predict 14.0 -> 7.0 µs per step and
+# a gradient 51.8 -> 22.5 (batch-major, recomputed); B = 1 unchanged (0.17, 0.34).
+COMPILER_OPTIONS = {"xla_cpu_experimental_ynn_fusion_type": ""}
+
+# From this batch size on, the loop runs in (features, B) layout, the batch contiguous,
+# so that each layer's product and activation run over B lanes: at T = 1000, YNNPACK off,
+# predict per step batch-major / batch-last: B = 32 0.64 / 0.97, B = 48 0.98 / 0.69,
+# B = 64 1.3 / 0.9, B = 256 7.0 / 4.0; a gradient recomputing each step (the layout
+# ``train`` uses from the same B): B = 32 2.7 / 3.9, B = 64 4.4 / 3.7, B = 128 13.7 / 7.3,
+# B = 256 22.5 / 13.7.
+BATCH_LAST_MIN_BATCH = 64
+
 ACTIVATIONS: dict[str, Callable[[Array], Array]] = {
     "swish": nnx.swish,  # a·sigmoid(a)
     "tanh": jnp.tanh,
@@ -75,15 +90,20 @@ class DenseStack(nnx.Module):
             linear = nnx.Linear(layer.fan_in, layer.units, precision=PRECISION, rngs=rngs)
             setattr(self, layer.short_name, linear)
 
-    def __call__(self, h: Array) -> Array:
+    def __call__(self, h: Array, *, batch_last: bool = False) -> Array:
         for attribute, activation in zip(self.layer_names, self.activations, strict=True):
-            h = ACTIVATIONS[activation](self.pre_activation(attribute, h))
+            h = ACTIVATIONS[activation](self.pre_activation(attribute, h, batch_last=batch_last))
         return h
 
-    def pre_activation(self, attribute: str, h: Array) -> Array:
-        """``h @ kernel + bias`` of the layer stored as ``attribute``."""
+    def pre_activation(self, attribute: str, h: Array, *, batch_last: bool = False) -> Array:
+        """``h @ kernel + bias`` of the layer stored as ``attribute``; with ``batch_last``,
+        ``h`` is ``(features, B)`` and so is the result: kernelᵀ h + bias."""
         layer = getattr(self, attribute)
         kernel, bias = layer.kernel.get_value(), layer.bias.get_value()
+        if batch_last:
+            if kernel.size <= FUSED_PRODUCT_MAX_SIZE:
+                return jnp.sum(kernel[:, :, None] * h[:, None, :], axis=0) + bias[:, None]
+            return jnp.matmul(kernel.T, h, precision=PRECISION) + bias[:, None]
         if kernel.size <= FUSED_PRODUCT_MAX_SIZE:
             return jnp.sum(h[..., :, None] * kernel, axis=-2) + bias
         return layer(h)
@@ -118,6 +138,16 @@ class FRAE(nnx.Module):
     def step(self, feedback: Array, x_t: Array) -> Step:
         """x̂_{t-1}, x_t -> x̂_t, (x̂_t, z_t)."""
         return self.decode_step(feedback, self.encoder(jnp.concatenate([x_t, feedback], -1)))
+
+    def step_batch_last(self, feedback: Array, x_t: Array) -> Step:
+        """``step`` on ``(features, B)`` arrays."""
+        z_t = self.encoder(jnp.concatenate([x_t, feedback], 0), batch_last=True)
+        return self.decode_step_batch_last(feedback, z_t)
+
+    def decode_step_batch_last(self, feedback: Array, z_t: Array) -> Step:
+        """``decode_step`` on ``(features, B)`` arrays."""
+        output = self.decoder(jnp.concatenate([z_t, feedback], 0), batch_last=True)
+        return output, (output, z_t)
 
     def traced_step(self, feedback: Array, x_t: Array) -> TracedStep:
         """``step``, recording for a backward pass written by hand: x̂_{t-1}, x_t -> x̂_t,
@@ -167,21 +197,30 @@ def unroll(
     codes_given: bool = False,
     steps_per_iteration: int = 1,
     remat: bool = False,
+    batch_last: bool = False,
 ) -> tuple[Array, Array]:
     """Step the recurrence from x̂₀ = 0; returns ``(x̂, z)``, each ``(B, T, ·)``.
 
     ``weights`` are canonical (arrays or tracers); ``sequences`` is x, or with
     ``codes_given`` the codes z for the decoder alone; ``steps_per_iteration`` time steps
     run per iteration of the scan's loop (its ``unroll``); with ``remat`` a gradient
-    recomputes each step instead of storing its intermediates. The one transpose of each
+    recomputes each step instead of storing its intermediates; with ``batch_last`` the loop
+    runs on ``(features, B)`` arrays (``BATCH_LAST_MIN_BATCH``). The one transpose of each
     array: batch-major at the edges, time-major for the scan.
     """
     model = nnx.merge(graphdef(config), state_from_weights(weights))
-    cell = model.decode_step if codes_given else model.step
+    batch = sequences.shape[0]
+    if batch_last:  # (T, features, B) in the loop
+        cell = model.decode_step_batch_last if codes_given else model.step_batch_last
+        feedback = jnp.zeros((config.input_dim, batch), sequences.dtype)
+        into_loop, out_of_loop = (1, 2, 0), (2, 0, 1)
+    else:  # (T, B, features)
+        cell = model.decode_step if codes_given else model.step
+        feedback = jnp.zeros((batch, config.input_dim), sequences.dtype)
+        into_loop = out_of_loop = (1, 0, 2)
     if remat:
         cell = jax.checkpoint(cell)
-    feedback = jnp.zeros((sequences.shape[0], config.input_dim), sequences.dtype)
     _, (outputs, codes) = jax.lax.scan(
-        cell, feedback, jnp.swapaxes(sequences, 0, 1), unroll=steps_per_iteration
+        cell, feedback, jnp.transpose(sequences, into_loop), unroll=steps_per_iteration
     )
-    return jnp.swapaxes(outputs, 0, 1), jnp.swapaxes(codes, 0, 1)
+    return jnp.transpose(outputs, out_of_loop), jnp.transpose(codes, out_of_loop)

@@ -34,7 +34,12 @@ def loss(config: FRAEConfig, params: Params, x: Array, y: Array) -> Array:
     """mean((x̂ - y)²) over every element of ``(B, T, F)``."""
     large = x.shape[0] >= REMAT_MIN_BATCH
     outputs = model.unroll(
-        config, params, x, steps_per_iteration=1 if large else GRADIENT_UNROLL, remat=large
+        config,
+        params,
+        x,
+        steps_per_iteration=1 if large else GRADIENT_UNROLL,
+        remat=large,
+        batch_last=x.shape[0] >= model.BATCH_LAST_MIN_BATCH,
     )[0]
     return jnp.mean(jnp.square(outputs - y))
 
