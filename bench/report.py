@@ -203,7 +203,8 @@ TARGETS = (
             over_shape=(batch, 1000),
         )
         for batch in (1, 256)
-    ),    Target(
+    ),
+    Target(
         "the best compiled predict ≤ {limit:g}× the SIMD floor per step ({at})",
         2.0,
         every=False,
@@ -391,6 +392,38 @@ SUMMARY_CAPTION = (
 )
 
 
+HAND_WRITTEN = "_bptt"
+"""A backend named ``NAME_bptt`` is ``NAME`` with its backward pass written by hand."""
+
+
+def autodiff_rows(pivot: Pivot) -> list[list[str]]:
+    """Per framework and B at T = 1000: its own autodiff's gradient and training step
+    beside the hand-written backward's, and their ratio (above 1: autodiff costs more)."""
+    rows = []
+    for hand in (name for name in pivot.roles if name.endswith(HAND_WRITTEN)):
+        autodiff = hand.removesuffix(HAND_WRITTEN)
+        for batch in sorted({k[2] for k in pivot.results if k[0] == hand and k[3] == 1000}):
+            cells = []
+            for operation in ("loss_and_grads", "train_step"):
+                own = pivot.figure((autodiff, operation, batch, 1000))
+                by_hand = pivot.figure((hand, operation, batch, 1000))
+                price = own / by_hand if own is not None and by_hand else None
+                cells += [_fmt(own), _fmt(by_hand), _fmt(price) + ("×" if price else "")]
+            rows.append([autodiff, str(batch), *cells])
+    return rows
+
+
+AUTODIFF_HEADER = ["backend", "B", "gradient: autodiff", "by hand", "price"]
+AUTODIFF_HEADER += ["training step: autodiff", "by hand", "price"]
+AUTODIFF_CAPTION = (
+    "µs per time step at T=1000, medians. *By hand*: the same backend with its backward "
+    "pass written in the framework (`jax.custom_vjp`, `tf.custom_gradient`, "
+    "`torch.autograd.Function`): one reverse loop carrying only the feedback's gradient, "
+    "each weight's gradient one product over all steps after it. *Price*: autodiff over by "
+    "hand, what the framework's own differentiation costs (below 1: it is the faster)."
+)
+
+
 def detail_rows(pivot: Pivot) -> list[list[str]]:
     """Every measurement: µs/step with its IQR, throughput, ratio, first call, memory."""
     rows = []
@@ -573,6 +606,9 @@ def markdown(pivot: Pivot, images: list[Path], preamble: str = "") -> str:
     if costs := call_cost_rows(pivot):
         lines += ["", "## Cost per call and per step (B=1)", "", CALL_COST_CAPTION, ""]
         lines += [_table(CALL_COST_HEADER, costs, markdown=True)]
+    if price := autodiff_rows(pivot):
+        lines += ["", "## The price of autodiff", "", AUTODIFF_CAPTION, ""]
+        lines += [_table(AUTODIFF_HEADER, price, markdown=True)]
     lines += ["", "## Variants", ""]
     for name, listing in run.variants.items():
         fact, wall = pivot.facts.get(name, VariantRecord(name)), pivot.walls.get(name)
