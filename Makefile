@@ -34,11 +34,14 @@ $(STAMP): pyproject.toml constraints.txt
 		|| { tail -n 40 $(VENV)/install.log; exit 1; }
 	touch $@
 
+# one pytest worker per core, up to four (each holds every framework: some 3 GiB)
+PARALLEL := -n auto --maxprocesses 4 --dist loadgroup
+
 test: $(STAMP)
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest $(PARALLEL)
 
 test-fast: $(STAMP)
-	$(BIN)/python -m pytest -m "not nested"
+	$(BIN)/python -m pytest $(PARALLEL) -m "not nested"
 
 compare: $(STAMP)
 	$(BIN)/frae compare

@@ -60,10 +60,10 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """With ``--backend``, run the contract's tests for those backends and nothing else."""
+    """With ``--backend``, run the contract's tests for those backends and nothing else;
+    under ``pytest -n`` (``make test``), keep each backend's tests on one worker, where its
+    compiled functions are cached (a torch_scan config compiles for some 17 s)."""
     chosen = config.getoption("backend")
-    if not chosen:
-        return
 
     def wanted(item: pytest.Item) -> bool:
         specific = item.get_closest_marker("backend_specific")
@@ -71,10 +71,23 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             return specific.args[0] in chosen
         return item.get_closest_marker("project") is None
 
-    deselected = [item for item in items if not wanted(item)]
-    if deselected:
-        config.hook.pytest_deselected(items=deselected)
-        items[:] = [item for item in items if wanted(item)]
+    if chosen:
+        deselected = [item for item in items if not wanted(item)]
+        if deselected:
+            config.hook.pytest_deselected(items=deselected)
+            items[:] = [item for item in items if wanted(item)]
+    for item in items:
+        if item.get_closest_marker("nested") is None and (backend := backend_of(item)):
+            item.add_marker(pytest.mark.xdist_group(backend))
+
+
+def backend_of(item: pytest.Item) -> str | None:
+    """The backend a test checks: its ``backend_spec`` or its ``backend_specific`` name."""
+    callspec = getattr(item, "callspec", None)
+    if callspec is not None and "backend_spec" in callspec.params:
+        return callspec.params["backend_spec"]
+    specific = item.get_closest_marker("backend_specific")
+    return specific.args[0] if specific is not None else None
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:
@@ -121,6 +134,21 @@ def reference() -> MakeBackend:
 @pytest.fixture
 def mutant_verdicts(request: pytest.FixtureRequest) -> dict[str, bool]:
     return request.config.stash.setdefault(MUTANT_VERDICTS, {})
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """On a ``pytest -n`` worker, hand the mutant verdicts to the controller."""
+    if hasattr(session.config, "workeroutput"):
+        session.config.workeroutput["mutant_verdicts"] = session.config.stash.get(
+            MUTANT_VERDICTS, {}
+        )
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: object, error: object) -> None:
+    """pytest-xdist's controller: gather each worker's mutant verdicts for the summary."""
+    verdicts = getattr(node, "workeroutput", {}).get("mutant_verdicts", {})
+    node.config.stash.setdefault(MUTANT_VERDICTS, {}).update(verdicts)  # type: ignore[attr-defined]
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
