@@ -87,10 +87,11 @@ static inline void dense_backward(const float *h, const float *s, float *delta, 
 #define BACKWARD(in_row, fan_in, out_row, units, kernel, bias, kind) \
     dense_backward(h, s, delta, lanes, theta, in_row, fan_in, out_row, units, kernel, bias, batch);
 
-/* The recurrence from x̂_0 = 0 over time-major inputs (T, width, B): x, or with codes_given
+/* The recurrence from x̂_0 = 0 over batch-major inputs (B, T, width): x, or with codes_given
  * the codes z for the decoder alone. With `record` step t keeps its workspace and slopes in
- * work[t], slopes[t] (each (T, ROWS, B)); without, one (ROWS, B) workspace is reused.
- * Writes outputs (T, F, B) and codes (T, L, B). */
+ * work[t], slopes[t] (each (T, ROWS, B)) for frae_backward; without, one (ROWS, B) workspace
+ * is reused. Writes batch-major outputs (B, T, F) and codes (B, T, L) where not NULL: the
+ * caller's arrays are read and written in place, never transposed. */
 static inline void forward(const float *inputs, int codes_given, const float *theta, float *work,
                            float *slopes, float *outputs, float *codes, long steps, long width,
                            long batch, int record) {
@@ -106,14 +107,31 @@ static inline void forward(const float *inputs, int codes_given, const float *th
             memcpy(h + (long)FEEDBACK_A * batch, previous, sizeof(float) * block);
             memcpy(h + (long)FEEDBACK_D * batch, previous, sizeof(float) * block);
         }
-        memcpy(h + input_row * batch, inputs + t * width * batch, sizeof(float) * width * batch);
+        for (long w = 0; w < width; ++w) {
+            float *row = h + (input_row + w) * batch;
+            const float *column = inputs + t * width + w;
+#pragma omp simd
+            for (long b = 0; b < batch; ++b)
+                row[b] = column[b * steps * width];
+        }
         if (!codes_given) {
             FRAE_ENCODER_LAYERS(FORWARD)
         }
         FRAE_DECODER_LAYERS(FORWARD)
-        memcpy(outputs + t * block, h + (long)OUTPUT_ROW * batch, sizeof(float) * block);
-        memcpy(codes + t * LATENT * batch, h + (long)CODE_ROW * batch,
-               sizeof(float) * LATENT * batch);
+        for (long f = 0; outputs && f < FEATURES; ++f) {
+            const float *row = h + (OUTPUT_ROW + f) * batch;
+            float *column = outputs + t * FEATURES + f;
+#pragma omp simd
+            for (long b = 0; b < batch; ++b)
+                column[b * steps * FEATURES] = row[b];
+        }
+        for (long c = 0; codes && c < LATENT; ++c) {
+            const float *row = h + (CODE_ROW + c) * batch;
+            float *column = codes + t * LATENT + c;
+#pragma omp simd
+            for (long b = 0; b < batch; ++b)
+                column[b * steps * LATENT] = row[b];
+        }
     }
 }
 
@@ -122,19 +140,19 @@ void frae_forward(const float *inputs, int codes_given, const float *theta, floa
     forward(inputs, codes_given, theta, work, slopes, outputs, codes, steps, width, batch, 0);
 }
 
-void frae_forward_recorded(const float *inputs, int codes_given, const float *theta, float *work,
-                           float *slopes, float *outputs, float *codes, long steps, long width,
-                           long batch) {
-    forward(inputs, codes_given, theta, work, slopes, outputs, codes, steps, width, batch, 1);
+/* The forward of x (B, T, F) for frae_backward, which reads x̂_t from work[t]. */
+void frae_forward_recorded(const float *inputs, const float *theta, float *work, float *slopes,
+                           long steps, long batch) {
+    forward(inputs, 0, theta, work, slopes, NULL, NULL, steps, FEATURES, batch, 1);
 }
 
-/* Gradient of mean((x̂ - y)²) after frae_forward_recorded; scale is 2/(B·T·F).
+/* Gradient of mean((x̂ - y)²) after frae_forward_recorded, for batch-major targets y
+ * (B, T, F); scale is 2/(B·T·F).
  *
  * The gradient reaching x̂_t is the loss's own, scale·(x̂_t - y_t), plus `carry`: what flows
  * back from step t+1 through both feedback blocks. delta (ROWS, B) holds each row's gradient
  * at one step; lanes (weights, B) and loss (B, double) accumulate per batch lane. */
-void frae_backward(const float *work, const float *slopes, const float *outputs,
-                   const float *targets, float scale, const float *theta, float *delta,
+void frae_backward(const float *work, const float *slopes, const float *targets, float scale, const float *theta, float *delta,
                    float *carry, float *lanes, double *loss, long steps, long batch) {
     const long plane = (long)ROWS * batch, block = FEATURES * batch;
     memset(lanes, 0, sizeof(float) * WEIGHTS * batch);
@@ -144,11 +162,12 @@ void frae_backward(const float *work, const float *slopes, const float *outputs,
         const float *h = work + t * plane, *s = slopes + t * plane;
         memset(delta, 0, sizeof(float) * plane);
         for (int f = 0; f < FEATURES; ++f) {
-            const float *out = outputs + t * block + f * batch, *y = targets + t * block + f * batch;
+            const float *out = h + (long)(OUTPUT_ROW + f) * batch;
+            const float *y = targets + t * FEATURES + f;
             float *d = delta + (long)(OUTPUT_ROW + f) * batch;
 #pragma omp simd
             for (long b = 0; b < batch; ++b) {
-                const float error = out[b] - y[b];
+                const float error = out[b] - y[b * steps * FEATURES];
                 loss[b] += error * error;
                 d[b] = scale * error + carry[f * batch + b];
             }

@@ -29,7 +29,7 @@ import numpy as np
 
 from bench.baselines.c_forward import compiler, plan_header
 from bench.baselines.layout import Layer, Plan, plan
-from bench.baselines.numba_floor import NumbaFloorBackend, _Workspace
+from bench.baselines.numba_floor import NumbaFloorBackend
 from frae.backend import Array
 from frae.config import FRAEConfig
 from frae.params import Weights
@@ -68,6 +68,16 @@ def simd_header(layout: Plan) -> str:
     )
 
 
+class _OrNull:
+    """A ctypes argument type: an array of ``array_type``, or ``None`` for a NULL pointer."""
+
+    def __init__(self, array_type: type) -> None:
+        self._array_type = array_type
+
+    def from_param(self, value: object) -> object:
+        return None if value is None else self._array_type.from_param(value)  # type: ignore[attr-defined]
+
+
 @functools.cache
 def compile_simd(config: FRAEConfig) -> ctypes.CDLL:
     """Build ``simd_floor.c`` for ``config``; raises ``RuntimeError`` without a compiler."""
@@ -87,13 +97,13 @@ def compile_simd(config: FRAEConfig) -> ctypes.CDLL:
     loops = ctypes.CDLL(str(library))
     floats = np.ctypeslib.ndpointer(np.float32, flags="C_CONTIGUOUS")
     doubles = np.ctypeslib.ndpointer(np.float64, flags="C_CONTIGUOUS")
-    sizes = [ctypes.c_long] * 3
-    for forward in (loops.frae_forward, loops.frae_forward_recorded):
-        forward.argtypes = [floats, ctypes.c_int, *[floats] * 5, *sizes]
-        forward.restype = None
-    loops.frae_backward.argtypes = [*[floats] * 4, ctypes.c_float, *[floats] * 4, doubles]
+    loops.frae_forward.argtypes = [floats, ctypes.c_int, *[floats] * 3]
+    loops.frae_forward.argtypes += [_OrNull(floats)] * 2 + [ctypes.c_long] * 3
+    loops.frae_forward_recorded.argtypes = [*[floats] * 4, ctypes.c_long, ctypes.c_long]
+    loops.frae_backward.argtypes = [*[floats] * 3, ctypes.c_float, *[floats] * 4, doubles]
     loops.frae_backward.argtypes += [ctypes.c_long] * 2
-    loops.frae_backward.restype = None
+    for function in (loops.frae_forward, loops.frae_forward_recorded, loops.frae_backward):
+        function.restype = None
     return loops
 
 
@@ -107,33 +117,46 @@ class SimdFloorBackend(NumbaFloorBackend):
         self._loops = compile_simd(self.config)
         super()._build(weights)
 
-    def _run(self, sequences: Array, codes_given: bool, record: bool) -> _Workspace:
+    def _forward(self, sequences: Array, codes_given: bool, keep: str) -> Array:
+        """x̂ (``keep="outputs"``) or z (``keep="codes"``), (B, T, ·), written batch-major by
+        the C loop straight into the array returned."""
         batch, steps, width = sequences.shape
-        space = self._workspace(steps, batch, width, record)
-        forward = self._loops.frae_forward_recorded if record else self._loops.frae_forward
-        inputs = np.ascontiguousarray(sequences.transpose(1, 2, 0), np.float32)
-        forward(
-            inputs,
+        space = self._workspace(steps, batch, width, record=False)
+        rows = self._plan.features if keep == "outputs" else self._plan.latent
+        kept = np.empty((batch, steps, rows), np.float32)
+        self._loops.frae_forward(
+            np.ascontiguousarray(sequences, np.float32),
             int(codes_given),
             self._theta,
             space.work,
             space.slopes,
-            space.outputs,
-            space.codes,
+            kept if keep == "outputs" else None,
+            kept if keep == "codes" else None,
             steps,
             width,
             batch,
         )
-        return space
+        return kept
+
+    def _predict(self, x: Array) -> Array:
+        return self._forward(x, codes_given=False, keep="outputs")
+
+    def _encode(self, x: Array) -> Array:
+        return self._forward(x, codes_given=False, keep="codes")
+
+    def _decode(self, z: Array) -> Array:
+        return self._forward(z, codes_given=True, keep="outputs")
 
     def _flat_loss_and_grads(self, x: Array, y: Array) -> tuple[float, Array]:
-        space = self._run(x, codes_given=False, record=True)
-        steps, _, batch = space.outputs.shape
+        batch, steps, width = x.shape
+        space = self._workspace(steps, batch, width, record=True)
+        self._loops.frae_forward_recorded(
+            np.ascontiguousarray(x, np.float32), self._theta, space.work, space.slopes, steps, batch
+        )
         self._loops.frae_backward(
             space.work,
             space.slopes,
-            space.outputs,
-            np.ascontiguousarray(y.transpose(1, 2, 0), np.float32),
+            np.ascontiguousarray(y, np.float32),
             2.0 / y.size,
             self._theta,
             space.delta,
