@@ -407,6 +407,8 @@ def test_targets_find_the_variants_by_role_not_by_name() -> None:
     records = [
         measured("my_floor", "floor", "predict", 1, 1000, 1.0),
         measured("my_floor", "floor", "loss_and_grads", 1, 1000, 2.0),
+        measured("my_vector_floor", "simd_floor", "predict", 256, 1000, 10.0),
+        measured("my_vector_floor", "simd_floor", "loss_and_grads", 256, 1000, 2.0),
         measured("slow_one", "textbook", "predict", 1, 1000, 1000.0),
         measured("slow_one", "textbook", "train_step", 1, 1000, 1000.0),
         measured("mystery", "compiled", "predict", 1, 1000, 2.0),
@@ -418,7 +420,7 @@ def test_targets_find_the_variants_by_role_not_by_name() -> None:
     ]
     outcomes = targets(Pivot.of(records))
     judged = [o for o in outcomes if "compiled" in o.statement or "best" in o.statement]
-    assert len(judged) == 9
+    assert len(judged) == 11
     for outcome in judged:
         assert "mystery" in outcome.measured and "helper" not in outcome.measured, outcome
         assert outcome.met is not None, outcome
