@@ -244,6 +244,14 @@ VARIANTS = (
         "PyTorch's scan operator over nn.Linear layers, torch.compile (Inductor; C++ wrapper "
         "for inference, Python wrapper for gradients)",
     ),
+    Variant(
+        "torch_scan_bptt",
+        "torch_scan_bptt",
+        "compiled",
+        "torch_scan with its backward written by hand (torch.autograd.Function): a reverse "
+        "loop carrying only the feedback's gradient, weight gradients as one product over "
+        "all steps",
+    ),
     _keras("tensorflow"),
     _keras("jax"),
     _keras("torch"),

@@ -33,6 +33,7 @@ REGISTRY: dict[str, BackendEntry] = {
     ),
     "keras_rnn": BackendEntry("impls.keras_rnn:KerasRNNBackend", ("keras",), "keras"),
     "torch_scan": BackendEntry("impls.torch_scan:TorchScanBackend", ("torch",), "torch"),
+    "torch_scan_bptt": BackendEntry("impls.torch_scan:TorchScanBPTTBackend", ("torch",), "torch"),
 }
 
 

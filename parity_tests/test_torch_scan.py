@@ -1,6 +1,7 @@
 """PyTorch-specific promises of ``torch_scan``: the ``nn.Linear`` layout and its one
 transpose, the scan equal to the cell stepped in Python, float32, one compilation for
-every shape, and nothing global changed in the user's process."""
+every shape, and nothing global changed in the user's process; of ``torch_scan_bptt``,
+that autograd's gradient calls run its hand-written backward."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ pytestmark = pytest.mark.backend_specific("torch_scan")
 torch = pytest.importorskip("torch")
 torch_model = pytest.importorskip("impls.torch_scan.model")
 torch_backend = pytest.importorskip("impls.torch_scan.backend")
+torch_train = pytest.importorskip("impls.torch_scan.train")
 
 # every size different, no square kernel: a swapped axis or transposed kernel fails
 CONFIG = frae.FRAEConfig(input_dim=3, encoder_units=(5,), latent_dim=2, decoder_units=(4, 6))
@@ -100,6 +102,38 @@ def test_float32_throughout() -> None:
         assert output.dtype == np.float32
     _, grads = model.loss_and_grads(x)
     assert all(g.dtype == np.float32 for g in grads.values())
+
+
+@pytest.mark.backend_specific("torch_scan_bptt")
+def test_autograd_runs_the_hand_written_backward(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The loss's autograd node is ``HandWrittenBPTT``'s; ``loss_and_grads``
+    (``torch.autograd.grad``) equals autograd's own gradient through the scan
+    (``torch_scan``); and doubling what the hand-written backward returns doubles what
+    ``loss_and_grads`` reports and what ``fit``'s ``loss.backward()`` hands to SGD."""
+    weights = frae.initial_weights(CONFIG, seed=8)
+    x, y = _inputs(seed=9), _inputs(seed=10)
+    hand = frae.create("torch_scan_bptt", CONFIG, weights=weights)
+    assert isinstance(hand._loss(x, y).grad_fn, torch_train.HandWrittenBPTT._backward_cls)
+    loss, grads = hand.loss_and_grads(x, y)
+    autodiff_loss, autodiff_grads = frae.create(
+        "torch_scan", CONFIG, weights=weights
+    ).loss_and_grads(x, y)
+    assert_close("self", loss, autodiff_loss)
+    for name, grad in autodiff_grads.items():
+        assert_close("self", grads[name], grad, name)
+
+    weight_gradients = torch_train.weight_gradients
+    monkeypatch.setattr(
+        torch_train, "weight_gradients", lambda *a: [2 * g for g in weight_gradients(*a)]
+    )
+    _, doubled = hand.loss_and_grads(x, y)
+    for name, grad in autodiff_grads.items():
+        assert_close("self", doubled[name], 2 * grad, name)
+    learning_rate = 0.5
+    hand.fit(x, y, optimizer="sgd", learning_rate=learning_rate)
+    for name, value in hand.get_weights().items():
+        expected = weights[name] - learning_rate * 2 * autodiff_grads[name]
+        assert_close("sgd weights", value, expected, name)
 
 
 COMPILED_CALLS: dict[str, Callable[[frae.Backend, np.ndarray], object]] = {

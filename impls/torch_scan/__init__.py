@@ -1,5 +1,6 @@
-"""PyTorch: ``nn.Linear`` layers, the time loop in the scan higher-order op, compiled whole."""
+"""PyTorch: ``nn.Linear`` layers, the time loop in the scan higher-order op, compiled whole;
+``TorchScanBPTTBackend`` the same with back-propagation through time written by hand."""
 
-from impls.torch_scan.backend import TorchScanBackend
+from impls.torch_scan.backend import TorchScanBackend, TorchScanBPTTBackend
 
-__all__ = ["TorchScanBackend"]
+__all__ = ["TorchScanBPTTBackend", "TorchScanBackend"]

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import torch
+import torch.fx.experimental._config
 
 from frae.backend import Array, BaseBackend, TrainStep, kept_slot
 from frae.config import FRAEConfig
@@ -162,3 +163,76 @@ class TorchScanBackend(BaseBackend):
             return loss.item()
 
         return step
+
+
+@dataclass(frozen=True)
+class HandWrittenFunctions:
+    """The two loops of ``train.HandWrittenBPTT``: ``recorded_unroll`` (the forward, with
+    each layer's input and act'(a) recorded) and ``reverse_loop`` (the backward)."""
+
+    recorded_unroll: train.RecordedUnroll
+    reverse_loop: train.ReverseLoop
+
+
+def _shapes_apart(function: Callable[..., Any]) -> Callable[..., Any]:
+    """``function`` called with this backend's Dynamo limit and without duck shapes.
+
+    The settings must hold when autograd calls the backward, outside any ``with`` of the
+    backend's. Duck shapes give sizes of equal value one symbol: a batch of 4 through a
+    layer of 4 units then becomes the constant 4 (the layer's width is), and every other B
+    compiles again.
+    """
+
+    @functools.wraps(function)
+    def call(*args: Any) -> Any:
+        with (
+            torch._dynamo.config.patch(recompile_limit=RECOMPILE_LIMIT),
+            torch.fx.experimental._config.patch(use_duck_shape=False),
+        ):
+            return function(*args)
+
+    return call
+
+
+@functools.lru_cache(maxsize=64)
+def compiled_hand_written(config: FRAEConfig) -> HandWrittenFunctions:
+    """``config``'s two loops for the hand-written backward, each compiled by Inductor as
+    its own scan graph with the Python wrapper, shared by every backend of that config.
+
+    Each loop is compiled apart because the backward is ours, not AOTAutograd's: there is
+    no joint graph to compile, and ``torch.autograd.Function.backward`` runs the compiled
+    reverse loop. Inductor's C++ wrapper runs both loops some 15 % faster but fails to
+    compile a one-step reverse loop in PyTorch 2.14 (a buffer declared twice), as it does
+    the base's gradient.
+    """
+    compile_ = functools.partial(
+        torch.compile, fullgraph=True, dynamic=True, options=dict(PYTHON_WRAPPER)
+    )
+    return HandWrittenFunctions(
+        recorded_unroll=_shapes_apart(compile_(train.recorded_unroll)),
+        reverse_loop=_shapes_apart(compile_(train.reverse_loop)),
+    )
+
+
+class TorchScanBPTTBackend(TorchScanBackend):
+    """``torch_scan`` with back-propagation through time written by hand.
+
+    ``loss_and_grads`` (``torch.autograd.grad``) and ``fit`` (``loss.backward()`` and the
+    same ``torch.optim`` update) differentiate ``train.hand_written_loss``, whose
+    ``torch.autograd.Function`` runs one reverse loop carrying only the feedback's gradient
+    and forms each weight's gradient as one product over all steps. Inference, weights and
+    the rollback are ``torch_scan``'s.
+    """
+
+    name = "torch_scan_bptt"
+
+    def _loss(self, x: Array, y: Array) -> torch.Tensor:
+        """The loss, with autograd's record of it: one ``HandWrittenBPTT`` node."""
+        functions = compiled_hand_written(self.config)
+        return train.hand_written_loss(
+            functions.recorded_unroll,
+            functions.reverse_loop,
+            self.module,
+            torch.from_numpy(x),
+            torch.from_numpy(y),
+        )
