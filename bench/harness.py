@@ -95,7 +95,9 @@ class Variant:
             was chosen over: measured for docs/performance.md, outside the default grid's
             time budget).
         quick: it runs in ``--quick`` (keras_rnn[torch], 38 of a 206 s quick run, does
-            not: the quick run has 3 minutes).
+            not, nor do the hand-written backward passes, ``NAME_bptt``, whose figures
+            matter beside their autodiff twin's in the full grid: the quick run has 3
+            minutes).
     """
 
     name: str
@@ -228,6 +230,7 @@ VARIANTS = (
         "compiled",
         "tf_while with its backward written by hand (tf.custom_gradient): a reverse loop "
         "carrying only the feedback's gradient, weight gradients as one product over all steps",
+        quick=False,
     ),
     Variant("jax_scan", "jax_scan", "compiled", "jax.lax.scan over Flax NNX layers, jit"),
     Variant(
@@ -236,6 +239,7 @@ VARIANTS = (
         "compiled",
         "jax_scan with its backward written by hand (jax.custom_vjp): a reverse loop carrying "
         "only the feedback's gradient, weight gradients as one product over all steps",
+        quick=False,
     ),
     Variant(
         "torch_scan",
@@ -251,6 +255,7 @@ VARIANTS = (
         "torch_scan with its backward written by hand (torch.autograd.Function): a reverse "
         "loop carrying only the feedback's gradient, weight gradients as one product over "
         "all steps",
+        quick=False,
     ),
     _keras("tensorflow"),
     _keras("jax"),
