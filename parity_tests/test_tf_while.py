@@ -122,13 +122,9 @@ def _loss_through_the_outputs(config, variables, x, y):  # type: ignore[no-untyp
 
 
 def _t_long_copies_in_loops(hlo: str) -> list[str]:
-    from bench.kernels import loop_bodies
+    from bench.kernels import time_long_copies
 
-    return [
-        shape
-        for body in loop_bodies(hlo)
-        for shape in re.findall(r"= (f32\[37,[^\]]*\])\S* copy\(", body)
-    ]
+    return time_long_copies(hlo, 37)
 
 
 def test_the_gradient_loop_copies_no_time_long_array() -> None:

@@ -50,15 +50,22 @@ def plan_header(layout: Plan) -> str:
     )
 
 
-@functools.cache
-def compile_forward(config: FRAEConfig) -> ctypes.CDLL:
-    """Build ``c_forward.c`` for ``config``; raises ``RuntimeError`` without a compiler."""
+def build_folder(source: Path, header: str) -> tuple[str, Path]:
+    """The C compiler and a new temporary folder holding ``source`` and ``frae_plan.h``
+    (``header``); raises ``RuntimeError`` without a compiler."""
     cc = compiler()
     if cc is None:
         raise RuntimeError("no C compiler: neither cc nor gcc is on PATH")
-    folder = Path(tempfile.mkdtemp(prefix="frae-floor-"))
-    (folder / "frae_plan.h").write_text(plan_header(plan(config)))
-    shutil.copy(SOURCE, folder / SOURCE.name)
+    folder = Path(tempfile.mkdtemp(prefix=f"frae-{source.stem}-"))
+    (folder / "frae_plan.h").write_text(header)
+    shutil.copy(source, folder / source.name)
+    return cc, folder
+
+
+@functools.cache
+def compile_forward(config: FRAEConfig) -> ctypes.CDLL:
+    """Build ``c_forward.c`` for ``config``; raises ``RuntimeError`` without a compiler."""
+    cc, folder = build_folder(SOURCE, plan_header(plan(config)))
     library = folder / "libfrae_floor.so"
     subprocess.run(
         [cc, *FLAGS, "-I", str(folder), "-o", str(library), str(folder / SOURCE.name), "-lm"],

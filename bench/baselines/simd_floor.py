@@ -20,14 +20,12 @@ from __future__ import annotations
 import ctypes
 import functools
 import platform
-import shutil
 import subprocess
-import tempfile
 from pathlib import Path
 
 import numpy as np
 
-from bench.baselines.c_forward import compiler, plan_header
+from bench.baselines.c_forward import build_folder, plan_header
 from bench.baselines.layout import Layer, Plan, plan
 from bench.baselines.numba_floor import NumbaFloorBackend
 from frae.backend import Array
@@ -81,12 +79,7 @@ class _OrNull:
 @functools.cache
 def compile_simd(config: FRAEConfig) -> ctypes.CDLL:
     """Build ``simd_floor.c`` for ``config``; raises ``RuntimeError`` without a compiler."""
-    cc = compiler()
-    if cc is None:
-        raise RuntimeError("no C compiler: neither cc nor gcc is on PATH")
-    folder = Path(tempfile.mkdtemp(prefix="frae-simd-floor-"))
-    (folder / "frae_plan.h").write_text(simd_header(plan(config)))
-    shutil.copy(SOURCE, folder / SOURCE.name)
+    cc, folder = build_folder(SOURCE, simd_header(plan(config)))
     objects, library = folder / "simd_floor.o", folder / "libfrae_simd_floor.so"
     # linked apart, without -ffast-math: GCC 12 links crtfastmath.o into a shared library
     # built with it, whose constructor flushes subnormals to zero in the whole process
