@@ -47,7 +47,7 @@ COMPILER_OPTIONS = {"xla_cpu_experimental_ynn_fusion_type": ""}
 # From this batch size on, the loop runs in (features, B) layout, the batch contiguous,
 # so that each layer's product and activation run over B lanes: at T = 1000, YNNPACK off,
 # predict per step batch-major / batch-last: B = 32 0.64 / 0.97, B = 48 0.98 / 0.69,
-# B = 64 1.3 / 0.9, B = 256 7.0 / 4.0; a gradient recomputing each step (the layout
+# B = 64 1.30 / 0.90, B = 256 7.0 / 4.0; a gradient recomputing each step (the layout
 # ``train`` uses from the same B): B = 32 2.7 / 3.9, B = 64 4.4 / 3.7, B = 128 13.7 / 7.3,
 # B = 256 22.5 / 13.7.
 BATCH_LAST_MIN_BATCH = 64
