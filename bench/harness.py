@@ -82,8 +82,10 @@ class Variant:
         role: ``"floor"`` (the native floor every figure is divided by), ``"simd_floor"``
             (the floor vectorised over the batch with fast math, which divides every figure
             at B > 1 instead), ``"check"`` (the C check of the floor), ``"compiled"`` (the
-            suite's backends, held to the targets), ``"textbook"`` (the textbook fix, which
-            the targets' speed-ups are measured against) or ``"baseline"``.
+            suite's backends, held to the targets), ``"by_hand"`` (a compiled backend with
+            its backward pass written by hand, beside its autodiff twin), ``"textbook"``
+            (the textbook fix, which the targets' speed-ups are measured against) or
+            ``"baseline"``.
         about: one line for the report.
         env: environment variables of its process.
         needs: modules that must be importable (beyond what the registry checks).
@@ -95,9 +97,9 @@ class Variant:
             was chosen over: measured for docs/performance.md, outside the default grid's
             time budget).
         quick: it runs in ``--quick`` (keras_rnn[torch], 38 of a 206 s quick run, does
-            not, nor do the hand-written backward passes, ``NAME_bptt``, whose figures
-            matter beside their autodiff twin's in the full grid: the quick run has 3
-            minutes).
+            not, nor do the hand-written backward passes, ``NAME_bptt``: the quick run has
+            3 minutes).
+        only_steps: the T it runs, of the grid's (``None``: every T).
     """
 
     name: str
@@ -110,6 +112,7 @@ class Variant:
     operations: tuple[str, ...] = OPERATIONS
     optional: bool = False
     quick: bool = True
+    only_steps: tuple[int, ...] | None = None
 
 
 def _keras(framework: str) -> Variant:
@@ -143,6 +146,22 @@ def _keras_defaults(framework: str) -> Variant:
         # on torch, to eager
         slow=framework in ("tensorflow", "torch"),
         optional=framework == "torch",
+    )
+
+
+def _by_hand(backend: str, mechanism: str) -> Variant:
+    """``backend`` with its backward pass written by hand (``NAME_bptt``), for the report's
+    price of autodiff: its gradient and training step at T = 1000 (its forward is the
+    backend's own; it is flat in T by construction and checked so by its tests)."""
+    return Variant(
+        f"{backend}_bptt",
+        f"{backend}_bptt",
+        "by_hand",
+        f"{backend} with its backward written by hand ({mechanism}): a reverse loop carrying "
+        "only the feedback's gradient, weight gradients as one product over all steps",
+        operations=("loss_and_grads", "train_step"),
+        only_steps=(1000,),
+        quick=False,
     )
 
 
@@ -224,23 +243,9 @@ VARIANTS = (
         needs=("numba",),
     ),
     Variant("tf_while", "tf_while", "compiled", "tf.while_loop + TensorArray under XLA"),
-    Variant(
-        "tf_while_bptt",
-        "tf_while_bptt",
-        "compiled",
-        "tf_while with its backward written by hand (tf.custom_gradient): a reverse loop "
-        "carrying only the feedback's gradient, weight gradients as one product over all steps",
-        quick=False,
-    ),
+    _by_hand("tf_while", "tf.custom_gradient"),
     Variant("jax_scan", "jax_scan", "compiled", "jax.lax.scan over Flax NNX layers, jit"),
-    Variant(
-        "jax_scan_bptt",
-        "jax_scan_bptt",
-        "compiled",
-        "jax_scan with its backward written by hand (jax.custom_vjp): a reverse loop carrying "
-        "only the feedback's gradient, weight gradients as one product over all steps",
-        quick=False,
-    ),
+    _by_hand("jax_scan", "jax.custom_vjp"),
     Variant(
         "torch_scan",
         "torch_scan",
@@ -248,15 +253,7 @@ VARIANTS = (
         "PyTorch's scan operator over nn.Linear layers, torch.compile (Inductor; C++ wrapper "
         "for inference, Python wrapper for gradients)",
     ),
-    Variant(
-        "torch_scan_bptt",
-        "torch_scan_bptt",
-        "compiled",
-        "torch_scan with its backward written by hand (torch.autograd.Function): a reverse "
-        "loop carrying only the feedback's gradient, weight gradients as one product over "
-        "all steps",
-        quick=False,
-    ),
+    _by_hand("torch_scan", "torch.autograd.Function"),
     _keras("tensorflow"),
     _keras("jax"),
     _keras("torch"),
@@ -399,6 +396,7 @@ def points_for(variant: Variant, grid: Iterable[Point], settings: Settings) -> l
             steps > settings.slow_max_steps
             or (settings.slow_max_batch is not None and batch > settings.slow_max_batch)
         )
+        capped = capped or (variant.only_steps is not None and steps not in variant.only_steps)
         if offered and not capped:
             points.append((batch, steps, offered))
     return points

@@ -442,7 +442,14 @@ def detail_rows(pivot: Pivot) -> list[list[str]]:
 
 DETAIL_HEADER = ["variant", "operation", "B", "T", "µs/step (median)", "IQR µs/step"]
 DETAIL_HEADER += ["sequence-steps/s", "×floor", "first call s", "samples", "peak MB", "note"]
-LINES = {"floor": "-", "check": "--", "compiled": "-", "textbook": "-.", "baseline": ":"}
+LINES = {
+    "floor": "-",
+    "check": "--",
+    "compiled": "-",
+    "by_hand": "--",
+    "textbook": "-.",
+    "baseline": ":",
+}
 COLOURS = {"floor": "black", "simd_floor": "darkgray", "check": "dimgray"}
 """The floors and the check in greys; every other variant gets a colour of its own."""
 
@@ -524,6 +531,8 @@ ROLES = {
     "simd_floor": "every ×floor at B > 1 divides by it",
     "check": "the check that the floor is one",
     "compiled": "the suite's backends, held to the targets",
+    "by_hand": "a compiled backend with its backward pass written by hand, beside its "
+    "autodiff twin in the price of autodiff",
     "textbook": "the speed-up targets are measured against it",
     "baseline": "for comparison",
 }

@@ -667,3 +667,18 @@ def test_the_price_of_autodiff_pairs_each_backend_with_its_hand_written_backward
     assert autodiff_rows(Pivot.of(records)) == [
         ["jax_scan", "1", "3", "2", "1.5×", "4", "5", "0.8×"]
     ]
+
+
+def test_a_variant_runs_its_part_of_the_grid() -> None:
+    """A slow variant stops at the caps; a hand-written backward runs its operations at
+    its T only; a compiled backend runs everything."""
+    from bench.harness import VARIANTS, Settings, full_grid, points_for
+
+    grid, settings = full_grid(), Settings()
+    by_name = {variant.name: variant for variant in VARIANTS}
+    assert points_for(by_name["tf_while"], grid, settings) == grid
+    by_hand = points_for(by_name["jax_scan_bptt"], grid, settings)
+    assert {(b, t) for b, t, _ in by_hand} == {(1, 1000), (32, 1000), (256, 1000)}
+    assert {ops for _, _, ops in by_hand} == {("loss_and_grads", "train_step")}
+    slow = points_for(by_name["reference"], grid, settings)
+    assert max(t for _, t, _ in slow) == 1000 and max(b for b, _, _ in slow) == 32
