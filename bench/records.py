@@ -44,6 +44,8 @@ class RunRecord:
     settings: dict[str, Any]
     """``bench.harness.Settings`` as a dict."""
     variants: dict[str, Listing]
+    models: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Label -> the ``FRAEConfig`` fields of each model measured (``to_dict``)."""
 
 
 @dataclass(frozen=True)
@@ -74,6 +76,8 @@ class ResultRecord:
     batch: int
     steps: int
     role: str | None = None
+    model: str = "default"
+    """The label of the model measured (``RunRecord.models`` has its config)."""
     create_s: float | None = None
     first_call_s: float | None = None
     """The first call on this shape, which traces and compiles."""

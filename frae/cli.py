@@ -16,6 +16,7 @@ def main(argv: list[str] | None = None) -> None:
         bench(arguments[1:], prog="frae bench")
         return
     parser = argparse.ArgumentParser(prog="frae", description=__doc__)
+    parser.add_argument("--version", action="version", version=f"%(prog)s {version()}")
     commands = parser.add_subparsers(dest="command", required=True)
     compare = commands.add_parser(
         "compare", help="check every installed backend, then run the quick benchmark"
@@ -26,6 +27,17 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(arguments)
     if args.command == "compare":
         run_compare(args.out, benchmark=not args.no_bench)
+
+
+def version() -> str:
+    """The installed distribution's version."""
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as installed
+
+    try:
+        return installed("frae")
+    except PackageNotFoundError:  # run from a checkout that was never installed
+        return "(not installed)"
 
 
 def run_compare(out: Path | None, benchmark: bool) -> None:
