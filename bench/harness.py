@@ -1,11 +1,12 @@
 """The cross-framework benchmark: every variant in its own process, one report.
 
-    python -m bench [--quick] [--variants NAME ...] [--steps T ...] [--batch B ...]
-                    [--operations OP ...] [--out DIR]
+    python -m bench [--quick] [--variants NAME_OR_PATH ...] [--config JSON_OR_FILE]
+                    [--steps T ...] [--batch B ...] [--operations OP ...] [--out DIR]
 
 A variant is a backend run one way: a registered backend, a baseline given by import path,
-or a floor, with the environment it needs (``KERAS_BACKEND`` for Keras). Each runs in a
-fresh process (``bench.worker``) over the grid of (B, T); the records (``bench.records``)
+a floor, or a port of one's own (``package.module:Factory``), with the environment it needs
+(``KERAS_BACKEND`` for Keras). Each runs in a fresh process (``bench.worker``) over the grid
+of (model, B, T); the records (``bench.records``)
 stream back as JSON lines and are written, with the machine's facts and library versions,
 to ``results.jsonl``; ``bench.report`` turns them into ``report.md`` and plots.
 
@@ -13,6 +14,11 @@ A few backends at one shape, predict and a training step:
 
     python -m bench --variants tf_while textbook_fix --batch 1 --steps 1000 \
         --operations predict train_step
+
+One's own port beside the floor, on a wider model:
+
+    python -m bench --quick --variants numba_floor my_package.port:MyFRAE \
+        --config '{"encoder_units": [64], "latent_dim": 16, "decoder_units": [64]}'
 """
 
 from __future__ import annotations
@@ -33,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.records import (
+    DEFAULT_MODEL,
     OPERATIONS,
     DoneRecord,
     EndRecord,
@@ -45,18 +52,19 @@ from bench.records import (
     from_json,
     to_json,
 )
+from frae.config import FRAEConfig
 
 ROOT = Path(__file__).resolve().parents[1]
 STEPS = (100, 1000, 10000)
 BATCHES = (1, 32, 256)
-QUICK_GRID: tuple[Point, ...] = (
+QUICK_SHAPES: tuple[tuple[int, int, tuple[str, ...]], ...] = (
     (1, 100, OPERATIONS),
     (1, 1000, OPERATIONS),
     (256, 1000, ("predict",)),
 )
-"""``--quick``: every operation at the targets' shape B=1, T=1000 and at a shorter T (which
-splits a call's cost into per call and per step); predict at a large batch, for the
-batching target."""
+"""``--quick``: every operation at the targets' shape B=1, T=1000 and at a shorter T (the
+first calls there compile, the timings show what a call of a tenth of the length costs);
+predict at a large batch, for the batching target."""
 LIBRARIES = (
     "numpy",
     "tensorflow",
@@ -384,15 +392,54 @@ def full_grid(
     batches: Iterable[int] = BATCHES,
     steps: Iterable[int] = STEPS,
     operations: tuple[str, ...] = OPERATIONS,
+    model: str = DEFAULT_MODEL,
 ) -> list[Point]:
-    """Every operation at every (B, T)."""
-    return [(b, t, operations) for t in steps for b in batches]
+    """Every operation at every (B, T), on ``model``."""
+    return [(model, b, t, operations) for t in steps for b in batches]
+
+
+def quick_grid(model: str = DEFAULT_MODEL) -> list[Point]:
+    """``QUICK_SHAPES`` on ``model``."""
+    return [(model, b, t, operations) for b, t, operations in QUICK_SHAPES]
+
+
+def model_label(config: FRAEConfig) -> str:
+    """``"default"`` for the default model, else its widths from input to output and its
+    activations where not swish: ``"32-64-16-64-32"``, ``"3-5-2-4-6-3 tanh/sigmoid"``."""
+    if config == FRAEConfig():
+        return DEFAULT_MODEL
+    widths = [config.input_dim, *config.encoder_units, config.latent_dim]
+    widths += [*config.decoder_units, config.input_dim]
+    activations = (config.activation, config.output_activation)
+    named = "" if activations == ("swish", "swish") else " " + "/".join(activations)
+    return "-".join(map(str, widths)) + named
+
+
+def read_config(text: str) -> FRAEConfig:
+    """The model ``--config`` names: a JSON object of ``FRAEConfig`` fields, or the path of
+    a file holding one. Raises ``ValueError`` (or ``TypeError``) saying what is wrong."""
+    source = "--config"
+    if not text.lstrip().startswith("{"):
+        path = Path(text)
+        if not path.is_file():
+            raise ValueError(
+                f"--config must be a JSON object of FRAEConfig fields or a file holding one, "
+                f"got {text!r}, which is neither"
+            )
+        text, source = path.read_text(), f"--config file {path}"
+    try:
+        fields = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise ValueError(f"{source} is not valid JSON: {error}") from error
+    if not isinstance(fields, dict):
+        raise ValueError(f"{source} must hold a JSON object, got {type(fields).__name__}")
+    return FRAEConfig.from_dict(fields)
 
 
 def points_for(variant: Variant, grid: Iterable[Point], settings: Settings) -> list[Point]:
     """The part of ``grid`` a variant runs: the operations it offers; if slow, the caps."""
     points = []
-    for batch, steps, operations in grid:
+    for model, batch, steps, operations in grid:
         offered = tuple(op for op in operations if op in variant.operations)
         capped = variant.slow and (
             steps > settings.slow_max_steps
@@ -400,13 +447,14 @@ def points_for(variant: Variant, grid: Iterable[Point], settings: Settings) -> l
         )
         capped = capped or (variant.only_steps is not None and steps not in variant.only_steps)
         if offered and not capped:
-            points.append((batch, steps, offered))
+            points.append((model, batch, steps, offered))
     return points
 
 
 def run_variant(
     variant: Variant,
     points: list[Point],
+    models: dict[str, FRAEConfig],
     settings: Settings,
     log: Path,
     on_record: Callable[[Record], None],
@@ -420,6 +468,7 @@ def run_variant(
         "variant": variant.name,
         "backend": variant.backend,
         "points": points,
+        "models": {label: config.to_dict() for label, config in models.items()},
         "frameworks": frameworks(variant),
         "repeats": settings.repeats,
         "min_time_s": settings.min_time_s,
@@ -428,7 +477,9 @@ def run_variant(
         "train_steps": settings.train_steps,
         "long_call_s": settings.long_call_s,
     }
-    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", **variant.env}
+    # a port given by import path is found where the run was started, as in the harness
+    path = os.pathsep.join(filter(None, [os.getcwd(), os.environ.get("PYTHONPATH")]))
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", "PYTHONPATH": path, **variant.env}
     with log.open("w") as errors:
         process = subprocess.Popen(
             [sys.executable, "-m", "bench.worker", json.dumps(job)],
@@ -465,8 +516,12 @@ def run(
     settings: Settings,
     out: Path,
     progress: bool = True,
+    models: dict[str, FRAEConfig] | None = None,
 ) -> list[Record]:
     """Measure every variant over ``grid``; write ``out/results.jsonl``; return the records.
+
+    ``models`` maps the labels in the grid's points to their configs (default: the default
+    model as ``"default"``).
 
     The first record (``RunRecord``) holds the machine's facts, the grid and the settings;
     then, per variant, its facts (or why it was skipped) and one record per measurement.
@@ -474,6 +529,7 @@ def run(
     out.mkdir(parents=True, exist_ok=True)
     (out / "logs").mkdir(exist_ok=True)
     variants, grid = list(variants), list(grid)
+    models = models or {DEFAULT_MODEL: FRAEConfig()}
     records: list[Record] = []
     first = RunRecord(
         started=datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
@@ -482,9 +538,10 @@ def run(
         grid=grid,
         settings=asdict(settings),
         variants={v.name: Listing(v.backend, v.role, v.about, v.env, v.slow) for v in variants},
+        models={label: config.to_dict() for label, config in models.items()},
     )
     plan = [(v, points_for(v, grid, settings), unavailable(v)) for v in variants]
-    total = sum(len(p[2]) for _, points, reason in plan if reason is None for p in points)
+    total = sum(len(p[3]) for _, points, reason in plan if reason is None for p in points)
     bar = _progress_bar(total, progress)
     with (out / "results.jsonl").open("w") as results:
 
@@ -494,7 +551,8 @@ def run(
             results.flush()
             if isinstance(record, ResultRecord):
                 bar.update(1)
-                bar.set_postfix_str(f"{record.variant} B={record.batch} T={record.steps}")
+                shown = "" if record.model == DEFAULT_MODEL else f" model {record.model}"
+                bar.set_postfix_str(f"{record.variant}{shown} B={record.batch} T={record.steps}")
 
         keep(first)
         start = time.perf_counter()
@@ -504,13 +562,19 @@ def run(
                 continue
             before, begin = len(records), time.perf_counter()
             bar.set_description(variant.name)
-            run_variant(variant, points, settings, out / "logs" / f"{variant.name}.log", keep)
+            log = out / "logs" / f"{_file_name(variant.name)}.log"
+            run_variant(variant, points, models, settings, log, keep)
             done = sum(1 for r in records[before:] if isinstance(r, ResultRecord))
-            bar.update(sum(len(p[2]) for p in points) - done)  # those a failed worker left
+            bar.update(sum(len(p[3]) for p in points) - done)  # those a failed worker left
             keep(DoneRecord(variant.name, time.perf_counter() - begin))
         keep(EndRecord(time.perf_counter() - start))
     bar.close()
     return records
+
+
+def _file_name(name: str) -> str:
+    """A variant's name as a file name (an import path's ``:`` and ``/`` replaced)."""
+    return "".join(c if c.isalnum() or c in "._-[]" else "_" for c in name)
 
 
 class _Silent:
@@ -542,14 +606,31 @@ def default_out() -> Path:
 
 def select(names: list[str] | None, quick: bool = False) -> list[Variant]:
     """The variants named (by default all but the optional ones, and with ``quick`` those
-    that run in ``--quick``); unknown names raise ``ValueError``."""
+    that run in ``--quick``). A name with ``:`` is a port's import path,
+    ``package.module:Factory``, run as a compiled backend; an unknown name, or a path whose
+    module cannot be found, raises ``ValueError``."""
     if not names:
         return [v for v in VARIANTS if not v.optional and (v.quick or not quick)]
     known = {v.name: v for v in VARIANTS}
-    unknown = [n for n in names if n not in known]
+    unknown = [n for n in names if n not in known and ":" not in n]
     if unknown:
-        raise ValueError(f"variants must be among {list(known)}, got {unknown}")
-    return [known[n] for n in names]
+        raise ValueError(
+            f"variants must be among {list(known)} or 'package.module:Factory', got {unknown}"
+        )
+    return [known[name] if name in known else port(name) for name in names]
+
+
+def port(path: str) -> Variant:
+    """A port of one's own, ``package.module:Factory``, as a variant held to the targets; its
+    module must be findable from the working folder (imports nothing)."""
+    import frae
+
+    if os.getcwd() not in sys.path:  # as ``python -m`` has it; the console script does not
+        sys.path.insert(0, os.getcwd())
+    reason = frae.unavailable_reason(path) if path.partition(":")[2] else "no factory after ':'"
+    if reason is not None:
+        raise ValueError(f"variant {path!r} must name an importable port: {reason}")
+    return Variant(path, path, "compiled", f"a port given by import path, {path}")
 
 
 def benchmark(
@@ -563,50 +644,91 @@ def benchmark(
     progress: bool = True,
     preamble: str = "",
     operations: list[str] | None = None,
+    config: FRAEConfig | None = None,
 ) -> tuple[list[Record], str]:
     """Measure, then write the report (``preamble``, Markdown, goes before its summary);
     returns the records and the summary for the terminal.
 
     ``batches``, ``steps`` or ``operations`` replace the grid by every one of the
-    operations (default all) at every (B, T) given (default ``BATCHES`` × ``STEPS``).
+    operations (default all) at every (B, T) given (default ``BATCHES`` × ``STEPS``);
+    ``config`` replaces the default model.
     """
     from bench import report
 
+    config = config or FRAEConfig()
+    label = model_label(config)
     if batches or steps or operations:
-        grid = full_grid(batches or BATCHES, steps or STEPS, tuple(operations or OPERATIONS))
+        ops = tuple(operations or OPERATIONS)
+        grid = full_grid(batches or BATCHES, steps or STEPS, ops, label)
     else:
-        grid = list(QUICK_GRID) if quick else full_grid()
+        grid = quick_grid(label) if quick else full_grid(model=label)
     chosen = settings or (QUICK_SETTINGS if quick else Settings())
-    records = run(select(variants, quick), grid, chosen, out, progress)
+    records = run(select(variants, quick), grid, chosen, out, progress, {label: config})
     return records, report.write(records, out, preamble)
+
+
+def positive_int(text: str) -> int:
+    """An argument that must be a whole number ≥ 1 (argparse reports the ``ValueError``)."""
+    value = int(text)
+    if value < 1:
+        raise ValueError(text)
+    return value
+
+
+positive_int.__name__ = "whole number ≥ 1"  # argparse names the type in its message
 
 
 def main(argv: list[str] | None = None, prog: str = "python -m bench") -> None:
     """The command line: measure, write the report, print the summary."""
+    from frae.cli import version
+
     parser = argparse.ArgumentParser(
         prog=prog, description=__doc__.splitlines()[0] if __doc__ else None
     )
+    parser.add_argument("--version", action="version", version=f"frae {version()}")
     parser.add_argument(
         "--quick",
         action="store_true",
-        help="fewer repeats and a small grid: every operation at B=1, T=100 and T=1000, "
-        "predict at B=256, T=1000 (--batch/--steps/--operations replace the grid)",
+        help="fewer repeats and a small grid (3 minutes here): every operation at B=1, "
+        "T=100 and T=1000, predict at B=256, T=1000; leaves out the variants --list marks "
+        "'not in --quick' (--batch/--steps/--operations replace the grid)",
     )
     parser.add_argument(
         "--variants",
         nargs="+",
-        metavar="NAME",
-        help="default: all but those --list marks 'only when named'",
+        metavar="NAME_OR_PATH",
+        help="registered variants (--list) or ports of your own as package.module:Factory, "
+        "found from the working folder; default: all but those --list marks 'only when named'",
     )
-    parser.add_argument("--batch", nargs="+", type=int, metavar="B", help=f"default {BATCHES}")
-    parser.add_argument("--steps", nargs="+", type=int, metavar="T", help=f"default {STEPS}")
+    parser.add_argument(
+        "--config",
+        type=str,
+        metavar="JSON_OR_FILE",
+        help="the model to measure instead of the default: a JSON object of FRAEConfig fields "
+        f"({', '.join(FRAEConfig.__dataclass_fields__)}) or a file holding one",
+    )
+    parser.add_argument(
+        "--batch", nargs="+", type=positive_int, metavar="B", help=f"default {BATCHES}"
+    )
+    parser.add_argument(
+        "--steps", nargs="+", type=positive_int, metavar="T", help=f"default {STEPS}"
+    )
     parser.add_argument(
         "--operations", nargs="+", choices=OPERATIONS, metavar="OP", help=f"default {OPERATIONS}"
     )
-    parser.add_argument("--repeats", type=int, help="least number of timed calls")
-    parser.add_argument("--train-steps", type=int, default=5, help="K in fit(x, epochs=K)/K")
+    parser.add_argument(
+        "--repeats", type=positive_int, help="least number of timed calls (default 7; quick 5)"
+    )
+    parser.add_argument(
+        "--train-steps",
+        type=positive_int,
+        default=5,
+        help="K in fit(x, epochs=K)/K, at least 5 (default 5)",
+    )
     parser.add_argument("--out", type=Path, help="report folder (default reports/<timestamp>)")
-    parser.add_argument("--no-progress", action="store_true")
+    parser.add_argument(
+        "--no-progress", action="store_true", help="no progress bar on standard error"
+    )
     parser.add_argument("--list", action="store_true", help="list the variants and exit")
     args = parser.parse_args(argv)
     if args.list:
@@ -621,14 +743,18 @@ def main(argv: list[str] | None = None, prog: str = "python -m bench") -> None:
         return
     if args.train_steps < 5:
         parser.error(f"--train-steps must be at least 5, got {args.train_steps}")
-    settings = QUICK_SETTINGS if args.quick else Settings()
-    settings = replace(
-        settings, train_steps=args.train_steps, repeats=args.repeats or settings.repeats
-    )
+    try:
+        config = read_config(args.config) if args.config is not None else None
+    except (ValueError, TypeError) as error:
+        parser.error(str(error))
     try:
         select(args.variants)
     except ValueError as error:
         parser.error(str(error))
+    settings = QUICK_SETTINGS if args.quick else Settings()
+    settings = replace(
+        settings, train_steps=args.train_steps, repeats=args.repeats or settings.repeats
+    )
     out = args.out or default_out()
     start = time.perf_counter()
     _, summary = benchmark(
@@ -640,6 +766,7 @@ def main(argv: list[str] | None = None, prog: str = "python -m bench") -> None:
         operations=args.operations,
         settings=settings,
         progress=not args.no_progress,
+        config=config,
     )
     print(summary)
     print(f"\nreport: {out / 'report.md'} ({time.perf_counter() - start:.0f} s)")

@@ -16,8 +16,11 @@ from typing import Any, ClassVar
 OPERATIONS = ("predict", "loss_and_grads", "train_step")
 """What the benchmark times: ``predict``, ``loss_and_grads`` and a training step through
 ``fit``."""
-Point = tuple[int, int, tuple[str, ...]]
-"""(B, T, operations): one input shape of the grid and what is measured on it."""
+DEFAULT_MODEL = "default"
+"""The label of the model a run measures unless told otherwise (``bench.harness``)."""
+Point = tuple[str, int, int, tuple[str, ...]]
+"""(model, B, T, operations): one model and input shape of the grid, and what is measured
+on it; the model by its label in ``RunRecord.models``."""
 
 
 @dataclass(frozen=True)
@@ -76,7 +79,7 @@ class ResultRecord:
     batch: int
     steps: int
     role: str | None = None
-    model: str = "default"
+    model: str = DEFAULT_MODEL
     """The label of the model measured (``RunRecord.models`` has its config)."""
     create_s: float | None = None
     first_call_s: float | None = None
@@ -152,7 +155,9 @@ def from_json(line: str) -> Record:
     if kind is None:
         raise ValueError(f"a record's kind must be among {list(KINDS)}, got {line[:80]!r}")
     if kind is RunRecord:  # JSON has no tuples and no dataclasses
-        data["grid"] = [(b, t, tuple(ops)) for b, t, ops in data["grid"]]
+        # points of files written before models had labels are (B, T, operations)
+        points = [point if len(point) == 4 else [DEFAULT_MODEL, *point] for point in data["grid"]]
+        data["grid"] = [(model, b, t, tuple(ops)) for model, b, t, ops in points]
         data["variants"] = {name: Listing(**v) for name, v in data["variants"].items()}
     known = {f.name for f in fields(kind)}
     return kind(**{k: v for k, v in data.items() if k in known})

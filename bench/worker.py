@@ -127,23 +127,33 @@ def _calls(model: Any, x: np.ndarray, train_steps: int) -> dict[str, Any]:
 
 
 def measure_shape(
-    job: dict[str, Any], batch: int, steps: int, operations: list[str]
+    job: dict[str, Any], model_label: str, batch: int, steps: int, operations: list[str]
 ) -> Iterator[ResultRecord]:
-    """``operations`` of a fresh model on one (B, T) input."""
+    """``operations`` of a fresh model (``job["models"][model_label]``, the default one if
+    absent) on one (B, T) input."""
     import frae
     from frae.data import multi_sine
 
-    x = multi_sine(batch=batch, steps=steps, features=2, seed=0)
+    config = frae.FRAEConfig.from_dict(job.get("models", {}).get(model_label, {}))
+    x = multi_sine(batch=batch, steps=steps, features=config.input_dim, seed=0)
     start = time.perf_counter()
     try:
-        model = frae.create(job["backend"], seed=0)
+        model = frae.create(job["backend"], config, seed=0)
         failure = None
     except Exception as error:  # reported on every operation's row
         model, failure = None, f"{type(error).__name__}: {error}"
     create_s = time.perf_counter() - start
     calls = _calls(model, x, job["train_steps"])
     for operation in operations:
-        row = partial(ResultRecord, job["variant"], operation, batch, steps, create_s=create_s)
+        row = partial(
+            ResultRecord,
+            job["variant"],
+            operation,
+            batch,
+            steps,
+            model=model_label,
+            create_s=create_s,
+        )
         if failure:
             yield row(error=failure)
             continue
@@ -210,8 +220,8 @@ def main(argv: list[str] | None = None) -> None:
             peak_rss_mb=peak_rss_mb(),
         )
     )
-    for batch, steps, operations in job["points"]:
-        for record in measure_shape(job, batch, steps, operations):
+    for model_label, batch, steps, operations in job["points"]:
+        for record in measure_shape(job, model_label, batch, steps, operations):
             emit(record)
 
 

@@ -1,0 +1,301 @@
+"""The benchmark's readings cannot mislead, and its command line says what is wrong.
+
+Each test feeds the report records that once gave a misleading reading (a per-step cost
+fitted through two T, a part slower than its whole, a training panel of one point, bars
+on a log axis) and shows the reading can no longer appear; each has a control that the
+honest reading is still given where the figures support it. The command line rejects
+bad arguments with status 2 and a message naming the argument. No timing is asserted.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import json
+from pathlib import Path
+
+import pytest
+
+import frae
+from bench.records import ResultRecord, RunRecord
+
+pytestmark = pytest.mark.project
+pytest.importorskip("matplotlib", reason="the report needs matplotlib: pip install 'frae[bench]'")
+
+from bench import report  # noqa: E402
+from bench.harness import main, model_label, read_config  # noqa: E402
+
+
+def timed(
+    variant: str,
+    operation: str,
+    batch: int,
+    steps: int,
+    seconds: float,
+    spread: float = 0.02,
+    role: str = "compiled",
+    model: str = "default",
+) -> ResultRecord:
+    """A measurement of median ``seconds`` per call, its quartiles ``spread`` apart."""
+    quartiles = {"q1_s": seconds * (1 - spread / 2), "q3_s": seconds * (1 + spread / 2)}
+    return ResultRecord(
+        variant,
+        operation,
+        batch,
+        steps,
+        role,
+        model=model,
+        median_s=seconds,
+        samples=7,
+        first_call_s=2.0,
+        **quartiles,
+    )
+
+
+def run_record(models: dict[str, frae.FRAEConfig] | None = None) -> RunRecord:
+    models = models or {"default": frae.FRAEConfig()}
+    machine = {
+        "processor": "cpu",
+        "cpu_count": 2,
+        "affinity": 2,
+        "platform": "linux",
+        "python": "3.13",
+        "versions": {},
+        "c_compiler": None,
+        "thread_variables": {},
+    }
+    settings = {
+        "repeats": 5,
+        "min_time_s": 0.05,
+        "budget_s": 1.0,
+        "max_samples": 100,
+        "long_call_s": 20.0,
+        "train_steps": 5,
+        "slow_max_steps": 1000,
+        "slow_max_batch": 1,
+    }
+    grid = [(label, 1, 1000, ("predict",)) for label in models]
+    configs = {label: config.to_dict() for label, config in models.items()}
+    return RunRecord("now", "python -m bench", machine, grid, settings, {}, configs)
+
+
+# The per-call / per-step split -------------------------------------------------------------
+
+
+def test_no_split_through_two_lengths() -> None:
+    """Two T give a line whatever the times: keras_default[jax]'s -8.33 µs per step came
+    from such a line. Now no split, and the report says why."""
+    records = [timed("keras", "predict", 1, 100, 5e-3), timed("keras", "predict", 1, 1000, 4e-3)]
+    pivot = report.Pivot.of(records)
+    assert report.call_costs(pivot) == [] and report.call_cost_rows(pivot) == []
+    assert "not enough points" in (report.unsplit_reason(pivot) or "")
+    three = [*records, timed("keras", "predict", 1, 10_000, 0.04)]
+    assert report.unsplit_reason(report.Pivot.of(three)) is None
+
+
+def test_no_split_where_the_line_misses_a_measurement() -> None:
+    """Three T that no line fits within ``FIT_TOLERANCE`` get no figures, only why."""
+    records = [
+        timed("bent", "predict", 1, 100, 1e-3),
+        timed("bent", "predict", 1, 1000, 1e-3),
+        timed("bent", "predict", 1, 10_000, 0.1),
+    ]
+    (row,) = report.call_cost_rows(report.Pivot.of(records))
+    assert row[3].startswith("no line") and row[4] == "—"
+    straight = [timed("line", "predict", 1, t, 300e-6 + 0.2e-6 * t) for t in (100, 1000, 10_000)]
+    (row,) = report.call_cost_rows(report.Pivot.of(straight))
+    assert row[3] == "300" and row[4].startswith("0.2")
+
+
+def test_a_negative_fixed_cost_is_not_printed() -> None:
+    """A line that fits but crosses below zero at T = 0 has no fixed cost to show."""
+    records = [timed("fast", "predict", 1, t, 1e-6 * t - 20e-6) for t in (100, 1000, 10_000)]
+    (row,) = report.call_cost_rows(report.Pivot.of(records))
+    assert row[3] == "below resolution" and not row[3].startswith("-")
+
+
+# Flags -------------------------------------------------------------------------------------
+
+
+def test_a_part_slower_than_its_whole_is_flagged() -> None:
+    """keras_rnn's gradient at 17.1 µs per step beside its training step at 5.82, which
+    runs that gradient: flagged in the tables and listed, in the report and the terminal."""
+    records = [
+        run_record(),
+        timed("keras_rnn", "predict", 1, 1000, 1e-3),
+        timed("keras_rnn", "loss_and_grads", 1, 1000, 17.1e-3),
+        timed("keras_rnn", "train_step", 1, 1000, 5.82e-3),
+        timed("steady", "predict", 1, 1000, 1e-3),
+        timed("steady", "loss_and_grads", 1, 1000, 3e-3),
+        timed("steady", "train_step", 1, 1000, 4e-3),
+    ]
+    flagged = report.flags(report.Pivot.of(records))
+    assert list(flagged) == [("keras_rnn", "loss_and_grads", 1, 1000)]
+    assert "train step, which contains it" in flagged["keras_rnn", "loss_and_grads", 1, 1000][0]
+    rows = {row[0]: row for row in report.summary_rows(report.Pivot.of(records))}
+    assert rows["keras_rnn"][3].endswith(report.FLAG) and not rows["steady"][3].endswith("!")
+    assert "keras_rnn loss_and_grads B=1 T=1000" in report.summary(records)
+    assert "## Readings to doubt" in report.markdown(records, [])
+
+
+def test_a_wide_spread_is_flagged_and_a_tight_one_is_not() -> None:
+    records = [
+        timed("noisy", "predict", 1, 1000, 1e-3, spread=0.6),
+        timed("quiet", "predict", 1, 1000, 1e-3, spread=0.05),
+    ]
+    flagged = report.flags(report.Pivot.of(records))
+    assert list(flagged) == [("noisy", "predict", 1, 1000)]
+    assert "IQR 60%" in flagged["noisy", "predict", 1, 1000][0]
+
+
+# Tables say their shapes; the terminal fits 100 columns -------------------------------------
+
+LONG_NAMES = ["numba_floor", "keras_defaults[tensorflow]", "torch_scan[python_wrapper]"]
+
+
+def quick_like_records() -> list:
+    """What a quick run measures: every operation at B=1, T=100 and 1000, predict at B=256,
+    figures with many digits."""
+    records: list = [run_record()]
+    for index, name in enumerate(LONG_NAMES):
+        role = "floor" if index == 0 else "baseline"
+        for steps in (100, 1000):
+            for operation in ("predict", "loss_and_grads", "train_step"):
+                seconds = 1.23456e-3 * (index + 1) * steps / 100 * (1 + len(operation) / 10)
+                records.append(timed(name, operation, 1, steps, seconds, role=role))
+        records.append(timed(name, "predict", 256, 1000, 0.0123456 * (index + 1), role=role))
+    return records
+
+
+def test_the_terminal_summary_fits_100_columns_and_says_its_shape() -> None:
+    text = report.summary(quick_like_records())
+    assert max(len(line) for line in text.splitlines()) <= report.WIDTH
+    assert text.startswith("B=1, T=1000:")
+    assert "not enough points" in text  # two T: no split
+
+
+def test_the_markdown_report_says_where_targets_come_from_and_every_shape() -> None:
+    text = report.markdown(quick_like_records(), [])
+    assert report.TARGETS_ORIGIN in text
+    assert "## Summary at B=1, T=1000" in text
+    assert "not enough points" in text and "## Cost per call and per step (B=1)" in text
+
+
+# Plots -------------------------------------------------------------------------------------
+
+
+def test_a_panel_of_one_point_per_variant_is_left_out() -> None:
+    """Quick mode times the training step at one B: its throughput panel is gone, predict's
+    (two B) stays."""
+    pivot = report.Pivot.of(quick_like_records())
+    panels = report.scaling_panels(pivot, by_steps=False, value=1000)
+    assert list(panels) == ["predict"]
+    by_steps = report.scaling_panels(pivot, by_steps=True, value=1)
+    assert list(by_steps) == ["predict", "train_step"]
+
+
+def test_first_calls_are_points_labelled_with_their_shape() -> None:
+    """No bars (which on a log axis start at an arbitrary 1e-4): one point per variant and
+    operation, each labelled with the (B, T) that was compiled."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import Rectangle
+
+    pivot = report.Pivot.of(quick_like_records())
+    assert pivot.first_calls()["numba_floor", "predict"] == (2.0, (1, 100))
+    figure = report.first_call_figure(pivot)
+    (axis,) = figure.axes
+    bars = [p for p in axis.patches if isinstance(p, Rectangle)]
+    labels = [text.get_text() for text in axis.texts]
+    plt.close(figure)
+    assert bars == []
+    assert len(labels) == len(LONG_NAMES) * 3 and set(labels) == {"B=1, T=100"}
+
+
+# Models ------------------------------------------------------------------------------------
+
+WIDE = frae.FRAEConfig(encoder_units=(64,), latent_dim=16, decoder_units=(64,))
+
+
+def test_models_are_labelled_by_their_widths() -> None:
+    assert model_label(frae.FRAEConfig()) == "default"
+    assert model_label(WIDE) == "2-64-16-64-2"
+    tanh = frae.FRAEConfig(activation="tanh", output_activation="sigmoid")
+    assert model_label(tanh) == "2-4-3-1-3-2 tanh/sigmoid"
+
+
+def test_a_second_model_gets_its_own_section_and_targets() -> None:
+    """Each model's measurements are pivoted apart: the default's table never shows the wide
+    model's figures, and the wide model's targets are judged on its own floor."""
+    label = model_label(WIDE)
+    records = [run_record({"default": frae.FRAEConfig(), label: WIDE})]
+    for model, scale in (("default", 1.0), (label, 10.0)):
+        records += [
+            timed("floor", "predict", 1, 1000, 1e-3 * scale, role="floor", model=model),
+            timed("fast", "predict", 1, 1000, 2e-3 * scale, model=model),
+        ]
+    default, wide = report.Pivot.of(records), report.Pivot.of(records, label)
+    assert default.figure(("fast", "predict", 1, 1000)) == pytest.approx(2.0)
+    assert wide.figure(("fast", "predict", 1, 1000)) == pytest.approx(20.0)
+    text = report.markdown(records, [])
+    assert f"## Model {label}" in text and "encoder_units=[64]" in text
+    judged = report.measured_targets(wide)
+    assert judged and all("not measured" not in t.verdict for t in judged)
+
+
+def test_config_reads_json_or_a_file(tmp_path: Path) -> None:
+    fields = {"encoder_units": [64], "latent_dim": 16, "decoder_units": [64]}
+    assert read_config(json.dumps(fields)) == WIDE
+    path = tmp_path / "wide.json"
+    path.write_text(json.dumps(fields))
+    assert read_config(str(path)) == WIDE
+
+
+# The command line --------------------------------------------------------------------------
+
+BAD_ARGUMENTS = {
+    "steps-zero": (["--steps", "0"], "--steps"),
+    "batch-negative": (["--batch", "-1"], "--batch"),
+    "repeats-zero": (["--repeats", "0"], "--repeats"),
+    "train-steps-few": (["--train-steps", "2"], "--train-steps"),
+    "config-not-json": (["--config", "{latent: 16}"], "--config"),
+    "config-no-file": (["--config", "no_such_file.json"], "--config"),
+    "config-bad-field": (["--config", '{"latent_dim": 0}'], "latent_dim"),
+    "config-unknown-field": (["--config", '{"width": 64}'], "width"),
+    "variant-unknown": (["--variants", "no_such_variant"], "no_such_variant"),
+    "port-not-importable": (["--variants", "no_such_module:Port"], "no_such_module"),
+}
+
+
+@pytest.mark.parametrize(("argv", "named"), BAD_ARGUMENTS.values(), ids=BAD_ARGUMENTS)
+def test_bad_arguments_exit_2_naming_the_argument(
+    argv: list[str], named: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Exit status 2 before anything runs, the message naming what is wrong (once: exit 0
+    with a report of failed cells)."""
+    with pytest.raises(SystemExit) as stopped:
+        main([*argv, "--out", str(tmp_path / "report"), "--no-progress"])
+    assert stopped.value.code == 2
+    assert named in capsys.readouterr().err
+    assert not (tmp_path / "report").exists()
+
+
+def test_version(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as stopped:
+        main(["--version"])
+    assert stopped.value.code == 0
+    assert capsys.readouterr().out.strip() == f"frae {importlib.metadata.version('frae')}"
+
+
+def test_a_figure_far_below_the_floor_is_flagged() -> None:
+    """At width 64 a framework's matrix product ran 8× under the loop floor: the floor does
+    not bound it there, and the reading says so rather than 'met, 25× to spare' alone."""
+    records = [
+        timed("floor", "predict", 1, 1000, 10e-3, role="floor"),
+        timed("blas", "predict", 1, 1000, 1.2e-3),
+        timed("close", "predict", 1, 1000, 9e-3),
+    ]
+    flagged = report.flags(report.Pivot.of(records))
+    assert list(flagged) == [("blas", "predict", 1, 1000)]
+    assert "does not bound" in flagged["blas", "predict", 1, 1000][0]
