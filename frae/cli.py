@@ -15,6 +15,10 @@ def main(argv: list[str] | None = None) -> None:
 
         bench(arguments[1:], prog="frae bench")
         return
+    if arguments[:1] == ["diff"]:  # its own parser too; its exit status gates a CI job
+        from bench.diff import main as diff
+
+        sys.exit(diff(arguments[1:], prog="frae diff"))
     parser = argparse.ArgumentParser(prog="frae", description=__doc__)
     parser.add_argument("--version", action="version", version=f"%(prog)s {version()}")
     commands = parser.add_subparsers(dest="command", required=True)
@@ -24,6 +28,7 @@ def main(argv: list[str] | None = None) -> None:
     compare.add_argument("--out", type=Path, help="report folder (default reports/<timestamp>)")
     compare.add_argument("--no-bench", action="store_true", help="the parity check alone")
     commands.add_parser("bench", help="the cross-framework benchmark (frae bench --help)")
+    commands.add_parser("diff", help="compare two benchmark runs (frae diff --help)")
     args = parser.parse_args(arguments)
     if args.command == "compare":
         run_compare(args.out, benchmark=not args.no_bench)

@@ -1,0 +1,381 @@
+"""``frae diff``: the comparison of two benchmark runs (``bench.diff``), on synthetic
+``results.jsonl`` files.
+
+- The verdict follows the spreads: a clear change is slower or faster, overlapping
+  quartiles and changes under the minimum margin are within noise, and swapping the runs
+  swaps slower and faster. Each rule that drops a part of the verdict (the quartile test,
+  the margin, its floor) is shown to misjudge one of the cases.
+- ``--fail-slower`` sets the exit status; bad arguments exit with status 2 and name the
+  argument.
+- Measurements in one run only, or not timed in one, are listed with the reason; differing
+  library versions and machine facts are printed; the terminal output fits 100 columns.
+- ``frae diff`` reaches it through ``frae.cli.main``.
+
+No benchmark is run: every figure is written by the test.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bench import diff
+from bench.records import ResultRecord, RunRecord, to_json
+from frae.cli import main as frae_main
+
+pytestmark = pytest.mark.project
+
+VERSIONS = {"numpy": "2.5.5", "jax": "0.12.0", "torch": "2.14.1"}
+Spread = tuple[float, float, float]
+"""(q1, median, q3) in µs per call."""
+
+
+def result(
+    spread: Spread | None,
+    variant: str = "jax_scan",
+    operation: str = "predict",
+    batch: int = 3,
+    steps: int = 100,
+    **fields: Any,
+) -> ResultRecord:
+    """A measurement timed with ``spread`` (µs per call), or not timed when it is None."""
+    if spread is None:
+        return ResultRecord(variant, operation, batch, steps, **fields)
+    q1, median, q3 = (value * 1e-6 for value in spread)
+    return ResultRecord(
+        variant, operation, batch, steps, samples=50, median_s=median, q1_s=q1, q3_s=q3, **fields
+    )
+
+
+def write_run(
+    folder: Path,
+    results: list[ResultRecord],
+    versions: dict[str, str] = VERSIONS,
+    **machine: Any,
+) -> Path:
+    """A ``results.jsonl`` in ``folder``: the run's record, then ``results``."""
+    facts = {"processor": "Xeon", "cpu_count": 4, "python": "3.13.0", "versions": versions}
+    run = RunRecord(
+        started="2026-12-01T10:00:00+00:00",
+        command="python -m bench --quick",
+        machine=facts | machine,
+        grid=[],
+        settings={},
+        variants={},
+    )
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "results.jsonl"
+    path.write_text("".join(to_json(r) + "\n" for r in [run, *results]))
+    return path
+
+
+def one_verdict(tmp_path: Path, old: Spread, new: Spread) -> diff.Comparison:
+    """The comparison of one measurement timed with ``old`` in one run, ``new`` in the
+    other, read back from files."""
+    before = diff.load(write_run(tmp_path / "old", [result(old)]), "OLD")
+    after = diff.load(write_run(tmp_path / "new", [result(new)]), "NEW")
+    (comparison,) = diff.compare(before, after)
+    return comparison
+
+
+CASES: dict[str, tuple[Spread, Spread, str]] = {
+    "clear slowdown": ((98, 100, 103), (196, 200, 206), diff.SLOWER),
+    "clear speedup": ((196, 200, 206), (98, 100, 103), diff.FASTER),
+    "ratio 1.3 with wide, overlapping spreads": ((70, 100, 140), (100, 130, 180), diff.NOISE),
+    "2 % with tight spreads": ((99.9, 100, 100.1), (101.9, 102, 102.1), diff.NOISE),
+    "1 % with a single sample each": ((100, 100, 100), (101, 101, 101), diff.NOISE),
+    "10 % with a single sample each": ((100, 100, 100), (110, 110, 110), diff.SLOWER),
+    # just above the floor; swapped, 1/r is as far above it, and r is not under 1 − δ_min
+    "5.2 % with a single sample each": ((100, 100, 100), (105.2, 105.2, 105.2), diff.SLOWER),
+    # a long right tail: the medians are 25 % apart, further than the half-widths together,
+    # but a quarter of the old calls took longer than most new ones
+    "old spread skewed above the new median": ((99, 100, 130), (124, 125, 126), diff.NOISE),
+    # quartiles apart, but the medians nearer than the two spreads' half-widths together
+    "quartiles apart, medians within the spreads": ((95, 100, 101), (106, 107, 120), diff.NOISE),
+}
+
+
+@pytest.mark.parametrize(("old", "new", "expected"), CASES.values(), ids=list(CASES))
+def test_the_verdict_follows_the_spreads(
+    tmp_path: Path, old: Spread, new: Spread, expected: str
+) -> None:
+    comparison = one_verdict(tmp_path, old, new)
+    assert comparison.verdict == expected
+    assert comparison.ratio == pytest.approx(new[1] / old[1])
+
+
+@pytest.mark.parametrize(("old", "new", "expected"), CASES.values(), ids=list(CASES))
+def test_swapping_the_runs_swaps_slower_and_faster(
+    tmp_path: Path, old: Spread, new: Spread, expected: str
+) -> None:
+    mirrored = {diff.SLOWER: diff.FASTER, diff.FASTER: diff.SLOWER, diff.NOISE: diff.NOISE}
+    assert one_verdict(tmp_path, new, old).verdict == mirrored[expected]
+
+
+def _spread(r: ResultRecord) -> Spread:
+    assert r.q1_s is not None and r.median_s is not None and r.q3_s is not None
+    return r.q1_s, r.median_s, r.q3_s
+
+
+def _rule(quartiles: bool, spreads: bool, floor: bool) -> Callable[..., str]:
+    """The verdict with only the parts named: the quartile test, the margin from the
+    spreads, the margin's floor."""
+
+    def rule(old: ResultRecord, new: ResultRecord, min_margin: float = diff.MIN_MARGIN) -> str:
+        (q1_old, median_old, q3_old), (q1_new, median_new, q3_new) = _spread(old), _spread(new)
+        relative = (q3_old - q1_old) / median_old + (q3_new - q1_new) / median_new
+        margin = max(min_margin if floor else 0.0, relative / 2 if spreads else 0.0)
+        ratio = median_new / median_old
+        if (q1_new > q3_old or not quartiles) and ratio > 1 + margin:
+            return diff.SLOWER
+        if (q3_new < q1_old or not quartiles) and 1 / ratio > 1 + margin:
+            return diff.FASTER
+        return diff.NOISE
+
+    return rule
+
+
+BROKEN_RULES = {
+    "the quartile test alone": _rule(quartiles=True, spreads=False, floor=False),
+    "no margin from the spreads": _rule(quartiles=True, spreads=False, floor=True),
+    "no floor under the margin": _rule(quartiles=True, spreads=True, floor=False),
+    "no quartile test": _rule(quartiles=False, spreads=True, floor=True),
+}
+
+
+def test_the_rule_with_every_part_is_the_modules() -> None:
+    """The control for the broken rules: with all its parts, the rule written here judges
+    every case as ``bench.diff.verdict`` does, and rightly."""
+    whole = _rule(quartiles=True, spreads=True, floor=True)
+    for old, new, expected in CASES.values():
+        assert whole(result(old), result(new)) == diff.verdict(result(old), result(new))
+        assert whole(result(old), result(new)) == expected
+
+
+@pytest.mark.parametrize("rule", BROKEN_RULES.values(), ids=list(BROKEN_RULES))
+def test_the_cases_reject_a_rule_missing_a_part(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, rule: Callable[..., str]
+) -> None:
+    monkeypatch.setattr(diff, "verdict", rule)
+    misjudged = [
+        name
+        for i, (name, (old, new, expected)) in enumerate(CASES.items())
+        if one_verdict(tmp_path / str(i), old, new).verdict != expected
+    ]
+    assert misjudged, "a rule without a part of the verdict passed every case"
+
+
+def run_main(
+    tmp_path: Path, old: list[ResultRecord], new: list[ResultRecord], *options: str
+) -> int:
+    """``bench.diff.main``'s exit status on two runs written in ``tmp_path``."""
+    old_path = write_run(tmp_path / "old", old)
+    new_path = write_run(tmp_path / "new", new)
+    return diff.main([str(old_path), str(new_path), *options])
+
+
+@pytest.mark.parametrize(("threshold", "status"), [(None, 0), ("1.5", 1), ("1.95", 1), ("2.5", 0)])
+def test_fail_slower_sets_the_exit_status_from_a_slowdowns_ratio(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], threshold: str | None, status: int
+) -> None:
+    slowdown = ([result((98, 100, 103))], [result((196, 200, 206))])
+    options = [] if threshold is None else ["--fail-slower", threshold]
+    assert run_main(tmp_path, *slowdown, *options) == status
+    out = capsys.readouterr().out
+    assert "2.00×" in out
+    assert "0 faster, 1 slower, 0 within noise, 0 unmatched" in out
+
+
+def test_fail_slower_ignores_a_large_ratio_within_noise(tmp_path: Path) -> None:
+    wide = ([result((70, 100, 140))], [result((100, 130, 180))])
+    assert run_main(tmp_path, *wide, "--fail-slower", "1.1") == 0
+
+
+def test_a_speedup_passes_the_gate(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    speedup = ([result((196, 200, 206))], [result((98, 100, 103))])
+    assert run_main(tmp_path, *speedup, "--fail-slower", "1.01") == 0
+    assert "1 faster, 0 slower, 0 within noise, 0 unmatched" in capsys.readouterr().out
+
+
+def test_unmatched_measurements_are_listed_with_why(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    old = [
+        result((98, 100, 103)),
+        result((98, 100, 103), operation="loss_and_grads"),
+        result((98, 100, 103), operation="train_step"),
+        result(None, variant="torch_scan", error="RuntimeError: out of memory"),
+        result(None, variant="c_forward", unsupported="no C compiler"),
+    ]
+    new = [
+        result((98, 100, 103)),
+        result(None, operation="loss_and_grads", error="XlaRuntimeError: INTERNAL"),
+        result((98, 100, 103), steps=1000),
+        result((98, 100, 103), variant="torch_scan"),
+        result(None, variant="c_forward", unsupported="no C compiler"),
+    ]
+    before = diff.load(write_run(tmp_path / "old", old), "OLD")
+    after = diff.load(write_run(tmp_path / "new", new), "NEW")
+    comparisons = diff.compare(before, after)
+    verdicts = {(c.key[0], c.key[1], c.key[4]): c.verdict for c in comparisons}
+    assert verdicts == {
+        ("jax_scan", "predict", 100): diff.NOISE,
+        ("jax_scan", "loss_and_grads", 100): diff.FAILED_NEW,
+        ("jax_scan", "train_step", 100): diff.ONLY_OLD,
+        ("torch_scan", "predict", 100): diff.FAILED_OLD,
+        ("c_forward", "predict", 100): diff.FAILED_BOTH,
+        ("jax_scan", "predict", 1000): diff.ONLY_NEW,
+    }
+    assert run_main(tmp_path / "main", old, new, "--fail-slower", "1.1") == 0
+    out = capsys.readouterr().out
+    assert "jax_scan loss_and_grads B=3 T=100, new: error: XlaRuntimeError: INTERNAL" in out
+    assert "torch_scan predict B=3 T=100, old: error: RuntimeError: out of memory" in out
+    assert "c_forward predict B=3 T=100, old: unsupported: no C compiler" in out
+    assert "c_forward predict B=3 T=100, new: unsupported: no C compiler" in out
+    assert "0 faster, 0 slower, 1 within noise, 5 unmatched" in out
+
+
+def test_a_file_without_model_labels_pairs_with_one_that_has_them(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = write_run(tmp_path / "old", [result((98, 100, 103))])
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    del lines[1]["model"]  # as written before results carried the model's label
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    new_path = write_run(tmp_path / "new", [result((196, 200, 206), model="default")])
+    assert diff.main([str(path), str(new_path), "--fail-slower", "1.5"]) == 1
+    lines = capsys.readouterr().out.splitlines()
+    assert "0 faster, 1 slower, 0 within noise, 0 unmatched" in lines
+    assert not any(line.startswith("model ") for line in lines)  # the default model only
+
+
+def test_differing_versions_and_machine_facts_are_printed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    old_path = write_run(tmp_path / "old", [result((98, 100, 103))])
+    upgraded = VERSIONS | {"jax": "0.13.0"}
+    new_versions = {k: v for k, v in upgraded.items() if k != "torch"}
+    new_path = write_run(tmp_path / "new", [result((98, 100, 103))], new_versions, cpu_count=8)
+    assert diff.main([str(old_path), str(new_path)]) == 0
+    rows = {tuple(line.split()) for line in capsys.readouterr().out.splitlines()}
+    assert ("jax", "0.12.0", "0.13.0") in rows
+    assert ("torch", "2.14.1", "—") in rows
+    assert ("cpu_count", "4", "8") in rows
+    assert not any(row[:1] in {("numpy",), ("python",), ("processor",)} for row in rows)
+
+
+def test_the_same_versions_are_said_to_be_the_same(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert run_main(tmp_path, [result((98, 100, 103))], [result((98, 100, 103))]) == 0
+    assert "the same machine facts and library versions" in capsys.readouterr().out
+
+
+def test_the_terminal_output_fits_100_columns(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    variants = ["keras_defaults[tensorflow]", "my_baselines.fused_kernel:FusedBackend", "jax"]
+    old = [
+        result((9e5, 1e6, 1.1e6), variant=v, operation=op, batch=256, steps=10000, model=m)
+        for v in variants
+        for op in ("predict", "loss_and_grads", "train_step")
+        for m in ("default", "3-5-2-4-6-3 tanh/sigmoid")
+    ]
+    failure = "RuntimeError: " + "a long trace " * 20
+    new = [
+        replace(r, median_s=None, q1_s=None, q3_s=None, error=failure)
+        if r.operation == "train_step"
+        else r
+        for r in old
+    ]
+    long_cpu = "Intel(R) Xeon(R) Platinum 8480C CPU @ 2.00GHz with a long model name"
+    old_path = write_run(tmp_path / "old", old, processor=long_cpu)
+    new_path = write_run(tmp_path / "new", new, processor=long_cpu.replace("8480C", "8592+"))
+    assert diff.main([str(old_path), str(new_path)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert "model 3-5-2-4-6-3 tanh/sigmoid:" in lines
+    assert max(len(line) for line in lines) <= diff.WIDTH, max(lines, key=len)
+
+
+def test_markdown_prints_github_tables(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert (
+        run_main(tmp_path, [result((98, 100, 103))], [result((196, 200, 206))], "--markdown") == 0
+    )
+    lines = capsys.readouterr().out.splitlines()
+    header = next(line for line in lines if line.startswith("| variant"))
+    assert lines[lines.index(header) + 1].startswith("|---")
+    assert any(line.startswith("| jax_scan") and "slower" in line for line in lines)
+
+
+def test_a_report_folder_reads_as_its_results_file(tmp_path: Path) -> None:
+    write_run(tmp_path / "old", [result((98, 100, 103))])
+    write_run(tmp_path / "new", [result((196, 200, 206))])
+    status = diff.main([str(tmp_path / "old"), str(tmp_path / "new"), "--fail-slower", "1.5"])
+    assert status == 1
+
+
+@pytest.mark.parametrize(
+    ("arguments", "named"),
+    [
+        (["missing", "new"], "OLD"),
+        (["old", "missing"], "NEW"),
+        (["empty_folder", "new"], "OLD"),
+        (["not_results", "new"], "OLD"),
+        (["json_list", "new"], "OLD"),
+        (["old", "no_run_record"], "NEW"),
+        (["old", "new", "--fail-slower", "0.5"], "--fail-slower"),
+        (["old", "new", "--fail-slower", "1"], "--fail-slower"),
+        (["old", "new", "--fail-slower", "nan"], "--fail-slower"),
+        (["old", "new", "--min-margin", "-0.1"], "--min-margin"),
+    ],
+)
+def test_bad_arguments_exit_with_status_2_naming_the_argument(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], arguments: list[str], named: str
+) -> None:
+    files = {
+        "old": write_run(tmp_path / "old", [result((98, 100, 103))]),
+        "new": write_run(tmp_path / "new", [result((98, 100, 103))]),
+        "missing": tmp_path / "missing",
+        "empty_folder": tmp_path / "empty_folder",
+        "not_results": tmp_path / "report.md",
+        "no_run_record": tmp_path / "no_run_record.jsonl",
+        "json_list": tmp_path / "list.jsonl",
+    }
+    files["empty_folder"].mkdir()
+    files["not_results"].write_text("# a Markdown report\n")
+    files["json_list"].write_text("[1, 2]\n")
+    files["no_run_record"].write_text(to_json(result((98, 100, 103))) + "\n")
+    paths = [str(files.get(a, a)) for a in arguments]
+    with pytest.raises(SystemExit) as stopped:
+        diff.main(paths)
+    assert stopped.value.code == 2
+    error = capsys.readouterr().err.splitlines()[-1]
+    assert f"error: {named} must be" in error
+
+
+def test_frae_diff_runs_through_the_frae_command(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    old_path = write_run(tmp_path / "old", [result((98, 100, 103))])
+    new_path = write_run(tmp_path / "new", [result((196, 200, 206))])
+    for threshold, status in [("1.5", 1), ("2.5", 0)]:
+        with pytest.raises(SystemExit) as stopped:
+            frae_main(["diff", str(old_path), str(new_path), "--fail-slower", threshold])
+        assert stopped.value.code == status
+    assert "1 slower" in capsys.readouterr().out
+    with pytest.raises(SystemExit) as stopped:
+        frae_main(["diff", str(old_path)])
+    assert stopped.value.code == 2
+    assert "usage: frae diff" in capsys.readouterr().err
+
+
+def test_frae_help_lists_diff(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as stopped:
+        frae_main(["--help"])
+    assert stopped.value.code == 0
+    assert "compare two benchmark runs" in capsys.readouterr().out
