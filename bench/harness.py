@@ -410,7 +410,7 @@ def model_label(config: FRAEConfig) -> str:
         return DEFAULT_MODEL
     widths = [config.input_dim, *config.encoder_units, config.latent_dim]
     widths += [*config.decoder_units, config.input_dim]
-    activations = (config.activation, config.output_activation)
+    activations = (config.activation, config.layers[-1].activation)  # the layer table's
     named = "" if activations == ("swish", "swish") else " " + "/".join(activations)
     return "-".join(map(str, widths)) + named
 
