@@ -57,6 +57,14 @@ from frae.config import FRAEConfig
 ROOT = Path(__file__).resolve().parents[1]
 STEPS = (100, 1000, 10000)
 BATCHES = (1, 32, 256)
+SHAPES = ((1, 100), (1, 1000), (1, 10000), (32, 1000), (256, 1000), (256, 10000))
+"""The full grid's (B, T) on the default model: three T at B = 1 (the per-call split needs
+three), three B at T = 1000 (throughput against B), T = 10000 at B = 1 and 256 (training
+linear in T). ``--batch``/``--steps`` measure every (B, T) of theirs instead."""
+WIDTHS = (64, 256)
+WIDE_SHAPES = ((1, 1000), (256, 1000))
+"""The width axis: models of one hidden layer of each width per side and a latent of 16,
+at the targets' two shapes; the variants marked ``wide`` run them."""
 QUICK_SHAPES: tuple[tuple[int, int, tuple[str, ...]], ...] = (
     (1, 100, OPERATIONS),
     (1, 1000, OPERATIONS),
@@ -107,7 +115,10 @@ class Variant:
         quick: it runs in ``--quick`` (keras_rnn[torch], 38 of a 206 s quick run, does
             not, nor do the hand-written backward passes, ``NAME_bptt``: the quick run has
             3 minutes).
-        only_steps: the T it runs, of the grid's (``None``: every T).
+        only_shapes: the (B, T) it runs, of the grid's (``None``: every one).
+        wide: it runs the width axis too (``wide_models``): the compiled backends and the
+            matrix floor; the loop floors, one multiply-add at a time, would take minutes
+            a call there and bound nothing.
     """
 
     name: str
@@ -120,7 +131,8 @@ class Variant:
     operations: tuple[str, ...] = OPERATIONS
     optional: bool = False
     quick: bool = True
-    only_steps: tuple[int, ...] | None = None
+    only_shapes: tuple[tuple[int, int], ...] | None = None
+    wide: bool = False
 
 
 def _keras(framework: str) -> Variant:
@@ -139,6 +151,7 @@ def _keras(framework: str) -> Variant:
         slow=eager,
         optional=eager,
         quick=not eager,
+        wide=not eager,
     )
 
 
@@ -170,7 +183,7 @@ def _by_hand(backend: str, mechanism: str) -> Variant:
         f"{backend} with its backward written by hand ({mechanism}): a reverse loop carrying "
         "only the feedback's gradient, weight gradients as one product over all steps",
         operations=("loss_and_grads", "train_step"),
-        only_steps=(1000,),
+        only_shapes=((1, 1000), (256, 1000)),
         quick=False,
     )
 
@@ -252,9 +265,11 @@ VARIANTS = (
         "-ffast-math, glibc's vector exp): the floor at B > 1",
         needs=("numba",),
     ),
-    Variant("tf_while", "tf_while", "compiled", "tf.while_loop + TensorArray under XLA"),
+    Variant("tf_while", "tf_while", "compiled", "tf.while_loop + TensorArray under XLA", wide=True),
     _by_hand("tf_while", "tf.custom_gradient"),
-    Variant("jax_scan", "jax_scan", "compiled", "jax.lax.scan over Flax NNX layers, jit"),
+    Variant(
+        "jax_scan", "jax_scan", "compiled", "jax.lax.scan over Flax NNX layers, jit", wide=True
+    ),
     _by_hand("jax_scan", "jax.custom_vjp"),
     Variant(
         "torch_scan",
@@ -262,6 +277,7 @@ VARIANTS = (
         "compiled",
         "PyTorch's scan operator over nn.Linear layers, torch.compile (Inductor; C++ wrapper "
         "for inference, Python wrapper for gradients)",
+        wide=True,
     ),
     _by_hand("torch_scan", "torch.autograd.Function"),
     _keras("tensorflow"),
@@ -398,6 +414,25 @@ def full_grid(
     return [(model, b, t, operations) for t in steps for b in batches]
 
 
+def wide_models() -> dict[str, FRAEConfig]:
+    """The width axis's models by label: one hidden layer of each of ``WIDTHS`` per side, a
+    latent of 16, the default's two features (the code is then wider than the input: these
+    models measure what width costs, not compression)."""
+    configs = [
+        FRAEConfig(encoder_units=(width,), latent_dim=16, decoder_units=(width,))
+        for width in WIDTHS
+    ]
+    return {model_label(config): config for config in configs}
+
+
+def default_grid() -> list[Point]:
+    """The full grid: every operation at ``SHAPES`` on the default model, and at
+    ``WIDE_SHAPES`` on each of ``wide_models``."""
+    grid = [(DEFAULT_MODEL, b, t, OPERATIONS) for b, t in SHAPES]
+    grid += [(label, b, t, OPERATIONS) for label in wide_models() for b, t in WIDE_SHAPES]
+    return grid
+
+
 def quick_grid(model: str = DEFAULT_MODEL) -> list[Point]:
     """``QUICK_SHAPES`` on ``model``."""
     return [(model, b, t, operations) for b, t, operations in QUICK_SHAPES]
@@ -437,15 +472,19 @@ def read_config(text: str) -> FRAEConfig:
 
 
 def points_for(variant: Variant, grid: Iterable[Point], settings: Settings) -> list[Point]:
-    """The part of ``grid`` a variant runs: the operations it offers; if slow, the caps."""
-    points = []
+    """The part of ``grid`` a variant runs: the operations it offers; if slow, the caps; the
+    models after the grid's first only if it runs the width axis (``Variant.wide``)."""
+    grid = list(grid)
+    points, main = [], grid[0][0] if grid else DEFAULT_MODEL
     for model, batch, steps, operations in grid:
         offered = tuple(op for op in operations if op in variant.operations)
         capped = variant.slow and (
             steps > settings.slow_max_steps
             or (settings.slow_max_batch is not None and batch > settings.slow_max_batch)
         )
-        capped = capped or (variant.only_steps is not None and steps not in variant.only_steps)
+        only = variant.only_shapes
+        capped = capped or (only is not None and (batch, steps) not in only)
+        capped = capped or (model != main and not variant.wide)
         if offered and not capped:
             points.append((model, batch, steps, offered))
     return points
@@ -630,7 +669,7 @@ def port(path: str) -> Variant:
     reason = frae.unavailable_reason(path) if path.partition(":")[2] else "no factory after ':'"
     if reason is not None:
         raise ValueError(f"variant {path!r} must name an importable port: {reason}")
-    return Variant(path, path, "compiled", f"a port given by import path, {path}")
+    return Variant(path, path, "compiled", f"a port given by import path, {path}", wide=True)
 
 
 def benchmark(
@@ -649,21 +688,26 @@ def benchmark(
     """Measure, then write the report (``preamble``, Markdown, goes before its summary);
     returns the records and the summary for the terminal.
 
-    ``batches``, ``steps`` or ``operations`` replace the grid by every one of the
+    The grid: ``default_grid`` (the default model and the width axis), ``quick_grid`` with
+    ``quick``; ``batches``, ``steps`` or ``operations`` replace it by every one of the
     operations (default all) at every (B, T) given (default ``BATCHES`` × ``STEPS``);
-    ``config`` replaces the default model.
+    ``config`` replaces the model (and the width axis) by the one given.
     """
     from bench import report
 
-    config = config or FRAEConfig()
-    label = model_label(config)
+    label = model_label(config or FRAEConfig())
+    models = {label: config or FRAEConfig()}
     if batches or steps or operations:
         ops = tuple(operations or OPERATIONS)
         grid = full_grid(batches or BATCHES, steps or STEPS, ops, label)
+    elif quick:
+        grid = quick_grid(label)
+    elif config is None:
+        grid, models = default_grid(), {label: FRAEConfig(), **wide_models()}
     else:
-        grid = quick_grid(label) if quick else full_grid(model=label)
+        grid = [(label, b, t, OPERATIONS) for b, t in SHAPES]
     chosen = settings or (QUICK_SETTINGS if quick else Settings())
-    records = run(select(variants, quick), grid, chosen, out, progress, {label: config})
+    records = run(select(variants, quick), grid, chosen, out, progress, models)
     return records, report.write(records, out, preamble)
 
 

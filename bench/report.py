@@ -30,6 +30,8 @@ from bench.records import (
     VariantRecord,
 )
 
+FLOOR_ROLES = ("floor", "simd_floor", "matrix_floor")
+"""The native floors: scalar loops, loops vectorised over the batch, matrix products."""
 Key = tuple[str, str, int, int]
 """(variant, operation, B, T)."""
 Shape = tuple[int, int]
@@ -97,14 +99,17 @@ class Pivot:
         found = self.results.get(key)
         return None if found is None else getattr(found, metric)
 
+    def floor(self, operation: str, batch: int, steps: int) -> float | None:
+        """The floor's µs per step for ``operation`` at (B, T): the fastest of the floors
+        (``FLOOR_ROLES``) measured there, the tightest bound this run has."""
+        names = [name for role in FLOOR_ROLES for name in self.named(role)]
+        figures = [self.figure((name, operation, batch, steps)) for name in names]
+        return min((f for f in figures if f is not None), default=None)
+
     def floor_ratio(self, key: Key) -> float | None:
-        """µs per step of a measurement over the floor's, same operation and shape: at B > 1
-        the SIMD floor's (the scalar floor's where it was not measured), at B = 1 the scalar
-        floor's, which is the limit there."""
-        roles = ("simd_floor", "floor") if key[2] > 1 else ("floor",)
-        floors = (self.figure((f, *key[1:])) for role in roles for f in self.named(role))
-        floor = next((figure for figure in floors if figure is not None), None)
-        value = self.figure(key)
+        """µs per step of a measurement over the floor's (``floor``), same operation and
+        shape."""
+        floor, value = self.floor(*key[1:]), self.figure(key)
         return None if value is None or floor is None else value / floor
 
     def first_calls(self) -> dict[tuple[str, str], tuple[float, Shape]]:
@@ -139,7 +144,8 @@ class Target:
             ``{over_B}`` are filled in.
         at_most: the ratio must be ≤ ``limit``, else ≥.
         every: every variant of ``role`` must meet it, else the best one.
-        over: the divisor's role; ``None``: the same variant at ``over_shape``.
+        over: the divisor's role (``"floor"``: the fastest floor there, ``Pivot.floor``);
+            ``None``: the same variant at ``over_shape``.
         over_operation: the divisor's operation, if not ``operation``.
         shape: where it is judged; ``None``: at every shape both were measured.
         fastest: only the variant of ``role`` fastest at ``shape`` is judged.
@@ -223,18 +229,16 @@ TARGETS = (
         for batch in (1, 256)
     ),
     Target(
-        "the best compiled predict ≤ {limit:g}× the SIMD floor per step ({at})",
+        "the best compiled predict ≤ {limit:g}× the floor per step ({at})",
         2.0,
         every=False,
-        over="simd_floor",
         shape=BATCHED_SHAPE,
     ),
     Target(
-        "the best training step ≤ {limit:g}× the SIMD floor's forward + BPTT per step ({at})",
+        "the best training step ≤ {limit:g}× the floor's forward + BPTT per step ({at})",
         3.0,
         "train_step",
         every=False,
-        over="simd_floor",
         over_operation="loss_and_grads",
         shape=BATCHED_SHAPE,
     ),
@@ -263,11 +267,17 @@ def ratios(target: Target, pivot: Pivot) -> dict[str, float]:
     found, over_operation = {}, target.over_operation or operation
     for name in names:
         measured = [key[2:] for key in pivot.results if key[:2] == (name, operation)]
-        for over in [name] if target.over is None else pivot.named(target.over)[:1]:
+        # itself, or the floor (``Pivot.floor``), or the first of the divisor's role
+        own = target.over in (None, "floor")
+        for over in [name] if own else pivot.named(target.over or "")[:1]:
             for b, t in [target.shape] if target.shape else measured:
                 value = pivot.figure((name, operation, b, t), target.metric)
                 over_shape = target.over_shape or (b, t)
-                base = pivot.figure((over, over_operation, *over_shape), target.metric)
+                base = (
+                    pivot.floor(over_operation, *over_shape)
+                    if target.over == "floor" and target.metric == TIME
+                    else pivot.figure((over, over_operation, *over_shape), target.metric)
+                )
                 if value is not None and base is not None:
                     found[name if target.shape else f"B={b}, T={t}"] = value / base
     return found
@@ -384,8 +394,12 @@ def call_cost_rows(pivot: Pivot) -> list[list[str]]:
     """One row per (variant, operation) measured at enough T: its split, the per-step part
     also over the floor's, or why there is none (the line does not fit, or the fixed cost
     is below what these T resolve: a negative intercept)."""
-    costs, floors = call_costs(pivot), pivot.named("floor")
-    floor = {c.operation: c.per_step_us for c in costs if c.variant in floors and c.fits}
+    costs = call_costs(pivot)
+    floors = {name for role in FLOOR_ROLES for name in pivot.named(role)}
+    floor: dict[str, float] = {}
+    for c in costs:
+        if c.variant in floors and c.fits:
+            floor[c.operation] = min(c.per_step_us, floor.get(c.operation, c.per_step_us))
     rows = []
     for c in costs:
         steps = ", ".join(map(str, c.steps))
@@ -575,7 +589,7 @@ LINES = {
     "textbook": "-.",
     "baseline": ":",
 }
-COLOURS = {"floor": "black", "simd_floor": "darkgray", "check": "dimgray"}
+COLOURS = {"floor": "black", "simd_floor": "darkgray", "matrix_floor": "gray", "check": "dimgray"}
 """The floors and the check in greys; every other variant gets a colour of its own."""
 
 
@@ -699,8 +713,9 @@ def _save(figure: Any, path: Path) -> Path:
 
 
 ROLES = {
-    "floor": "every ×floor at B = 1 divides by it, and at B > 1 without a SIMD floor",
-    "simd_floor": "every ×floor at B > 1 divides by it",
+    "floor": "scalar loops; a ×floor divides by the fastest floor at its shape",
+    "simd_floor": "the loops vectorised over the batch",
+    "matrix_floor": "matrix products, for models of wide layers",
     "check": "the check that the floor is one",
     "compiled": "the suite's backends, held to the targets",
     "by_hand": "a compiled backend with its backward pass written by hand, beside its "
@@ -739,15 +754,18 @@ Run {run.started}, `{run.command}`, {wall} s in all; grid (B, T: operations): {g
   for this process image alone: Linux carries the parent's `ru_maxrss` into the child).
   **import s**: importing the backend and its framework in a fresh process, after NumPy and
   the core.
-- The **floor** ({floor}): the same forward and back-propagation through time as plain loops
-  compiled by Numba (float32, fastmath off, one thread, batch innermost, no allocation in the
-  loop); the **check** is its forward in plain C. Both evaluate exp one lane at a time, so where
-  a framework's compiler vectorizes exp (large B) it can go below the floor.
-- At B > 1 every ×floor divides instead by the **SIMD floor** ({simd}; the scalar floor where
-  it was not measured), the same loops in C vectorised over the batch and compiled for this
-  machine with `-O3 -march=native -ffast-math`, which allows it what the frameworks do not:
-  sums reassociated, approximate vector exp and tanh (glibc's libmvec), no NaN or infinity
-  semantics.
+- Every **×floor** divides by the fastest of the native floors measured for the same
+  operation, model and shape: the tightest bound the run has. The floors, each the same
+  forward and back-propagation through time without a framework, one thread:
+  - the **scalar floor** ({floor}): plain loops compiled by Numba (float32, fastmath off, batch
+    innermost, no allocation in the loop); the **check** is its forward in plain C. Both
+    evaluate exp one lane at a time;
+  - the **SIMD floor** ({simd}): the same loops in C vectorised over the batch and compiled
+    for this machine with `-O3 -march=native -ffast-math`, which allows it what the
+    frameworks do not: sums reassociated, approximate vector exp and tanh (glibc's libmvec),
+    no NaN or infinity semantics;
+  - the **matrix floor** ({matrix}): each layer a matrix product in C (same flags), for
+    models of wide layers, where loops one multiply-add at a time are no limit.
 - **Capped** to {cap}, because they interpret every time step: {slow}. Skipped or failed
   variants are listed below with why.
 - Roles: {roles}.
@@ -782,7 +800,11 @@ def model_rows(pivot: Pivot) -> tuple[list[str], list[list[str]]]:
         rows.append(
             [name, *(c + (FLAG if k in doubted else "") for c, k in zip(cells, keys, strict=True))]
         )
-    header = ["variant", *(f"{LABELS[op]} B={b} T={t}" for op, b, t in columns)]
+    one_t = len({t for _, t in shapes}) == 1  # then the caption says T
+    header = [
+        "variant",
+        *(f"{LABELS[op]} B={b}" + ("" if one_t else f" T={t}") for op, b, t in columns),
+    ]
     return header, rows
 
 
@@ -812,6 +834,7 @@ def markdown(records: list[Record], images: list[Path], preamble: str = "") -> s
         s=s,
         floor=", ".join(f"`{name}`" for name in pivot.named("floor")) or "none in this run",
         simd=", ".join(f"`{name}`" for name in pivot.named("simd_floor")) or "none in this run",
+        matrix=", ".join(f"`{n}`" for n in pivot.named("matrix_floor")) or "none in this run",
         cap=f"T ≤ {s['slow_max_steps']}" + (f", B ≤ {b}" if (b := s["slow_max_batch"]) else ""),
         slow=", ".join(n for n, listing in run.variants.items() if listing.slow) or "none",
         roles="; ".join(roles),
@@ -865,9 +888,12 @@ def _model_section(pivot: Pivot, markdown: bool) -> list[str]:
     config = pivot.run.models.get(pivot.model, {}) if pivot.run else {}
     header, rows = model_rows(pivot)
     fields = ", ".join(f"{k}={v}" for k, v in config.items())
-    caption = f"µs per time step, median (× the floor's same operation); {fields}"
+    steps = sorted({k[3] for k in pivot.results})
+    at = f"at T={steps[0]}, " if len(steps) == 1 else ""
+    caption = f"µs per time step {at}median (× the floor's same operation); {fields}"
     title = f"## Model {pivot.model}" if markdown else f"model {pivot.model}:"
-    lines = [title, "", caption, "", _table(header, rows, markdown)]
+    captions = [caption] if markdown else textwrap.wrap(caption, WIDTH)
+    lines = [title, "", *captions, "", _table(header, rows, markdown)]
     judged = measured_targets(pivot)
     if markdown:
         rows = [[t.statement, t.measured, t.verdict] for t in judged]

@@ -574,7 +574,20 @@ FLOOR_RECORDS = [
 ]
 # Each case: records, the measurement whose ratio is read, the ratio expected.
 FLOOR_CHOICES = {
-    "B=1-over-the-scalar-floor-though-the-simd-one-ran": (FLOOR_RECORDS, ("a", 1), 3.0),
+    "B=1-over-the-scalar-floor-the-faster-there": (FLOOR_RECORDS, ("a", 1), 3.0),
+    "B=1-over-the-simd-floor-where-it-is-the-faster": (
+        [
+            *(r for r in FLOOR_RECORDS if (r.role, r.batch) != ("simd_floor", 1)),
+            measured("vector", "simd_floor", "predict", 1, 1000, 0.5),
+        ],
+        ("a", 1),
+        6.0,
+    ),
+    "B=256-over-the-matrix-floor-where-it-is-the-fastest": (
+        [*FLOOR_RECORDS, measured("gemm", "matrix_floor", "predict", 256, 1000, 1.0)],
+        ("a", 256),
+        8.0,
+    ),
     "B=256-over-the-simd-floor": (FLOOR_RECORDS, ("a", 256), 2.0),
     "the-scalar-floor-itself-at-B=256": (FLOOR_RECORDS, ("scalar", 256), 2.5),
     "B=256-without-a-simd-floor-over-the-scalar-one": (
@@ -593,11 +606,11 @@ FLOOR_CHOICES = {
 @pytest.mark.parametrize(
     ("records", "measurement", "ratio"), FLOOR_CHOICES.values(), ids=FLOOR_CHOICES
 )
-def test_the_floor_divides_at_b_1_and_the_simd_floor_above(
+def test_the_fastest_floor_at_each_shape_divides(
     records: list[Record], measurement: tuple[str, int], ratio: float
 ) -> None:
-    """×floor is over the scalar floor at B = 1, the SIMD floor at B > 1, and the scalar one
-    where the SIMD floor was not measured; the table of every measurement shows the same."""
+    """×floor is over the fastest floor measured at the same operation and shape, whichever
+    its role; the table of every measurement shows the same."""
     from bench.report import Pivot, detail_rows
 
     pivot = Pivot.of(records)
@@ -672,15 +685,19 @@ def test_the_price_of_autodiff_pairs_each_backend_with_its_hand_written_backward
 
 
 def test_a_variant_runs_its_part_of_the_grid() -> None:
-    """A slow variant stops at the caps; a hand-written backward runs its operations at
-    its T only; a compiled backend runs everything."""
-    from bench.harness import VARIANTS, Settings, full_grid, points_for
+    """A slow variant stops at the caps; a hand-written backward runs its operations at its
+    shapes only; a compiled backend runs everything, the width axis included; a loop floor
+    runs the default model alone."""
+    from bench.harness import VARIANTS, Settings, default_grid, points_for
 
-    grid, settings = full_grid(), Settings()
+    grid, settings = default_grid(), Settings()
     by_name = {variant.name: variant for variant in VARIANTS}
     assert points_for(by_name["tf_while"], grid, settings) == grid
+    assert len({model for model, *_ in grid}) == 3
     by_hand = points_for(by_name["jax_scan_bptt"], grid, settings)
-    assert {(b, t) for _, b, t, _ in by_hand} == {(1, 1000), (32, 1000), (256, 1000)}
+    assert {(b, t) for _, b, t, _ in by_hand} == {(1, 1000), (256, 1000)}
     assert {ops for *_, ops in by_hand} == {("loss_and_grads", "train_step")}
     slow = points_for(by_name["reference"], grid, settings)
     assert max(t for _, _, t, _ in slow) == 1000 and max(b for _, b, _, _ in slow) == 32
+    loops = points_for(by_name["numba_floor"], grid, settings)
+    assert {model for model, *_ in loops} == {"default"}

@@ -173,6 +173,20 @@ def test_the_terminal_summary_fits_100_columns_and_says_its_shape() -> None:
     assert "not enough points" in text  # two T: no split
 
 
+def test_a_wide_models_section_fits_100_columns_too() -> None:
+    label = model_label(WIDE)
+    records = quick_like_records()
+    records[0] = run_record({"default": frae.FRAEConfig(), label: WIDE})
+    for index, name in enumerate(LONG_NAMES):
+        for batch in (1, 256):
+            for operation in ("predict", "train_step"):
+                seconds = 123.456e-3 * (index + 1) * batch
+                records.append(timed(name, operation, batch, 1000, seconds, model=label))
+    text = report.summary(records)
+    assert f"model {label}:" in text and "train step B=256" in text
+    assert max(len(line) for line in text.splitlines()) <= report.WIDTH
+
+
 def test_the_markdown_report_says_where_targets_come_from_and_every_shape() -> None:
     text = report.markdown(quick_like_records(), [])
     assert report.TARGETS_ORIGIN in text
