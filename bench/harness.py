@@ -116,9 +116,11 @@ class Variant:
             not, nor do the hand-written backward passes, ``NAME_bptt``: the quick run has
             3 minutes).
         only_shapes: the (B, T) it runs, of the grid's (``None``: every one).
-        wide: it runs the width axis too (``wide_models``): the compiled backends and the
-            matrix floor; the loop floors, one multiply-add at a time, would take minutes
-            a call there and bound nothing.
+        wide: the operations it runs on the width axis (``wide_models``): predict and a
+            training step for the compiled backends (the targets' operations), all three
+            for the matrix floor (whose gradient divides a training step); none for the
+            rest (the loop floors, one multiply-add at a time, would take minutes a call
+            there and bound nothing).
     """
 
     name: str
@@ -132,7 +134,11 @@ class Variant:
     optional: bool = False
     quick: bool = True
     only_shapes: tuple[tuple[int, int], ...] | None = None
-    wide: bool = False
+    wide: tuple[str, ...] = ()
+
+
+TARGETED = ("predict", "train_step")
+"""The operations the targets judge a compiled backend on."""
 
 
 def _keras(framework: str) -> Variant:
@@ -151,7 +157,7 @@ def _keras(framework: str) -> Variant:
         slow=eager,
         optional=eager,
         quick=not eager,
-        wide=not eager,
+        wide=() if eager else TARGETED,
     )
 
 
@@ -265,10 +271,12 @@ VARIANTS = (
         "-ffast-math, glibc's vector exp): the floor at B > 1",
         needs=("numba",),
     ),
-    Variant("tf_while", "tf_while", "compiled", "tf.while_loop + TensorArray under XLA", wide=True),
+    Variant(
+        "tf_while", "tf_while", "compiled", "tf.while_loop + TensorArray under XLA", wide=TARGETED
+    ),
     _by_hand("tf_while", "tf.custom_gradient"),
     Variant(
-        "jax_scan", "jax_scan", "compiled", "jax.lax.scan over Flax NNX layers, jit", wide=True
+        "jax_scan", "jax_scan", "compiled", "jax.lax.scan over Flax NNX layers, jit", wide=TARGETED
     ),
     _by_hand("jax_scan", "jax.custom_vjp"),
     Variant(
@@ -277,7 +285,7 @@ VARIANTS = (
         "compiled",
         "PyTorch's scan operator over nn.Linear layers, torch.compile (Inductor; C++ wrapper "
         "for inference, Python wrapper for gradients)",
-        wide=True,
+        wide=TARGETED,
     ),
     _by_hand("torch_scan", "torch.autograd.Function"),
     _keras("tensorflow"),
@@ -477,14 +485,14 @@ def points_for(variant: Variant, grid: Iterable[Point], settings: Settings) -> l
     grid = list(grid)
     points, main = [], grid[0][0] if grid else DEFAULT_MODEL
     for model, batch, steps, operations in grid:
-        offered = tuple(op for op in operations if op in variant.operations)
+        wanted = variant.operations if model == main else variant.wide
+        offered = tuple(op for op in operations if op in wanted)
         capped = variant.slow and (
             steps > settings.slow_max_steps
             or (settings.slow_max_batch is not None and batch > settings.slow_max_batch)
         )
         only = variant.only_shapes
         capped = capped or (only is not None and (batch, steps) not in only)
-        capped = capped or (model != main and not variant.wide)
         if offered and not capped:
             points.append((model, batch, steps, offered))
     return points
@@ -669,7 +677,7 @@ def port(path: str) -> Variant:
     reason = frae.unavailable_reason(path) if path.partition(":")[2] else "no factory after ':'"
     if reason is not None:
         raise ValueError(f"variant {path!r} must name an importable port: {reason}")
-    return Variant(path, path, "compiled", f"a port given by import path, {path}", wide=True)
+    return Variant(path, path, "compiled", f"a port given by import path, {path}", wide=TARGETED)
 
 
 def benchmark(
@@ -782,6 +790,7 @@ def main(argv: list[str] | None = None, prog: str = "python -m bench") -> None:
                 f"{v.name:<28}{v.role:<12}{v.about}"
                 + ("  [only when named]" if v.optional else "")
                 + ("" if v.quick else "  [not in --quick]")
+                + (f"  [width axis: {', '.join(v.wide)}]" if v.wide else "")
                 + (f"  [skipped: {reason}]" if reason else "")
             )
         return

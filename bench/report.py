@@ -774,8 +774,8 @@ Run {run.started}, `{run.command}`, {wall} s in all; grid (B, T: operations): {g
 
 
 TARGETS_ORIGIN = (
-    "Where the targets come from: the **floor** is the limit, the same loops compiled "
-    "natively without a framework (at B > 1 vectorised over the batch, the SIMD floor); a "
+    "Where the targets come from: the **floor** is the limit, the same model compiled "
+    "natively without a framework (the fastest of the floors at each shape); a "
     "compiled backend within a small factor of it (3× for predict, 1.5× for the best; a "
     "training step 6×, or 3× for the best, over the floor's forward + BPTT, which has no "
     "optimizer) pays little for its framework. The **textbook fix**, the same "

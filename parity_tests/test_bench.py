@@ -688,12 +688,15 @@ def test_a_variant_runs_its_part_of_the_grid() -> None:
     """A slow variant stops at the caps; a hand-written backward runs its operations at its
     shapes only; a compiled backend runs everything, the width axis included; a loop floor
     runs the default model alone."""
-    from bench.harness import VARIANTS, Settings, default_grid, points_for
+    from bench.harness import SHAPES, VARIANTS, Settings, default_grid, points_for
 
     grid, settings = default_grid(), Settings()
     by_name = {variant.name: variant for variant in VARIANTS}
-    assert points_for(by_name["tf_while"], grid, settings) == grid
-    assert len({model for model, *_ in grid}) == 3
+    compiled = points_for(by_name["tf_while"], grid, settings)
+    assert [point for point in compiled if point[0] == "default"] == grid[: len(SHAPES)]
+    wide = [point for point in compiled if point[0] != "default"]
+    assert len({model for model, *_ in wide}) == 2 and len(wide) == 4
+    assert {ops for *_, ops in wide} == {("predict", "train_step")}
     by_hand = points_for(by_name["jax_scan_bptt"], grid, settings)
     assert {(b, t) for _, b, t, _ in by_hand} == {(1, 1000), (256, 1000)}
     assert {ops for *_, ops in by_hand} == {("loss_and_grads", "train_step")}
