@@ -1,0 +1,160 @@
+"""The floor for wide layers: the forward and back-propagation through time as matrix products.
+
+The scalar and SIMD floors loop over single weights, which suits the default model (widths
+4-3-1-3) and no other: at 64 or 256 units a step is a few matrix products, and a framework
+calling a tuned dot kernel beats those loops. ``matrix_floor.c`` keeps each step batch-major,
+(B, units) per layer, and multiplies a block of rows by each kernel row in turn, the
+innermost loop over contiguous units; training records every step, carries only d loss/d x̂
+from step to step, and forms each weight's gradient after the reverse loop as one product
+over all T·B rows. It is compiled at run time as ``simd_floor.c`` is (``simd_floor.flags``:
+``-O3 -march=native -ffast-math -fopenmp-simd``, glibc's vector expf and tanhf) and linked
+without fast math, for the reason ``simd_floor.compile_simd`` gives.
+
+``MatrixFloorBackend`` is ``NumbaFloorBackend`` with its forward and backward swapped for the
+C ones, which read and write the caller's batch-major arrays; the flat weights and the SGD
+and Adam updates are the Numba floor's.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import subprocess
+from pathlib import Path
+from typing import NamedTuple
+
+import numpy as np
+import numpy.typing as npt
+
+from bench.baselines.c_forward import build_folder
+from bench.baselines.layout import plan
+from bench.baselines.numba_floor import NumbaFloorBackend
+from bench.baselines.simd_floor import LINK_FLAGS, _OrNull, flags, simd_header
+from frae.backend import Array
+from frae.config import FRAEConfig
+from frae.params import Weights
+
+SOURCE = Path(__file__).with_name("matrix_floor.c")
+
+
+@functools.cache
+def compile_matrix(config: FRAEConfig, source: Path = SOURCE) -> ctypes.CDLL:
+    """Build ``source`` (``matrix_floor.c``, or a variant of it that the tests break on
+    purpose) for ``config``; raises ``RuntimeError`` without a compiler."""
+    cc, folder = build_folder(source, simd_header(plan(config)))
+    objects, library = folder / f"{source.stem}.o", folder / f"lib{source.stem}.so"
+    copied = str(folder / source.name)
+    compile_only = [cc, *flags(), "-c", "-I", str(folder), "-o", str(objects), copied]
+    for command in (compile_only, [cc, *LINK_FLAGS, "-o", str(library), str(objects), "-lm"]):
+        subprocess.run(command, check=True, capture_output=True, text=True)
+    loops = ctypes.CDLL(str(library))
+    floats = np.ctypeslib.ndpointer(np.float32, flags="C_CONTIGUOUS")
+    doubles = np.ctypeslib.ndpointer(np.float64, flags="C_CONTIGUOUS")
+    loops.frae_forward.argtypes = [floats, ctypes.c_int, *[floats] * 3, *[_OrNull(floats)] * 2]
+    loops.frae_forward.argtypes += [ctypes.c_long] * 3
+    loops.frae_loss_and_grads.argtypes = [*[floats] * 2, ctypes.c_float, *[floats] * 8, doubles]
+    loops.frae_loss_and_grads.argtypes += [ctypes.c_long] * 2
+    for function in (loops.frae_forward, loops.frae_loss_and_grads):
+        function.restype = None
+    return loops
+
+
+class _Buffers(NamedTuple):
+    """What one input shape needs, allocated once and reused by later calls."""
+
+    work: Array
+    """(S, B, rows): every step's workspace when training (S = T), else one (S = 1)."""
+    slopes: Array
+    """(T, B, rows) when training: each step's slopes, then d loss/d pre-activation."""
+    gradient: Array
+    """(B, rows): d loss/d each column at one step of the reverse loop."""
+    carry: Array
+    """(B, F): d loss/d x̂_t from the steps after t."""
+    transposed: Array
+    """(weights,): each kernel's transpose."""
+    scratch: Array
+    """(weights,): a narrow kernel's gradient, transposed."""
+    loss: npt.NDArray[np.float64]
+
+
+class MatrixFloorBackend(NumbaFloorBackend):
+    """The matrix floor behind the contract: C matrix products, float32, fast math, one
+    thread; everything but the forward and backward is the Numba floor's."""
+
+    name = "matrix_floor"
+
+    def _build(self, weights: Weights) -> None:
+        self._loops = compile_matrix(self.config)
+        self._buffers: dict[tuple[int, int, bool], _Buffers] = {}
+        super()._build(weights)
+
+    def _buffers_for(self, steps: int, batch: int, record: bool) -> _Buffers:
+        key = (steps, batch, record)
+        if key not in self._buffers:
+            self._buffers.clear()  # one shape's arrays at a time: bounded memory
+            layout, size = self._plan, self._plan.size
+            span = steps if record else 1
+            self._buffers[key] = _Buffers(
+                work=np.empty((span, batch, layout.rows), np.float32),
+                slopes=np.empty((span if record else 0, batch, layout.rows), np.float32),
+                gradient=np.empty((batch, layout.rows), np.float32),
+                carry=np.empty((batch, layout.features), np.float32),
+                transposed=np.empty(size, np.float32),
+                scratch=np.empty(size, np.float32),
+                loss=np.empty(1, np.float64),
+            )
+        return self._buffers[key]
+
+    def _forward(self, sequences: Array, codes_given: bool, keep: str) -> Array:
+        """x̂ (``keep="outputs"``) or z (``keep="codes"``), (B, T, ·), written batch-major by
+        the C loop straight into the array returned."""
+        batch, steps, width = sequences.shape
+        space = self._buffers_for(steps, batch, record=False)
+        kept = np.empty(
+            (batch, steps, self._plan.features if keep == "outputs" else self._plan.latent),
+            np.float32,
+        )
+        self._loops.frae_forward(
+            np.ascontiguousarray(sequences, np.float32),
+            int(codes_given),
+            self._theta,
+            space.transposed,
+            space.work,
+            kept if keep == "outputs" else None,
+            kept if keep == "codes" else None,
+            steps,
+            width,
+            batch,
+        )
+        return kept
+
+    def _predict(self, x: Array) -> Array:
+        return self._forward(x, codes_given=False, keep="outputs")
+
+    def _encode(self, x: Array) -> Array:
+        return self._forward(x, codes_given=False, keep="codes")
+
+    def _decode(self, z: Array) -> Array:
+        return self._forward(z, codes_given=True, keep="outputs")
+
+    def _flat_loss_and_grads(self, x: Array, y: Array) -> tuple[float, Array]:
+        batch, steps, _ = x.shape
+        space = self._buffers_for(steps, batch, record=True)
+        grads = np.empty(self._plan.size, np.float32)
+        self._loops.frae_loss_and_grads(
+            np.ascontiguousarray(x, np.float32),
+            np.ascontiguousarray(y, np.float32),
+            2.0 / y.size,
+            self._theta,
+            space.transposed,
+            space.work,
+            space.slopes,
+            space.gradient,
+            space.carry,
+            space.scratch,
+            grads,
+            space.loss,
+            steps,
+            batch,
+        )
+        return float(space.loss[0] / y.size), grads

@@ -1,0 +1,186 @@
+"""The matrix floor (``bench.baselines.matrix_floor``) computes the model.
+
+Its outputs, codes, decoded sequences, loss, gradients and training losses equal the float64
+reference's within the float32 tolerances of ``parity_tests.tolerances``, at B = 1, at B = 37
+(not a multiple of the rows of a block, so every remainder loop runs: T·B is odd too) and at
+B = 256, on the default config, on a wide one (64 units, a latent code of 16: every product
+has full vectors), on a deep one (three hidden layers a side, widths that fill no vector,
+tanh, sigmoid and a linear output) and on one without hidden layers. Fast math's rounding
+(sums reassociated, glibc's vector exp and tanh) fits the same tolerances as every float32
+backend. Each check is shown to reject a floor built from ``matrix_floor.c`` with one
+deliberate mistake. Loading the library leaves the process's floating-point environment alone.
+Without a C compiler the checks are skipped.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import frae
+from frae.data import multi_sine
+from frae.params import Weights
+from parity_tests.tolerances import assert_close
+
+pytestmark = pytest.mark.project
+numba = pytest.importorskip("numba", reason="the floors need numba: pip install 'frae[bench]'")
+
+from bench.baselines.c_forward import compiler  # noqa: E402
+from bench.baselines.matrix_floor import SOURCE, MatrixFloorBackend, compile_matrix  # noqa: E402
+
+needs_cc = pytest.mark.skipif(compiler() is None, reason="no C compiler (cc or gcc) on PATH")
+
+WIDE_CONFIG = frae.FRAEConfig(encoder_units=(64,), latent_dim=16, decoder_units=(64,))
+CONFIGS = {
+    "default": frae.FRAEConfig(),
+    "wide": WIDE_CONFIG,
+    "deep": frae.FRAEConfig(
+        input_dim=3,
+        encoder_units=(20, 33, 17),
+        latent_dim=5,
+        decoder_units=(18, 9, 24),
+        activation="tanh",
+        output_activation="linear",
+    ),
+    "deep_sigmoid": frae.FRAEConfig(
+        input_dim=5,
+        encoder_units=(40, 7),
+        latent_dim=3,
+        decoder_units=(6, 35),
+        activation="sigmoid",
+    ),
+    "no_hidden": frae.FRAEConfig(input_dim=4, encoder_units=(), latent_dim=2, decoder_units=()),
+}
+BATCHES = (1, 37, 256)
+STEPS = 13
+
+
+def _data(config: frae.FRAEConfig, batch: int, seed: int) -> np.ndarray:
+    return multi_sine(batch=batch, steps=STEPS, features=config.input_dim, seed=seed)
+
+
+def check_forward(model: frae.Backend, config: frae.FRAEConfig, batch: int) -> None:
+    """``predict``, ``encode`` and ``decode`` against the reference's."""
+    reference = frae.create("reference", config, seed=3)
+    x = _data(config, batch, seed=1)
+    assert_close("outputs", model.predict(x), reference.predict(x), "predict")
+    codes = reference.encode(x)
+    assert_close("outputs", model.encode(x), codes, "encode")
+    decoded = reference.decode(codes)
+    assert_close("outputs", model.decode(codes.astype(np.float32)), decoded, "decode")
+
+
+def check_gradients(model: frae.Backend, config: frae.FRAEConfig, batch: int) -> None:
+    """The loss and every gradient against the reference's, with y ≠ x."""
+    x, y = _data(config, batch, seed=1), _data(config, batch, seed=2)
+    loss, grads = model.loss_and_grads(x, y)
+    expected_loss, expected = frae.create("reference", config, seed=3).loss_and_grads(x, y)
+    assert_close("loss", np.float32(loss), np.float64(expected_loss))
+    assert grads.keys() == expected.keys()
+    for name in expected:
+        assert grads[name].dtype == np.float32, name
+        assert_close("gradients", grads[name], expected[name], name)
+
+
+def broken(*edits: tuple[str, str]) -> type[MatrixFloorBackend]:
+    """The matrix floor built from ``matrix_floor.c`` with each ``(old, new)`` of ``edits``
+    made once."""
+    text = SOURCE.read_text()
+    for old, new in edits:
+        assert text.count(old) == 1, old
+        text = text.replace(old, new)
+    source = Path(tempfile.mkdtemp(prefix="frae-broken-")) / SOURCE.name
+    source.write_text(text)
+
+    class BrokenMatrixFloor(MatrixFloorBackend):
+        def _build(self, weights: Weights) -> None:
+            super()._build(weights)
+            self._loops = compile_matrix(self.config, source)
+
+    return BrokenMatrixFloor
+
+
+MISTAKES = {
+    "no-feedback-into-the-decoder": (
+        check_forward,
+        [("row[FEEDBACK_D + f] = fed;", "row[FEEDBACK_D + f] = 0.0f;")],
+    ),
+    "kernels-not-transposed": (
+        check_forward,
+        [("transposed[kernel + j * fan_in + k]", "transposed[kernel + k * units + j]")],
+    ),
+    "last-rows-of-the-batch-skipped": (
+        check_forward,
+        [("for (; b < batch; ++b)\n        dense_block", "for (; 0; ++b)\n        dense_block")],
+    ),
+    "no-gradient-through-the-decoder-feedback": (
+        check_gradients,
+        [(" + g[b * ROWS + FEEDBACK_D + f];", ";")],
+    ),
+    "weight-gradients-of-the-last-step-alone": (
+        check_gradients,
+        [
+            (
+                "dense_weights(work, slopes,",
+                "dense_weights(work + plane * (steps - 1), slopes + plane * (steps - 1),",
+            ),
+            ("steps * batch);", "batch);"),
+        ],
+    ),
+    "last-rows-of-the-weight-gradients-skipped": (
+        check_gradients,
+        [("for (; r < rows; ++r)\n        for (int k", "for (; 0;)\n        for (int k")],
+    ),
+}
+
+
+@needs_cc
+@pytest.mark.parametrize("batch", BATCHES)
+@pytest.mark.parametrize("config", CONFIGS.values(), ids=CONFIGS)
+def test_the_matrix_floor_equals_the_reference(config: frae.FRAEConfig, batch: int) -> None:
+    model = MatrixFloorBackend(config, seed=3)
+    check_forward(model, config, batch)
+    check_gradients(model, config, batch)
+
+
+@needs_cc
+@pytest.mark.parametrize("optimizer", ["adam", "sgd"])
+def test_the_matrix_floor_trains_as_the_reference(optimizer: str) -> None:
+    """``fit`` in mini-batches of 37 of 74 sequences: the remainder rows in training too."""
+    config, x = WIDE_CONFIG, _data(WIDE_CONFIG, 74, seed=1)
+    options = {"epochs": 10, "batch_size": 37, "optimizer": optimizer, "learning_rate": 1e-2}
+    losses = MatrixFloorBackend(config, seed=3).fit(x, **options)["loss"]
+    expected = frae.create("reference", config, seed=3).fit(x, **options)["loss"]
+    assert_close(optimizer, np.float32(losses), np.float64(expected), "losses")
+
+
+@needs_cc
+@pytest.mark.parametrize(("check", "edits"), MISTAKES.values(), ids=MISTAKES)
+def test_the_checks_reject_a_broken_matrix_floor(
+    check: Callable[..., None], edits: list[tuple[str, str]]
+) -> None:
+    config = WIDE_CONFIG
+    model = broken(*edits)(config, seed=3)
+    with pytest.raises(AssertionError):
+        check(model, config, batch=37)
+
+
+@needs_cc
+def test_loading_the_matrix_floor_keeps_subnormals_in_the_process() -> None:
+    """In a fresh process: 1e-38 · 1e-3 stays 1e-41 in float32 after the library is loaded."""
+    probe = (
+        "import numpy as np, frae\n"
+        "from bench.baselines.matrix_floor import MatrixFloorBackend\n"
+        "MatrixFloorBackend(frae.FRAEConfig(), seed=0).predict(np.ones((1, 2, 2), np.float32))\n"
+        "print(np.float32(1e-38) * np.float32(1e-3) > 0)\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=120
+    )
+    assert result.stdout.strip() == "True", result.stdout
