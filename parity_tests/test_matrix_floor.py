@@ -3,11 +3,11 @@
 Its outputs, codes, decoded sequences, loss, gradients and training losses equal the float64
 reference's within the float32 tolerances of ``parity_tests.tolerances``, at B = 1, at B = 37
 (not a multiple of the rows of a block, so every remainder loop runs: T·B is odd too) and at
-B = 256, on the default config, on a wide one (64 units, a latent code of 16: every product
-has full vectors), on a deep one (three hidden layers a side, widths that fill no vector,
-tanh, sigmoid and a linear output) and on one without hidden layers. Fast math's rounding
-(sums reassociated, glibc's vector exp and tanh) fits the same tolerances as every float32
-backend. Each check is shown to reject a floor built from ``matrix_floor.c`` with one
+B = 256, on the default config, on a wide one (64 units, a latent code of 16: products of
+whole vectors), on two deep ones (two or three hidden layers a side, widths that fill no
+whole vector, tanh, sigmoid and a linear output) and on one without hidden layers. Fast
+math's rounding (sums reassociated, glibc's vector exp and tanh) fits the same tolerances as
+every float32 backend. Each check is shown to reject a floor built from ``matrix_floor.c`` with one
 deliberate mistake. Loading the library leaves the process's floating-point environment alone.
 Without a C compiler the checks are skipped.
 """
@@ -123,19 +123,13 @@ MISTAKES = {
         check_gradients,
         [(" + g[b * ROWS + FEEDBACK_D + f];", ";")],
     ),
-    "weight-gradients-of-the-last-step-alone": (
+    "weight-gradients-of-the-first-step-alone": (
         check_gradients,
-        [
-            (
-                "dense_weights(work, slopes,",
-                "dense_weights(work + plane * (steps - 1), slopes + plane * (steps - 1),",
-            ),
-            ("steps * batch);", "batch);"),
-        ],
+        [("t == 0) {\n", "t == 0) {\n            memset(grads, 0, sizeof(float) * WEIGHTS);\n")],
     ),
-    "last-rows-of-the-weight-gradients-skipped": (
+    "last-kernel-rows-of-the-weight-gradients-skipped": (
         check_gradients,
-        [("for (; r < rows; ++r)\n        for (int k", "for (; 0;)\n        for (int k")],
+        [("for (; k < m; ++k)\n        outer_rows(", "for (; 0;)\n        outer_rows(")],
     ),
 }
 

@@ -11,10 +11,11 @@
  * A layer's product runs over BLOCK rows at a time, each row of the kernel loaded once for
  * all of them, the innermost loop over contiguous output columns. An output narrower than a
  * vector (the latent code, x̂) is instead a dot product per column with a row of the
- * kernel's transpose, which each call copies once. Training keeps every step's workspace
- * and slopes (T, B, ROWS), carries only d loss/d x̂ (B, F) back from step to step, turns the
- * slopes into d loss/d pre-activation in place, and forms each weight's gradient after the
- * reverse loop as one product over all T·B rows.
+ * kernel's transpose, which each call copies once. The sums of a tile of rows and columns
+ * stay in registers. Training keeps every step's workspace and slopes (T, B, ROWS), carries
+ * only d loss/d x̂ (B, F) back from step to step, turns the slopes into d loss/d
+ * pre-activation in place, and forms each weight's gradient as one product over all T·B
+ * rows, summed chunk by chunk in the reverse loop while the rows are still in cache.
  *
  * Compiled as simd_floor.c is (bench/baselines/matrix_floor.py): fast math, omp simd, glibc's
  * vector expf and tanhf, every size but B and T a compile-time constant of frae_plan.h.
@@ -25,10 +26,13 @@
 #include "frae_plan.h"
 
 enum { SWISH = 0, TANH = 1, SIGMOID = 2, LINEAR = 3 };
-/* Rows per block: 4 and 8 measured alike at widths 64 and 256; 2 was slower. */
+/* Rows per block: a tile of 4 rows by 4 vectors keeps 16 sums and the 4 vectors of a kernel
+ * row in registers (AVX-512 has 32). */
 enum { BLOCK = 4 };
-/* Narrower outputs than one 512-bit vector take the dot-product form. */
+/* Floats in one 512-bit vector. */
 enum { LANES = 16 };
+/* Rows of the recorded steps that one pass of the weights' gradients keeps in cache. */
+enum { CHUNK = 128 };
 
 /* act(a) and, through `slope`, act'(a): swish a·σ(a), tanh, sigmoid σ(a), linear. */
 static inline float activate(float pre, int kind, float *slope) {
@@ -52,32 +56,115 @@ static inline float activate(float pre, int kind, float *slope) {
     }
 }
 
-/* c[r, :n] += a[r, :m] @ M for `rows` rows spaced ROWS apart; M (m, n) row-major, or, for n
- * narrower than a vector, its transpose Mt (n, m) read a row per dot product. */
-static inline void product(const float *restrict a, int m, const float *restrict M,
-                           const float *restrict Mt, int n, float *restrict c, int rows) {
-    if (n >= LANES || n >= m) {
-        for (int k = 0; k < m; ++k) {
-            const float *w = M + (long)k * n;
-            for (int r = 0; r < rows; ++r) {
-                const float x = a[(long)r * ROWS + k];
-                float *out = c + (long)r * ROWS;
-#pragma omp simd
-                for (int j = 0; j < n; ++j)
-                    out[j] += x * w[j];
+/* One vector of LANES floats in GCC's (and Clang's) vector extension, so that a tile of
+ * sums stays in registers; a machine with narrower vectors splits it. Loaded and stored
+ * unaligned through memcpy, which compiles to one instruction. */
+typedef float vector __attribute__((vector_size(4 * LANES)));
+
+static inline vector load(const float *p) {
+    vector v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+
+static inline void store(float *p, vector v) { memcpy(p, &v, sizeof v); }
+
+static inline float total(vector v) {
+    float sum = 0.0f;
+    for (int i = 0; i < LANES; ++i)
+        sum += v[i];
+    return sum;
+}
+
+/* c[r, :V·LANES] += a[r, :m] @ M[:, :V·LANES] for R rows spaced ROWS apart, M (m, n)
+ * row-major: each row of M loaded once for the R rows, the R·V sums in registers, each
+ * split into S partial sums over every S-th k so that at least 8 chains of multiply-adds
+ * run side by side (fewer leave the FMA units waiting on their latency). */
+static inline void tile(const float *restrict a, int m, const float *restrict M, int n,
+                        float *restrict c, int R, int V, int S) {
+    vector sums[4][BLOCK][4] = {0};
+    int k = 0;
+    for (; k + S <= m; k += S)
+#pragma GCC unroll 4
+        for (int s = 0; s < S; ++s) {
+            vector w[4];
+#pragma GCC unroll 4
+            for (int v = 0; v < V; ++v)
+                w[v] = load(M + (long)(k + s) * n + v * LANES);
+#pragma GCC unroll 4
+            for (int r = 0; r < R; ++r) {
+                const float x = a[(long)r * ROWS + k + s];
+#pragma GCC unroll 4
+                for (int v = 0; v < V; ++v)
+                    sums[s][r][v] += x * w[v];
             }
         }
-    } else {
-        for (int r = 0; r < rows; ++r)
-            for (int j = 0; j < n; ++j) {
-                const float *x = a + (long)r * ROWS, *w = Mt + (long)j * m;
-                float sum = 0.0f;
-#pragma omp simd reduction(+ : sum)
-                for (int k = 0; k < m; ++k)
-                    sum += x[k] * w[k];
-                c[(long)r * ROWS + j] += sum;
-            }
+    for (; k < m; ++k)
+#pragma GCC unroll 4
+        for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+            for (int v = 0; v < V; ++v)
+                sums[0][r][v] += a[(long)r * ROWS + k] * load(M + (long)k * n + v * LANES);
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+        for (int v = 0; v < V; ++v) {
+            vector sum = load(c + (long)r * ROWS + v * LANES);
+#pragma GCC unroll 4
+            for (int s = 0; s < S; ++s)
+                sum += sums[s][r][v];
+            store(c + (long)r * ROWS + v * LANES, sum);
+        }
+}
+
+/* c[r, j] += a[r, :m] · Mt[j, :m] for R rows and n columns, a vector of k at a time. */
+static inline void dots(const float *restrict a, int m, const float *restrict Mt, int n,
+                        float *restrict c, int R) {
+    for (int j = 0; j < n; ++j) {
+        const float *w = Mt + (long)j * m;
+        vector sums[BLOCK] = {0};
+        int k = 0;
+        for (; k + LANES <= m; k += LANES) {
+            const vector row = load(w + k);
+#pragma GCC unroll 4
+            for (int r = 0; r < R; ++r)
+                sums[r] += load(a + (long)r * ROWS + k) * row;
+        }
+#pragma GCC unroll 4
+        for (int r = 0; r < R; ++r) {
+            float sum = total(sums[r]);
+            for (int i = k; i < m; ++i)
+                sum += a[(long)r * ROWS + i] * w[i];
+            c[(long)r * ROWS + j] += sum;
+        }
     }
+}
+
+/* c[r, :n] += a[r, :m] @ M for R rows spaced ROWS apart; M (m, n) row-major, Mt (n, m) its
+ * transpose. Tiles of whole vectors of columns; the columns left over, narrower than a
+ * vector (all of them in a narrow layer: the latent code, x̂), as dot products with rows
+ * of Mt, or, when m is narrow too, one column at a time. */
+static inline void product(const float *restrict a, int m, const float *restrict M,
+                           const float *restrict Mt, int n, float *restrict c, int R) {
+    int j = 0;
+    for (; j + 4 * LANES <= n; j += 4 * LANES)
+        tile(a, m, M + j, n, c + j, R, 4, R == 1 ? 2 : 1);
+    for (; j + LANES <= n; j += LANES)
+        tile(a, m, M + j, n, c + j, R, 1, R == 1 ? 4 : 2);
+    if (j == n)
+        return;
+    if (m >= LANES) {
+        dots(a, m, Mt + (long)j * m, n - j, c + j, R);
+        return;
+    }
+    for (int k = 0; k < m; ++k)
+        for (int r = 0; r < R; ++r) {
+            const float x = a[(long)r * ROWS + k];
+            float *out = c + (long)r * ROWS;
+#pragma omp simd
+            for (int i = j; i < n; ++i)
+                out[i] += x * M[(long)k * n + i];
+        }
 }
 
 /* h[r, out] = act(b + h[r, in] @ W) for `rows` rows; the slopes into s[r, out] if `record`. */
@@ -117,75 +204,113 @@ static inline void dense_forward(float *h, float *s, const float *theta, const f
 
 /* g[r, in] = (g[r, out] ⊙ s[r, out]) @ Wᵀ; the product g ⊙ s, d loss/d pre-activation, is
  * left in s[r, out] for the weights' gradients. */
+static inline void backward_block(float *g, float *s, const float *theta,
+                                  const float *transposed, int in_row, int fan_in, int out_row,
+                                  int units, int kernel, int rows) {
+    for (int r = 0; r < rows; ++r) {
+        float *d = s + (long)r * ROWS + out_row;
+        const float *g_out = g + (long)r * ROWS + out_row;
+#pragma omp simd
+        for (int j = 0; j < units; ++j)
+            d[j] *= g_out[j];
+        memset(g + (long)r * ROWS + in_row, 0, sizeof(float) * fan_in);
+    }
+    product(s + out_row, units, transposed + kernel, theta + kernel, fan_in, g + in_row, rows);
+}
+
 static inline void dense_backward(float *g, float *s, const float *theta, const float *transposed,
                                   int in_row, int fan_in, int out_row, int units, int kernel,
                                   long batch) {
-    for (long b = 0; b < batch; b += BLOCK) {
-        const int rows = batch - b < BLOCK ? (int)(batch - b) : BLOCK;
-        float *g_block = g + b * ROWS, *d_block = s + b * ROWS;
-        for (int r = 0; r < rows; ++r) {
-            float *d = d_block + (long)r * ROWS + out_row;
-            const float *g_out = g_block + (long)r * ROWS + out_row;
-#pragma omp simd
-            for (int j = 0; j < units; ++j)
-                d[j] *= g_out[j];
-            memset(g_block + (long)r * ROWS + in_row, 0, sizeof(float) * fan_in);
-        }
-        product(d_block + out_row, units, transposed + kernel, theta + kernel, fan_in,
-                g_block + in_row, rows);
-    }
+    long b = 0;
+    for (; b + BLOCK <= batch; b += BLOCK)
+        backward_block(g + b * ROWS, s + b * ROWS, theta, transposed, in_row, fan_in, out_row,
+                       units, kernel, BLOCK);
+    for (; b < batch; ++b)
+        backward_block(g + b * ROWS, s + b * ROWS, theta, transposed, in_row, fan_in, out_row,
+                       units, kernel, 1);
 }
 
-/* M[k, j] += Σ_r a[r, k] c[r, j] over `rows` rows spaced ROWS apart, M (m, n) row-major:
- * BLOCK rows at a time, so each row of M is loaded and stored once per BLOCK products. */
+/* M[p, :V·LANES] += Σ_r a[r, p] c[r, :V·LANES] for P rows p of M (m, n) row-major, over
+ * `count` rows r spaced ROWS apart: the P·V sums in registers. */
+static inline void outer_tile(const float *restrict a, const float *restrict c, int n,
+                              float *restrict M, long count, int P, int V) {
+    vector sums[4][4] = {0};
+    for (long r = 0; r < count; ++r) {
+        vector row[4];
+#pragma GCC unroll 4
+        for (int v = 0; v < V; ++v)
+            row[v] = load(c + r * ROWS + v * LANES);
+#pragma GCC unroll 4
+        for (int p = 0; p < P; ++p) {
+            const float x = a[r * ROWS + p];
+#pragma GCC unroll 4
+            for (int v = 0; v < V; ++v)
+                sums[p][v] += x * row[v];
+        }
+    }
+#pragma GCC unroll 4
+    for (int p = 0; p < P; ++p)
+#pragma GCC unroll 4
+        for (int v = 0; v < V; ++v)
+            store(M + (long)p * n + v * LANES, load(M + (long)p * n + v * LANES) + sums[p][v]);
+}
+
+/* M[p, :n] += Σ_r a[r, p] c[r, :n] for P rows p of M: tiles of whole vectors of columns,
+ * then the columns left over one at a time. */
+static inline void outer_rows(const float *restrict a, const float *restrict c, int n,
+                              float *restrict M, long count, int P) {
+    int j = 0;
+    for (; j + 4 * LANES <= n; j += 4 * LANES)
+        outer_tile(a, c + j, n, M + j, count, P, 4);
+    for (; j + LANES <= n; j += LANES)
+        outer_tile(a, c + j, n, M + j, count, P, 1);
+    for (; j < n; ++j)
+        for (int p = 0; p < P; ++p) {
+            float sum = 0.0f;
+            for (long r = 0; r < count; ++r)
+                sum += a[r * ROWS + p] * c[r * ROWS + j];
+            M[(long)p * n + j] += sum;
+        }
+}
+
+/* M[k, j] += Σ_r a[r, k] c[r, j] over `count` rows spaced ROWS apart, M (m, n) row-major,
+ * four rows of M at a time. */
 static inline void outer_sum(const float *restrict a, int m, const float *restrict c, int n,
-                             float *restrict M, long rows) {
-    long r = 0;
-    for (; r + BLOCK <= rows; r += BLOCK) {
-        const float *a_block = a + r * ROWS, *c_block = c + r * ROWS;
-        for (int k = 0; k < m; ++k) {
-            float *row = M + (long)k * n;
-#pragma omp simd
-            for (int j = 0; j < n; ++j) {
-                float sum = row[j];
-                for (int i = 0; i < BLOCK; ++i)
-                    sum += a_block[(long)i * ROWS + k] * c_block[(long)i * ROWS + j];
-                row[j] = sum;
-            }
-        }
-    }
-    for (; r < rows; ++r)
-        for (int k = 0; k < m; ++k) {
-            const float x = a[r * ROWS + k];
-#pragma omp simd
-            for (int j = 0; j < n; ++j)
-                M[(long)k * n + j] += x * c[r * ROWS + j];
-        }
+                             float *restrict M, long count) {
+    int k = 0;
+    for (; k + 4 <= m; k += 4)
+        outer_rows(a + k, c, n, M + (long)k * n, count, 4);
+    for (; k < m; ++k)
+        outer_rows(a + k, c, n, M + (long)k * n, count, 1);
 }
 
-/* dW = Σ_r h[r, in]ᵀ d[r, out] and db = Σ_r d[r, out] over every recorded row; a kernel
- * narrower than a vector sums its transpose, in `scratch`, and copies it back. */
+/* dW += Σ_r h[r, in]ᵀ d[r, out] and db += Σ_r d[r, out] over `rows` recorded rows, CHUNK
+ * at a time so that they stay in cache while each tile of dW passes over them. A kernel
+ * narrower than a vector sums its transpose instead, at its own offset in `scratch`, which
+ * narrow_weights copies back. */
 static inline void dense_weights(const float *work, const float *deltas, float *grads,
                                  float *scratch, int in_row, int fan_in, int out_row, int units,
                                  int kernel, int bias, long rows) {
-    float *d_kernel = grads + kernel, *d_bias = grads + bias;
-    memset(d_bias, 0, sizeof(float) * units);
-    for (long r = 0; r < rows; ++r) {
-        const float *d = deltas + r * ROWS + out_row;
+    float *d_bias = grads + bias;
+    for (long r0 = 0; r0 < rows; r0 += CHUNK) {
+        const long count = rows - r0 < CHUNK ? rows - r0 : CHUNK;
+        const float *h = work + r0 * ROWS + in_row, *d = deltas + r0 * ROWS + out_row;
+        if (units < LANES && fan_in > units)
+            outer_sum(d, units, h, fan_in, scratch + kernel, count);
+        else
+            outer_sum(h, fan_in, d, units, grads + kernel, count);
+        for (long r = 0; r < count; ++r)
 #pragma omp simd
-        for (int j = 0; j < units; ++j)
-            d_bias[j] += d[j];
+            for (int j = 0; j < units; ++j)
+                d_bias[j] += d[r * ROWS + j];
     }
-    if (units >= LANES || units >= fan_in) {
-        memset(d_kernel, 0, sizeof(float) * fan_in * units);
-        outer_sum(work + in_row, fan_in, deltas + out_row, units, d_kernel, rows);
-        return;
-    }
-    memset(scratch, 0, sizeof(float) * fan_in * units);
-    outer_sum(deltas + out_row, units, work + in_row, fan_in, scratch, rows);
-    for (int k = 0; k < fan_in; ++k)
+}
+
+static inline void narrow_weights(const float *scratch, float *grads, int fan_in, int units,
+                                  int kernel) {
+    for (int k = 0; units < LANES && fan_in > units && k < fan_in; ++k)
         for (int j = 0; j < units; ++j)
-            d_kernel[k * units + j] = scratch[j * fan_in + k];
+            grads[kernel + k * units + j] = scratch[kernel + j * fan_in + k];
 }
 
 #define TRANSPOSE(in_row, fan_in, out_row, units, kernel, bias, kind) \
@@ -198,8 +323,10 @@ static inline void dense_weights(const float *work, const float *deltas, float *
 #define BACKWARD(in_row, fan_in, out_row, units, kernel, bias, kind) \
     dense_backward(g, s, theta, transposed, in_row, fan_in, out_row, units, kernel, batch);
 #define WEIGHTS_OF(in_row, fan_in, out_row, units, kernel, bias, kind) \
-    dense_weights(work, slopes, grads, scratch, in_row, fan_in, out_row, units, kernel, bias, \
-                  steps * batch);
+    dense_weights(work + t * plane, slopes + t * plane, grads, scratch, in_row, fan_in, out_row, \
+                  units, kernel, bias, (last - t) * batch);
+#define NARROW_WEIGHTS(in_row, fan_in, out_row, units, kernel, bias, kind) \
+    narrow_weights(scratch, grads, fan_in, units, kernel);
 
 /* Each kernel (fan_in, units) of theta as its transpose (units, fan_in), at the same offset. */
 static void transpose_kernels(const float *theta, float *transposed) {
@@ -254,7 +381,11 @@ void frae_forward(const float *inputs, int codes_given, const float *theta, floa
  * The gradient reaching x̂_t is the loss's own, scale·(x̂_t - y_t), plus `carry` (B, F): what
  * flows back from step t+1 through both blocks that received x̂_t. `gradient` (B, ROWS) holds
  * each column's gradient at one step; work and slopes are (T, B, ROWS); `scratch` (WEIGHTS)
- * holds a narrow kernel's transposed gradient. */
+ * holds narrow kernels' transposed gradients.
+ *
+ * The weights' gradients are one product over all T·B recorded rows, formed in the reverse
+ * loop as soon as the steps not yet summed hold CHUNK rows, while they are still in cache:
+ * reading them back from memory after the loop took longer than the product itself. */
 void frae_loss_and_grads(const float *inputs, const float *targets, float scale,
                          const float *theta, float *transposed, float *work, float *slopes,
                          float *gradient, float *carry, float *scratch, float *grads,
@@ -265,6 +396,9 @@ void frae_loss_and_grads(const float *inputs, const float *targets, float scale,
     float *g = gradient;
     double sum = 0.0;
     memset(carry, 0, sizeof(float) * FEATURES * batch);
+    memset(grads, 0, sizeof(float) * WEIGHTS);
+    memset(scratch, 0, sizeof(float) * WEIGHTS);
+    long last = steps; /* steps [t, last) are back-propagated but not yet in the sums */
     for (long t = steps - 1; t >= 0; --t) {
         const float *h = work + t * plane;
         float *s = slopes + t * plane;
@@ -279,7 +413,11 @@ void frae_loss_and_grads(const float *inputs, const float *targets, float scale,
         for (long b = 0; b < batch; ++b)
             for (int f = 0; f < FEATURES; ++f)
                 carry[b * FEATURES + f] = g[b * ROWS + FEEDBACK_A + f] + g[b * ROWS + FEEDBACK_D + f];
+        if ((last - t) * batch >= CHUNK || t == 0) {
+            FRAE_LAYERS(WEIGHTS_OF)
+            last = t;
+        }
     }
     *loss = sum;
-    FRAE_LAYERS(WEIGHTS_OF)
+    FRAE_LAYERS(NARROW_WEIGHTS)
 }

@@ -3,10 +3,11 @@
 The scalar and SIMD floors loop over single weights, which suits the default model (widths
 4-3-1-3) and no other: at 64 or 256 units a step is a few matrix products, and a framework
 calling a tuned dot kernel beats those loops. ``matrix_floor.c`` keeps each step batch-major,
-(B, units) per layer, and multiplies a block of rows by each kernel row in turn, the
-innermost loop over contiguous units; training records every step, carries only d loss/d x̂
-from step to step, and forms each weight's gradient after the reverse loop as one product
-over all T·B rows. It is compiled at run time as ``simd_floor.c`` is (``simd_floor.flags``:
+(B, units) per layer, and multiplies a block of 4 rows by each kernel row in turn, the
+innermost loop over contiguous units and a tile of sums in registers; training records
+every step, carries only d loss/d x̂ from step to step, and forms each weight's gradient as
+one product over all T·B rows, summed in the reverse loop a chunk of rows at a time while
+they are still in cache. It is compiled at run time as ``simd_floor.c`` is (``simd_floor.flags``:
 ``-O3 -march=native -ffast-math -fopenmp-simd``, glibc's vector expf and tanhf) and linked
 without fast math, for the reason ``simd_floor.compile_simd`` gives.
 
@@ -90,8 +91,9 @@ class MatrixFloorBackend(NumbaFloorBackend):
 
     def _buffers_for(self, steps: int, batch: int, record: bool) -> _Buffers:
         key = (steps, batch, record)
-        if key not in self._buffers:
+        if any(shape[:2] != (steps, batch) for shape in self._buffers):
             self._buffers.clear()  # one shape's arrays at a time: bounded memory
+        if key not in self._buffers:
             layout, size = self._plan, self._plan.size
             span = steps if record else 1
             self._buffers[key] = _Buffers(
