@@ -95,9 +95,10 @@ class Variant:
     Attributes:
         name: its label in the results.
         backend: a registered name or ``"module:attribute"`` for ``frae.create``.
-        role: ``"floor"`` (the native floor every figure is divided by), ``"simd_floor"``
-            (the floor vectorised over the batch with fast math, which divides every figure
-            at B > 1 instead), ``"check"`` (the C check of the floor), ``"compiled"`` (the
+        role: ``"floor"`` (the native floor: scalar loops), ``"simd_floor"`` (the loops
+            vectorised over the batch with fast math), ``"matrix_floor"`` (matrix products,
+            for wide layers): every figure is divided by the fastest floor at its shape;
+            ``"check"`` (the C check of the floor), ``"compiled"`` (the
             suite's backends, held to the targets), ``"by_hand"`` (a compiled backend with
             its backward pass written by hand, beside its autodiff twin), ``"textbook"``
             (the textbook fix, which the targets' speed-ups are measured against) or
@@ -268,8 +269,18 @@ VARIANTS = (
         f"{BASELINES}.simd_floor:SimdFloorBackend",
         "simd_floor",
         "the floor's forward and BPTT in C, vectorised over the batch (cc -O3 -march=native "
-        "-ffast-math, glibc's vector exp): the floor at B > 1",
+        "-ffast-math, glibc's vector exp)",
         needs=("numba",),
+    ),
+    Variant(
+        "matrix_floor",
+        f"{BASELINES}.matrix_floor:MatrixFloorBackend",
+        "matrix_floor",
+        "the floor for wide layers: each layer a matrix product in C, batch-major, register "
+        "tiles (cc -O3 -march=native -ffast-math); the floor wherever it is the fastest",
+        needs=("numba",),
+        only_shapes=WIDE_SHAPES,  # the targets' shapes: the rest of the grid is the loops'
+        wide=OPERATIONS,
     ),
     Variant(
         "tf_while", "tf_while", "compiled", "tf.while_loop + TensorArray under XLA", wide=TARGETED
@@ -363,7 +374,7 @@ def unavailable(variant: Variant) -> str | None:
     import frae
 
     reason = frae.unavailable_reason(variant.backend, needs=variant.needs)
-    if reason is None and variant.role in ("check", "simd_floor"):
+    if reason is None and variant.role in ("check", "simd_floor", "matrix_floor"):
         from bench.baselines.c_forward import compiler
 
         if compiler() is None:
