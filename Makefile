@@ -2,6 +2,9 @@
 # make test:      the whole parity suite over every installed backend (what CI runs).
 # make test-fast: the same without the tests that rerun the suite or the main job in a
 #                 subprocess (marked `nested`): the edit loop.
+# make parity BACKEND=NAME_OR_PATH [ARGS=...]: the conformance kit (parity_tests) for the
+#                 backends named (a registered name or package.module:attribute; several,
+#                 space-separated), the contract's tests alone; ARGS go to pytest.
 # Each creates .venv with the Python the pinned stack needs (PYTHON_VERSION; found on PATH,
 # under pyenv or in the usual folders, or given as PYTHON=...) and installs the project into
 # it through constraints.txt; the install reruns when either file changes.
@@ -19,7 +22,7 @@ BIN := $(VENV)/bin
 EXTRAS ?= all
 STAMP := $(VENV)/.installed-$(EXTRAS)
 
-.PHONY: test test-fast compare lint install clean
+.PHONY: test test-fast parity compare lint install clean
 
 install: $(STAMP)
 
@@ -29,10 +32,14 @@ $(STAMP): pyproject.toml constraints.txt
 	python$(PYTHON_VERSION) package) or name it: make PYTHON=/path/to/python$(PYTHON_VERSION)" >&2; exit 1; }
 	@$(BIN)/python -c '$(IS_WANTED)' 2>/dev/null || { rm -rf $(VENV); $(PYTHON) -m venv $(VENV); }
 	@echo "installing into $(VENV) with $$($(BIN)/python --version) (log: $(VENV)/install.log)"
-	PIP_CONSTRAINT=$(CURDIR)/constraints.txt $(BIN)/python -m pip install --progress-bar off \
-		-e ".[$(EXTRAS)]" > $(VENV)/install.log 2>&1 \
+	set -o pipefail; PIP_CONSTRAINT=$(CURDIR)/constraints.txt $(BIN)/python -m pip install \
+		--progress-bar off -e ".[$(EXTRAS)]" 2>&1 | tee $(VENV)/install.log \
+		| { grep --line-buffered -E '^(Collecting|Installing collected|Successfully installed)' || true; } \
 		|| { tail -n 40 $(VENV)/install.log; exit 1; }
 	touch $@
+
+# pipefail: pip's exit status, not that of the filter that shows its progress
+$(STAMP): SHELL := bash
 
 # one pytest worker per core, up to four (each holds every framework: some 3 GiB)
 PARALLEL := -n auto --maxprocesses 4 --dist loadgroup
@@ -42,6 +49,14 @@ test: $(STAMP)
 
 test-fast: $(STAMP)
 	$(BIN)/python -m pytest $(PARALLEL) -m "not nested"
+
+# one process: with --backend, every test is the named backends', which -n would keep on one
+# worker anyway (their compiled functions are cached there)
+parity: $(STAMP)
+	@test -n "$(BACKEND)" || { echo "make parity: BACKEND must name the backend to test, a \
+	registered name or package.module:attribute (e.g. BACKEND=examples.plain_jax:PlainJaxFRAE); \
+	got nothing" >&2; exit 2; }
+	$(BIN)/python -m pytest parity_tests $(addprefix --backend ,$(BACKEND)) $(ARGS)
 
 compare: $(STAMP)
 	$(BIN)/frae compare

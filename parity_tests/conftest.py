@@ -3,11 +3,15 @@
 ``pytest parity_tests --backend NAME_OR_PATH`` (repeatable) runs the suite against registered
 backends or any ``package.module:attribute`` that follows the contract. Without it, every
 registered backend whose framework is installed runs; the header names the others and why.
+Modules are found in the directory pytest was started from too, so a port outside the
+repository needs no ``PYTHONPATH``; a backend that cannot be imported stops the run at
+start-up with the import error, instead of failing every test.
 """
 
 from __future__ import annotations
 
 import functools
+import sys
 from collections.abc import Callable
 
 import pytest
@@ -57,6 +61,27 @@ def pytest_configure(config: pytest.Config) -> None:
         "nested: runs the suite or the main job again in a subprocess (minutes); "
         "'make test-fast' leaves these out",
     )
+    # as `python -m pytest` does, and as the `pythonpath` ini option does for the project root
+    started_in = str(config.invocation_params.dir)
+    if started_in not in sys.path:
+        sys.path.insert(0, started_in)
+    for option in ("backend", "other_backend"):
+        for spec in config.getoption(option) or ():
+            _check_importable(f"--{option.replace('_', '-')}", spec)
+
+
+def _check_importable(option: str, spec: str) -> None:
+    """A ``pytest.UsageError`` (exit status 4, one message) if ``spec`` cannot be imported:
+    a registered name whose framework is missing, or an import path that does not resolve."""
+    try:
+        if ":" in spec:
+            frae.registry._load(spec)  # what frae.create(spec) imports
+            return
+        reason = frae.unavailable_reason(spec)
+    except Exception as error:  # a port's import can fail in any way its code can
+        reason = f"{type(error).__name__}: {error}"
+    if reason is not None:
+        raise pytest.UsageError(f"{option} {spec!r} cannot be imported: {reason}")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -1,0 +1,65 @@
+"""The suite as a conformance kit for ports of one's own: a backend that cannot be imported
+stops the run once, at start-up, with the import error; a port in the directory pytest is
+started from is found without ``PYTHONPATH``."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.project
+
+SUITE = Path(__file__).parent
+REPOSITORY = SUITE.parent
+
+
+def _run_suite(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """The suite in a fresh interpreter, without ``PYTHONPATH`` and, through ``-P``, without
+    the working directory on ``sys.path``: only the suite itself may put it there."""
+    environment = {name: value for name, value in os.environ.items() if name != "PYTHONPATH"}
+    return subprocess.run(
+        [sys.executable, "-P", "-m", "pytest", *args, "-p", "no:cacheprovider", "-q"],
+        cwd=cwd,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+@pytest.mark.nested
+def test_an_unimportable_backend_stops_the_run_once_naming_the_error(tmp_path: Path) -> None:
+    result = _run_suite(str(SUITE), "--backend", "no_such_module:Port", cwd=tmp_path)
+    output = result.stdout + result.stderr
+    assert result.returncode == pytest.ExitCode.USAGE_ERROR, output
+    assert output.count("ModuleNotFoundError: No module named 'no_such_module'") == 1, output
+    assert "--backend 'no_such_module:Port'" in output
+    assert "failed" not in output and "passed" not in output, output
+
+
+@pytest.mark.nested
+@pytest.mark.skipif(
+    not all(importlib.util.find_spec(name) for name in ("jax", "optax")),
+    reason="the example port needs jax and optax: pip install 'frae[jax]'",
+)
+def test_a_port_outside_the_repository_runs_from_its_own_directory(tmp_path: Path) -> None:
+    shutil.copy(REPOSITORY / "examples" / "plain_jax.py", tmp_path / "my_port.py")
+    result = _run_suite(
+        str(SUITE / "test_interface.py"),
+        "--backend",
+        "my_port:PlainJaxFRAE",
+        "-k",
+        "test_one_sequence_gives_two_dimensional_outputs",
+        cwd=tmp_path,
+    )
+    output = result.stdout + result.stderr
+    assert result.returncode == pytest.ExitCode.OK, output
+    passed = re.search(r"(\d+) passed", output)
+    assert passed is not None and int(passed.group(1)) > 0, output
