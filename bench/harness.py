@@ -447,7 +447,7 @@ def wide_models() -> dict[str, FRAEConfig]:
 def default_grid() -> list[Point]:
     """The full grid: every operation at ``SHAPES`` on the default model, and at
     ``WIDE_SHAPES`` on each of ``wide_models``."""
-    grid = [(DEFAULT_MODEL, b, t, OPERATIONS) for b, t in SHAPES]
+    grid: list[Point] = [(DEFAULT_MODEL, b, t, OPERATIONS) for b, t in SHAPES]
     grid += [(label, b, t, OPERATIONS) for label in wide_models() for b, t in WIDE_SHAPES]
     return grid
 
