@@ -2,7 +2,7 @@
 
 It shows what a port of your own needs to pass the parity suite:
 
-    pytest parity_tests --backend examples.plain_jax:PlainJaxFRAE
+    make parity BACKEND=examples.plain_jax:PlainJaxFRAE
 
 ``frae.BaseBackend`` supplies the interface, input validation and the ``fit`` loop; a port
 writes the ``_``-prefixed methods on checked float32 ``(B, T, ·)`` NumPy arrays.
