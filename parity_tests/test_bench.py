@@ -694,6 +694,9 @@ def test_a_variant_runs_its_part_of_the_grid() -> None:
     by_name = {variant.name: variant for variant in VARIANTS}
     compiled = points_for(by_name["tf_while"], grid, settings)
     assert [point for point in compiled if point[0] == "default"] == grid[: len(SHAPES)]
+    assert {ops for model, b, t, ops in grid if (model, b, t) == ("default", 256, 10_000)} == {
+        ("train_step",)
+    }
     wide = [point for point in compiled if point[0] != "default"]
     assert len({model for model, *_ in wide}) == 2 and len(wide) == 4
     assert {ops for *_, ops in wide} == {("predict", "train_step")}
