@@ -256,6 +256,10 @@ def test_a_second_model_gets_its_own_section_and_targets() -> None:
     assert f"## Model {label}" in text and "encoder_units=[64]" in text
     judged = report.measured_targets(wide)
     assert judged and all("not measured" not in t.verdict for t in judged)
+    wide_batch = [timed("fast", "predict", 256, 1000, 0.2, model=label)]
+    judged = report.measured_targets(report.Pivot.of([*records, *wide_batch], label))
+    assert not [t for t in judged if t.statement.startswith("batching")]
+    assert [t for t in report.targets(default) if t.statement.startswith("batching")]
 
 
 def test_config_reads_json_or_a_file(tmp_path: Path) -> None:
