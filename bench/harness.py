@@ -352,6 +352,8 @@ class Settings:
     max_samples: int = 500
     train_steps: int = 5
     long_call_s: float = 20.0
+    long_step_s: float = 0.5
+    """A training step longer than this (the warm-up's) is timed one per sample, not K."""
     """A first call longer than this gets one timed call and no warm-up."""
     timeout_s: float = 3600.0
     slow_max_steps: int = 1000
@@ -544,6 +546,7 @@ def run_variant(
         "max_samples": settings.max_samples,
         "train_steps": settings.train_steps,
         "long_call_s": settings.long_call_s,
+        "long_step_s": settings.long_step_s,
     }
     # a port given by import path is found where the run was started, as in the harness
     path = os.pathsep.join(filter(None, [os.getcwd(), os.environ.get("PYTHONPATH")]))

@@ -744,7 +744,8 @@ Run {run.started}, `{run.command}`, {wall} s in all; grid (B, T: operations): {g
   timed call, no warm-up, where the first call took over {s[long_call_s]} s, as the note says).
   Reported: the **median** and the **interquartile range**. Every backend returns NumPy, so the
   work is finished when the clock stops.
-- **training step** = `fit(x, epochs={s[train_steps]})` / {s[train_steps]}: forward, BPTT and one
+- **training step** = `fit(x, epochs={s[train_steps]})` / {s[train_steps]} (`fit(x, epochs=1)` where
+  the warm-up's step took over {s[long_step_s]} s, as the note says): forward, BPTT and one
   Adam update on the whole batch, through the public `fit` (its loss is read back every step).
 - **µs/step**: call time / T, for the whole batch; **sequence-steps/s**: B·T / call time;
   **×floor**: over the floor's figure for the same operation and shape (below 1: faster; at
@@ -822,7 +823,8 @@ def markdown(records: list[Record], images: list[Path], preamble: str = "") -> s
     run = pivot.run
     if run is None:
         raise ValueError("records must begin with the run's record (kind 'run'), got none")
-    m, s, (batch, steps) = run.machine, run.settings, summary_shape(pivot)
+    # runs from before one-step samples had no such setting: never one step
+    m, s, (batch, steps) = run.machine, {"long_step_s": "∞", **run.settings}, summary_shape(pivot)
     threads = [f"\n- {n}: threads {f.threads}" for n, f in pivot.facts.items() if f.threads]
     roles = [f"**{r}** ({why}): {', '.join(pivot.named(r)) or 'none'}" for r, why in ROLES.items()]
     head = HEAD.format(

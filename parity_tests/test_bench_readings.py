@@ -69,6 +69,7 @@ def run_record(models: dict[str, frae.FRAEConfig] | None = None) -> RunRecord:
         "budget_s": 1.0,
         "max_samples": 100,
         "long_call_s": 20.0,
+        "long_step_s": 0.5,
         "train_steps": 5,
         "slow_max_steps": 1000,
         "slow_max_batch": 1,
@@ -317,3 +318,25 @@ def test_a_figure_far_below_the_floor_is_flagged() -> None:
     flagged = report.flags(report.Pivot.of(records))
     assert list(flagged) == [("blas", "predict", 1, 1000)]
     assert "does not bound" in flagged["blas", "predict", 1, 1000][0]
+
+
+@pytest.mark.parametrize(("long_step_s", "per_sample"), [(0.0, 1), (100.0, 5)])
+def test_a_long_training_step_is_timed_one_per_sample(long_step_s: float, per_sample: int) -> None:
+    """K = 5 steps a sample spread a fit call's own cost; a step longer than ``long_step_s``
+    has none to spread, and is timed alone, which the note says."""
+    from bench.worker import measure_shape
+
+    job = {
+        "variant": "reference",
+        "backend": "reference",
+        "train_steps": 5,
+        "long_call_s": 100.0,
+        "long_step_s": long_step_s,
+        "repeats": 3,
+        "min_time_s": 0.0,
+        "budget_s": 0.0,
+        "max_samples": 3,
+    }
+    (row,) = measure_shape(job, "default", 1, 20, ["train_step"])
+    assert row.steps_per_sample == per_sample and row.median_s is not None
+    assert ("fit(x, epochs=1) a sample" in (row.note or "")) == (per_sample == 1)
