@@ -340,3 +340,23 @@ def test_a_long_training_step_is_timed_one_per_sample(long_step_s: float, per_sa
     (row,) = measure_shape(job, "default", 1, 20, ["train_step"])
     assert row.steps_per_sample == per_sample and row.median_s is not None
     assert ("fit(x, epochs=1) a sample" in (row.note or "")) == (per_sample == 1)
+
+
+def test_every_option_has_help_that_matches(capsys: pytest.CaptureFixture[str]) -> None:
+    """Each option of ``frae bench --help`` says what it does (``--no-progress`` did not);
+    --quick names the grid it runs."""
+    import re
+
+    with pytest.raises(SystemExit) as stopped:
+        main(["--help"])
+    assert stopped.value.code == 0
+    text = capsys.readouterr().out
+    blocks = re.split(r"\n(?=  -)", text[text.index("options:") :])[1:]
+    described = {}
+    for block in blocks:
+        invocation, _, rest = block.strip().partition("  ")  # argparse: two spaces, or a line
+        invocation, _, below = invocation.partition("\n")
+        described[invocation.split()[0].rstrip(",")] = " ".join((rest + below).split())
+    assert "--no-progress" in described and "--config" in described
+    assert {option for option, words in described.items() if not words} == set()
+    assert "T=100 and T=1000" in described["--quick"]
