@@ -404,7 +404,7 @@ def call_cost_rows(pivot: Pivot) -> list[list[str]]:
     for c in costs:
         steps = ", ".join(map(str, c.steps))
         if not c.fits:
-            poor = f"no line: {100 * c.residual:.0f}% off at one T"
+            poor = f"poor fit ({100 * c.residual:.0f}% off)"
             rows.append([c.variant, LABELS[c.operation], steps, poor, "—"])
             continue
         base = floor.get(c.operation)
@@ -926,6 +926,8 @@ def _target_lines(judged: list[Outcome]) -> list[str]:
 
 WIDTH = 100
 """The terminal's columns; the Markdown report has the details."""
+TERMINAL_FLAGS = 8
+"""Readings to doubt the terminal names; the report lists every one."""
 TERMINAL_SUMMARY = [0, 2, 3, 4, 5]
 """The summary's columns in the terminal: variant, the three operations, compile."""
 
@@ -941,17 +943,23 @@ def summary(records: list[Record]) -> str:
     header = [*SUMMARY_HEADER[:1], *SUMMARY_HEADER[2:5], "compile s"]
     lines += [_table(header, rows, markdown=False)]
     if costs := call_cost_rows(pivot):
-        lines += ["", "B=1: each call fitted as µs per call + µs per step × T", ""]
-        lines += [_table(CALL_COST_HEADER, costs, markdown=False)]
+        lines += [
+            "",
+            "B=1: each call fitted as µs per call + µs per step × T (T fitted: report.md)",
+        ]
+        header = [h for i, h in enumerate(CALL_COST_HEADER) if i != 2]
+        lines += ["", _table(header, [row[:2] + row[3:] for row in costs], markdown=False)]
     elif reason := unsplit_reason(pivot):
         lines += ["", *textwrap.wrap(reason, WIDTH)]
     lines += ["", "targets (where they come from: report.md):", *_target_lines(targets(pivot))]
     for other in models_of(records)[1:]:
         lines += ["", *_model_section(Pivot.of(records, other), markdown=False)]
     if doubted := flag_rows(pivot):
-        lines += ["", f"readings to doubt ({FLAG} in the tables; why: report.md):"]
+        shown = [f"{r[0]} {r[1]} B={r[2]} T={r[3]}" for r in doubted[:TERMINAL_FLAGS]]
+        more = len(doubted) - len(shown)
+        lines += ["", f"{len(doubted)} readings to doubt ({FLAG} in the tables; why: report.md):"]
         lines += textwrap.wrap(
-            ", ".join(f"{r[0]} {r[1]} B={r[2]} T={r[3]}" for r in doubted),
+            ", ".join(shown) + (f" and {more} more" if more else ""),
             WIDTH,
             initial_indent="  ",
             subsequent_indent="  ",

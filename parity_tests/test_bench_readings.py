@@ -101,7 +101,7 @@ def test_no_split_where_the_line_misses_a_measurement() -> None:
         timed("bent", "predict", 1, 10_000, 0.1),
     ]
     (row,) = report.call_cost_rows(report.Pivot.of(records))
-    assert row[3].startswith("no line") and row[4] == "—"
+    assert row[3].startswith("poor fit") and row[4] == "—"
     straight = [timed("line", "predict", 1, t, 300e-6 + 0.2e-6 * t) for t in (100, 1000, 10_000)]
     (row,) = report.call_cost_rows(report.Pivot.of(straight))
     assert row[3] == "300" and row[4].startswith("0.2")
@@ -172,6 +172,18 @@ def test_the_terminal_summary_fits_100_columns_and_says_its_shape() -> None:
     assert max(len(line) for line in text.splitlines()) <= report.WIDTH
     assert text.startswith("B=1, T=1000:")
     assert "not enough points" in text  # two T: no split
+
+
+def test_the_terminal_call_costs_and_flags_fit_100_columns() -> None:
+    """A full grid's split (three T, one poor fit, one below resolution) and many flags."""
+    records = quick_like_records()
+    for index, name in enumerate(LONG_NAMES):
+        for operation in ("predict", "loss_and_grads", "train_step"):
+            seconds = 1.23456e-3 * (index + 1) * 100 * (1 + len(operation) / 10)
+            records.append(timed(name, operation, 1, 10_000, seconds * (1 + index), spread=0.9))
+    text = report.summary(records)
+    assert "poor fit" in text and "readings to doubt" in text and "more" in text
+    assert max(len(line) for line in text.splitlines()) <= report.WIDTH
 
 
 def test_a_wide_models_section_fits_100_columns_too() -> None:
