@@ -23,9 +23,9 @@
 #include <math.h>
 #include <string.h>
 
+#include "frae_activate.h"
 #include "frae_plan.h"
 
-enum { SWISH = 0, TANH = 1, SIGMOID = 2, LINEAR = 3 };
 /* Rows per block: a tile of 4 rows by 4 vectors keeps 16 sums and the 4 vectors of a kernel
  * row in registers (AVX-512 has 32). */
 enum { BLOCK = 4 };
@@ -33,28 +33,6 @@ enum { BLOCK = 4 };
 enum { LANES = 16 };
 /* Rows of the recorded steps that one pass of the weights' gradients keeps in cache. */
 enum { CHUNK = 128 };
-
-/* act(a) and, through `slope`, act'(a): swish a·σ(a), tanh, sigmoid σ(a), linear. */
-static inline float activate(float pre, int kind, float *slope) {
-    switch (kind) {
-    case SWISH: {
-        const float s = 1.0f / (1.0f + expf(-pre));
-        *slope = s * (1.0f + pre * (1.0f - s));
-        return pre * s;
-    }
-    case TANH: {
-        const float out = tanhf(pre);
-        *slope = 1.0f - out * out;
-        return out;
-    }
-    case SIGMOID: {
-        const float s = 1.0f / (1.0f + expf(-pre));
-        *slope = s * (1.0f - s);
-        return s;
-    }
-    default: *slope = 1.0f; return pre;
-    }
-}
 
 /* One vector of LANES floats in GCC's (and Clang's) vector extension, so that a tile of
  * sums stays in registers; a machine with narrower vectors splits it. Loaded and stored

@@ -20,17 +20,14 @@ from __future__ import annotations
 
 import ctypes
 import functools
-import subprocess
 from pathlib import Path
 from typing import NamedTuple
 
 import numpy as np
 import numpy.typing as npt
 
-from bench.baselines.c_forward import build_folder
-from bench.baselines.layout import plan
 from bench.baselines.numba_floor import NumbaFloorBackend
-from bench.baselines.simd_floor import LINK_FLAGS, _OrNull, flags, simd_header
+from bench.baselines.simd_floor import _OrNull, build_fast
 from frae.backend import Array
 from frae.config import FRAEConfig
 from frae.params import Weights
@@ -42,13 +39,7 @@ SOURCE = Path(__file__).with_name("matrix_floor.c")
 def compile_matrix(config: FRAEConfig, source: Path = SOURCE) -> ctypes.CDLL:
     """Build ``source`` (``matrix_floor.c``, or a variant of it that the tests break on
     purpose) for ``config``; raises ``RuntimeError`` without a compiler."""
-    cc, folder = build_folder(source, simd_header(plan(config)))
-    objects, library = folder / f"{source.stem}.o", folder / f"lib{source.stem}.so"
-    copied = str(folder / source.name)
-    compile_only = [cc, *flags(), "-c", "-I", str(folder), "-o", str(objects), copied]
-    for command in (compile_only, [cc, *LINK_FLAGS, "-o", str(library), str(objects), "-lm"]):
-        subprocess.run(command, check=True, capture_output=True, text=True)
-    loops = ctypes.CDLL(str(library))
+    loops = build_fast(source, config)
     floats = np.ctypeslib.ndpointer(np.float32, flags="C_CONTIGUOUS")
     doubles = np.ctypeslib.ndpointer(np.float64, flags="C_CONTIGUOUS")
     loops.frae_forward.argtypes = [floats, ctypes.c_int, *[floats] * 3, *[_OrNull(floats)] * 2]

@@ -17,31 +17,8 @@
 #include <math.h>
 #include <string.h>
 
+#include "frae_activate.h"
 #include "frae_plan.h"
-
-enum { SWISH = 0, TANH = 1, SIGMOID = 2, LINEAR = 3 };
-
-/* act(a) and, through `slope`, act'(a): swish a·σ(a), tanh, sigmoid σ(a), linear. */
-static inline float activate(float pre, int kind, float *slope) {
-    switch (kind) {
-    case SWISH: {
-        const float s = 1.0f / (1.0f + expf(-pre));
-        *slope = s * (1.0f + pre * (1.0f - s));
-        return pre * s;
-    }
-    case TANH: {
-        const float out = tanhf(pre);
-        *slope = 1.0f - out * out;
-        return out;
-    }
-    case SIGMOID: {
-        const float s = 1.0f / (1.0f + expf(-pre));
-        *slope = s * (1.0f - s);
-        return s;
-    }
-    default: *slope = 1.0f; return pre;
-    }
-}
 
 /* h[out_row + j] = act(b_j + Σ_i W[i, j] h[in_row + i]) for every lane; its slope into s. */
 static inline void dense_forward(float *h, float *s, const float *theta, int in_row, int fan_in,

@@ -33,6 +33,8 @@ from frae.config import FRAEConfig
 from frae.params import Weights
 
 SOURCE = Path(__file__).with_name("simd_floor.c")
+ACTIVATIONS = Path(__file__).with_name("frae_activate.h")
+"""The activations and their slopes, shared by the C floors."""
 FLAGS = ("-O3", "-march=native", "-ffast-math", "-fopenmp-simd", "-fPIC")
 LINK_FLAGS = ("-shared",)
 WIDE_VECTORS = ("-mprefer-vector-width=512",)
@@ -76,18 +78,26 @@ class _OrNull:
         return None if value is None else self._array_type.from_param(value)  # type: ignore[attr-defined]
 
 
+def build_fast(source: Path, config: FRAEConfig) -> ctypes.CDLL:
+    """``source`` (a C floor, which includes ``frae_activate.h`` from this folder and
+    ``frae_plan.h`` for ``config``) compiled with ``flags`` and loaded; raises
+    ``RuntimeError`` without a compiler."""
+    cc, folder = build_folder(source, simd_header(plan(config)))
+    objects, library = folder / f"{source.stem}.o", folder / f"lib{source.stem}.so"
+    # linked apart, without -ffast-math: GCC 12 links crtfastmath.o into a shared library
+    # built with it, whose constructor flushes subnormals to zero in the whole process
+    headers = ["-I", str(folder), "-I", str(ACTIVATIONS.parent)]
+    copied = str(folder / source.name)
+    compile_only = [cc, *flags(), "-c", *headers, "-o", str(objects), copied]
+    for command in (compile_only, [cc, *LINK_FLAGS, "-o", str(library), str(objects), "-lm"]):
+        subprocess.run(command, check=True, capture_output=True, text=True)
+    return ctypes.CDLL(str(library))
+
+
 @functools.cache
 def compile_simd(config: FRAEConfig) -> ctypes.CDLL:
     """Build ``simd_floor.c`` for ``config``; raises ``RuntimeError`` without a compiler."""
-    cc, folder = build_folder(SOURCE, simd_header(plan(config)))
-    objects, library = folder / "simd_floor.o", folder / "libfrae_simd_floor.so"
-    # linked apart, without -ffast-math: GCC 12 links crtfastmath.o into a shared library
-    # built with it, whose constructor flushes subnormals to zero in the whole process
-    source = str(folder / SOURCE.name)
-    compile_only = [cc, *flags(), "-c", "-I", str(folder), "-o", str(objects), source]
-    for command in (compile_only, [cc, *LINK_FLAGS, "-o", str(library), str(objects), "-lm"]):
-        subprocess.run(command, check=True, capture_output=True, text=True)
-    loops = ctypes.CDLL(str(library))
+    loops = build_fast(SOURCE, config)
     floats = np.ctypeslib.ndpointer(np.float32, flags="C_CONTIGUOUS")
     doubles = np.ctypeslib.ndpointer(np.float64, flags="C_CONTIGUOUS")
     loops.frae_forward.argtypes = [floats, ctypes.c_int, *[floats] * 3]
