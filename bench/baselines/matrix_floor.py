@@ -26,8 +26,7 @@ from typing import NamedTuple
 import numpy as np
 import numpy.typing as npt
 
-from bench.baselines.numba_floor import NumbaFloorBackend
-from bench.baselines.simd_floor import _OrNull, build_fast
+from bench.baselines.simd_floor import ForwardInC, _OrNull, build_fast
 from frae.backend import Array
 from frae.config import FRAEConfig
 from frae.params import Weights
@@ -69,7 +68,7 @@ class _Buffers(NamedTuple):
     loss: npt.NDArray[np.float64]
 
 
-class MatrixFloorBackend(NumbaFloorBackend):
+class MatrixFloorBackend(ForwardInC):
     """The matrix floor behind the contract: C matrix products, float32, fast math, one
     thread; everything but the forward and backward is the Numba floor's."""
 
@@ -98,37 +97,9 @@ class MatrixFloorBackend(NumbaFloorBackend):
             )
         return self._buffers[key]
 
-    def _forward(self, sequences: Array, codes_given: bool, keep: str) -> Array:
-        """x̂ (``keep="outputs"``) or z (``keep="codes"``), (B, T, ·), written batch-major by
-        the C loop straight into the array returned."""
-        batch, steps, width = sequences.shape
+    def _forward_buffers(self, steps: int, batch: int, width: int) -> tuple[Array, Array]:
         space = self._buffers_for(steps, batch, record=False)
-        kept = np.empty(
-            (batch, steps, self._plan.features if keep == "outputs" else self._plan.latent),
-            np.float32,
-        )
-        self._loops.frae_forward(
-            np.ascontiguousarray(sequences, np.float32),
-            int(codes_given),
-            self._theta,
-            space.transposed,
-            space.work,
-            kept if keep == "outputs" else None,
-            kept if keep == "codes" else None,
-            steps,
-            width,
-            batch,
-        )
-        return kept
-
-    def _predict(self, x: Array) -> Array:
-        return self._forward(x, codes_given=False, keep="outputs")
-
-    def _encode(self, x: Array) -> Array:
-        return self._forward(x, codes_given=False, keep="codes")
-
-    def _decode(self, z: Array) -> Array:
-        return self._forward(z, codes_given=True, keep="outputs")
+        return space.transposed, space.work
 
     def _flat_loss_and_grads(self, x: Array, y: Array) -> tuple[float, Array]:
         batch, steps, _ = x.shape

@@ -110,29 +110,25 @@ def compile_simd(config: FRAEConfig) -> ctypes.CDLL:
     return loops
 
 
-class SimdFloorBackend(NumbaFloorBackend):
-    """The SIMD floor behind the contract: C loops vectorised over the batch, float32, fast
-    math, one thread; everything but the forward and backward loops is the Numba floor's."""
+class ForwardInC(NumbaFloorBackend):
+    """The Numba floor with its forward in C: predict, encode and decode through one
+    ``_forward``, which a C floor writes."""
 
-    name = "simd_floor"
-
-    def _build(self, weights: Weights) -> None:
-        self._loops = compile_simd(self.config)
-        super()._build(weights)
+    def _forward_buffers(self, steps: int, batch: int, width: int) -> tuple[Array, Array]:
+        """The two workspaces the C forward takes after the weights, for one shape."""
+        raise NotImplementedError
 
     def _forward(self, sequences: Array, codes_given: bool, keep: str) -> Array:
         """x̂ (``keep="outputs"``) or z (``keep="codes"``), (B, T, ·), written batch-major by
         the C loop straight into the array returned."""
         batch, steps, width = sequences.shape
-        space = self._workspace(steps, batch, width, record=False)
         rows = self._plan.features if keep == "outputs" else self._plan.latent
         kept = np.empty((batch, steps, rows), np.float32)
         self._loops.frae_forward(
             np.ascontiguousarray(sequences, np.float32),
             int(codes_given),
             self._theta,
-            space.work,
-            space.slopes,
+            *self._forward_buffers(steps, batch, width),
             kept if keep == "outputs" else None,
             kept if keep == "codes" else None,
             steps,
@@ -149,6 +145,21 @@ class SimdFloorBackend(NumbaFloorBackend):
 
     def _decode(self, z: Array) -> Array:
         return self._forward(z, codes_given=True, keep="outputs")
+
+
+class SimdFloorBackend(ForwardInC):
+    """The SIMD floor behind the contract: C loops vectorised over the batch, float32, fast
+    math, one thread; everything but the forward and backward loops is the Numba floor's."""
+
+    name = "simd_floor"
+
+    def _build(self, weights: Weights) -> None:
+        self._loops = compile_simd(self.config)
+        super()._build(weights)
+
+    def _forward_buffers(self, steps: int, batch: int, width: int) -> tuple[Array, Array]:
+        space = self._workspace(steps, batch, width, record=False)
+        return space.work, space.slopes
 
     def _flat_loss_and_grads(self, x: Array, y: Array) -> tuple[float, Array]:
         batch, steps, width = x.shape
