@@ -40,7 +40,7 @@ from typing import Any
 
 from tabulate import tabulate
 
-from bench.records import ResultRecord, RunRecord, read
+from bench.records import DEFAULT_MODEL, ResultRecord, RunRecord, read
 
 MIN_MARGIN = 0.05
 """δ_min: the least relative change called faster or slower, whatever the spreads."""
@@ -245,7 +245,7 @@ def _tables(comparisons: list[Comparison], markdown: bool) -> list[str]:
     models = list(dict.fromkeys(c.key[2] for c in comparisons))
     lines = []
     for model in models:
-        if models != ["default"]:
+        if models != [DEFAULT_MODEL]:
             lines += ["", f"model {model}:"]
         in_model = [c for c in comparisons if c.key[2] == model]
         lines += ["", _table(header, _rows(in_model), markdown)]
@@ -260,7 +260,7 @@ def _not_timed(comparisons: list[Comparison], markdown: bool) -> list[str]:
             if result is None or result.median_s is not None:
                 continue
             variant, operation, model, batch, steps = c.key
-            label = "" if model == "default" else f" {model}"
+            label = "" if model == DEFAULT_MODEL else f" {model}"
             reason = (
                 f"error: {result.error}" if result.error else f"unsupported: {result.unsupported}"
             )

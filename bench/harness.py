@@ -548,9 +548,9 @@ def run_variant(
         "long_call_s": settings.long_call_s,
         "long_step_s": settings.long_step_s,
     }
-    # a port given by import path is found where the run was started, as in the harness
-    path = os.pathsep.join(filter(None, [os.getcwd(), os.environ.get("PYTHONPATH")]))
-    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", "PYTHONPATH": path, **variant.env}
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", **variant.env}
+    if ":" in variant.backend:  # a port by import path is found where the run was started
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [os.getcwd(), env.get("PYTHONPATH")]))
     with log.open("w") as errors:
         process = subprocess.Popen(
             [sys.executable, "-m", "bench.worker", json.dumps(job)],
