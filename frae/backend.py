@@ -138,6 +138,17 @@ def minibatches(
             yield order[start : start + batch_size]
 
 
+def check_device_count(devices: int, present: int, where: str) -> None:
+    """``devices`` must not exceed the ``present`` devices ``where`` describes (a ValueError
+    naming both, and how to have more)."""
+    if devices > present:
+        raise ValueError(
+            f"devices={devices}, but {where} has {present}: a process fixes its devices when "
+            "its framework starts (on a CPU, configure virtual devices before that; see "
+            "examples/data_parallel.py)"
+        )
+
+
 def _all_finite(weights: Mapping[str, Any]) -> bool:
     return all(np.isfinite(np.asarray(value)).all() for value in weights.values())
 
@@ -155,6 +166,7 @@ class BaseBackend(abc.ABC):
         *,
         seed: int = 0,
         weights: Mapping[str, Array] | None = None,
+        devices: int | None = None,
     ) -> None:
         self._lock = threading.RLock()
         self._kept: dict[int, Mapping[str, Any]] = {}
@@ -166,6 +178,11 @@ class BaseBackend(abc.ABC):
             if weights is None
             else validation.check_weights(weights, shapes)
         )
+        devices = validation.check_devices(devices)
+        self.devices = 1 if devices is None else devices
+        """How many devices ``fit`` splits each mini-batch over (1 for ``devices=None``)."""
+        if self.devices > 1:
+            self._place(self.devices)
         self._build(start)
 
     @property
@@ -230,6 +247,8 @@ class BaseBackend(abc.ABC):
             shuffle=shuffle,
             seed=seed,
         )
+        if self.devices > 1:
+            validation.check_split(len(x_batch), batch_size, self.devices)
         train_step = self._train_step(optimizer, learning_rate)
         history: list[float] = []
         batches = minibatches(len(x_batch), batch_size, epochs, shuffle, seed)
@@ -289,6 +308,14 @@ class BaseBackend(abc.ABC):
     def _weights_finite(self) -> bool:
         """Whether every current weight is finite."""
         return _all_finite(self._read_weights())
+
+    def _place(self, devices: int) -> None:
+        """Prepare data-parallel training on ``devices`` (> 1) of the process's devices, before
+        ``_build`` makes the weights: a backend with a data-parallel engine overrides this."""
+        raise ValueError(
+            f"backend {self.name!r} has no data-parallel engine: devices must be None or 1, "
+            f"got {devices}"
+        )
 
     @abc.abstractmethod
     def _build(self, weights: Weights) -> None:

@@ -94,12 +94,16 @@ def create(
     *,
     seed: int = 0,
     weights: Mapping[str, Array] | None = None,
+    devices: int | None = None,
 ) -> Backend:
     """Build a backend by registered name or by ``"package.module:attribute"`` import path.
 
-    The attribute is a class or factory taking ``(config, *, seed, weights)``. Only the
-    chosen backend's framework is imported.
+    The attribute is a class or factory taking ``(config, *, seed, weights)``, and
+    ``devices`` too when it is given: ``devices=N`` trains data-parallel on N of the
+    process's devices (docs/contract.md, section 3). Only the chosen backend's framework is
+    imported.
     """
+    devices = validation.check_devices(devices)
     if not isinstance(backend, str):
         raise TypeError(f"backend must be a str, got {validation.describe(backend)}")
     if ":" in backend:
@@ -110,21 +114,25 @@ def create(
         except ModuleNotFoundError as error:
             reason = unavailable_reason(backend) or str(error)
             raise ImportError(f"backend {backend!r} cannot be imported: {reason}") from error
-    _check_factory(backend, factory)
-    model = factory(config, seed=seed, weights=weights)
+    _check_factory(backend, factory, devices is not None)
+    placement = {} if devices is None else {"devices": devices}
+    model = factory(config, seed=seed, weights=weights, **placement)
     if not isinstance(model, Backend):
         raise TypeError(f"{backend!r} built a {type(model).__name__}, which lacks the Backend API")
     return model
 
 
-def _check_factory(backend: str, factory: object) -> None:
-    """A ``Backend`` class, or a function taking ``(config, *, seed, weights)``; anything else
-    is a ``TypeError`` saying what ``backend`` names, before it is called (``"os:getcwd"``)."""
+def _check_factory(backend: str, factory: object, placed: bool = False) -> None:
+    """A ``Backend`` class, or a function taking ``(config, *, seed, weights)`` (and
+    ``devices`` if ``placed``); anything else is a ``TypeError`` saying what ``backend``
+    names, before it is called (``"os:getcwd"``)."""
     what = f"backend import path {backend!r} names {validation.describe(factory)}"
     if isinstance(factory, type):
         missing = [name for name in BACKEND_METHODS if not callable(getattr(factory, name, None))]
         if missing:
             raise TypeError(f"{what}, a class without the Backend methods {missing}")
+        if placed:
+            _check_takes_devices(backend, inspect.signature(factory).parameters)
         return
     if not callable(factory):
         raise TypeError(f"{what}, not a backend class or factory")
@@ -136,6 +144,19 @@ def _check_factory(backend: str, factory: object) -> None:
         raise TypeError(
             f"{what}, which is not a backend class or factory: a factory takes "
             "(config, *, seed, weights)"
+        )
+    if placed:
+        _check_takes_devices(backend, parameters)
+
+
+def _check_takes_devices(backend: str, parameters: Mapping[str, inspect.Parameter]) -> None:
+    """A factory given ``devices`` must take it (by name, or through ``**kwargs``)."""
+    if "devices" not in parameters and not any(
+        parameter.kind is inspect.Parameter.VAR_KEYWORD for parameter in parameters.values()
+    ):
+        raise ValueError(
+            f"backend {backend!r} takes no devices argument: it has no data-parallel engine, "
+            "so devices must be None"
         )
 
 

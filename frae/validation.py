@@ -90,6 +90,28 @@ def check_learning_rate(value: object) -> float:
     return float(value)
 
 
+def check_devices(value: object) -> int | None:
+    """``None`` or a positive int: how many devices ``create(..., devices=N)`` trains on."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"devices must be None or an int, got {describe(value)}")
+    if value < 1:
+        raise ValueError(f"devices must be None or at least 1, got {value}")
+    return int(value)
+
+
+def check_split(num_sequences: int, batch_size: int, devices: int) -> None:
+    """Every mini-batch of ``fit`` (the last may be smaller) splits evenly over ``devices``."""
+    sizes = {batch_size, num_sequences % batch_size or batch_size}
+    uneven = sorted(size for size in sizes if size % devices)
+    if uneven:
+        raise ValueError(
+            f"fit's mini-batches must split evenly over devices={devices}: a mini-batch of "
+            f"{uneven[0]} sequences does not (batch_size {batch_size}, {num_sequences} sequences)"
+        )
+
+
 def check_config(config: object) -> FRAEConfig:
     """``None`` gives the default config; anything but a ``FRAEConfig`` is a ``TypeError``."""
     from frae.config import FRAEConfig

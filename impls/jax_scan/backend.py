@@ -13,7 +13,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from frae.backend import Array, BaseBackend, TrainStep, kept_slot
+from frae.backend import Array, BaseBackend, TrainStep, check_device_count, kept_slot
 from frae.config import FRAEConfig
 from frae.optimizers import OPTIMIZERS
 from frae.params import Weights
@@ -93,6 +93,29 @@ class JaxScanBackend(BaseBackend):
     """
 
     name = "jax_scan"
+    mesh: jax.sharding.Mesh | None = None
+    """With ``devices=N``: the first N of ``jax.devices()`` (every process's, when
+    ``jax.distributed`` joined several), one axis ``"batch"``."""
+
+    def _place(self, devices: int) -> None:
+        """Data parallelism by ``jax.sharding``: the weights and optimizer state replicated
+        over a mesh of ``devices``, each training mini-batch sharded along its batch axis.
+        The same jitted step then runs as one SPMD program: XLA partitions it and the mean
+        of the loss becomes an all-reduce of the devices' partial sums."""
+        present = jax.devices()
+        check_device_count(devices, len(present), f"JAX ({jax.process_count()} process(es))")
+        self.mesh = jax.sharding.Mesh(np.array(present[:devices]), ("batch",))
+
+    def _global(self, value: Any, spec: jax.sharding.PartitionSpec) -> jax.Array:
+        """``value``, the same NumPy array in every process, as one array over the mesh laid
+        out by ``spec``: each process puts only its own devices' parts."""
+        sharding = jax.sharding.NamedSharding(self.mesh, spec)
+        array = np.asarray(value)
+        return jax.make_array_from_callback(array.shape, sharding, lambda index: array[index])
+
+    def _local(self, value: Any) -> Any:
+        """A replicated result as an array this process can read (its first device's copy)."""
+        return value if self.mesh is None else value.addressable_data(0)
 
     def _build(self, weights: Weights) -> None:
         self.compiled = compiled(self.config)
@@ -105,36 +128,42 @@ class JaxScanBackend(BaseBackend):
         return {name: self._params[name] for name in self.config.parameter_shapes()}
 
     def _read_weights(self) -> Mapping[str, Any]:
-        return self.params
+        return {name: self._local(value) for name, value in self.params.items()}
 
     def _write_weights(self, weights: Weights) -> None:
-        self._params: Params = {name: jax.device_put(value) for name, value in weights.items()}
+        put = jax.device_put if self.mesh is None else self._replicate
+        self._params: Params = {name: put(value) for name, value in weights.items()}
+
+    def _replicate(self, value: Any) -> jax.Array:
+        return self._global(value, jax.sharding.PartitionSpec())
 
     def _predict(self, x: Array) -> Any:
-        return self.compiled.predict(self._params, x)
+        return self._local(self.compiled.predict(self._params, x))
 
     def _encode(self, x: Array) -> Any:
-        return self.compiled.encode(self._params, x)
+        return self._local(self.compiled.encode(self._params, x))
 
     def _decode(self, z: Array) -> Any:
-        return self.compiled.decode(self._params, z)
+        return self._local(self.compiled.decode(self._params, z))
 
     def _loss_and_grads(self, x: Array, y: Array) -> tuple[float, Mapping[str, Any]]:
         loss, grads = self.compiled.loss_and_grads(self._params, x, y)
-        return float(loss), grads
+        return float(self._local(loss)), {name: self._local(g) for name, g in grads.items()}
 
     def _train_step(self, optimizer: str, learning_rate: float) -> TrainStep:
         """One jitted step per mini-batch; weights and optimizer state stay on device."""
         step_function = self.compiled.train_steps[optimizer]
-        rate = jax.device_put(np.float32(learning_rate))
+        rate = np.float32(learning_rate)
+        rate = jax.device_put(rate) if self.mesh is None else self._replicate(rate)
         optimizer_state = self.compiled.optimizer_inits[optimizer](self._params)
+        split = (lambda v: v) if self.mesh is None else self._split
 
         def step(x: Array, y: Array) -> float:
             nonlocal optimizer_state
             self._params, optimizer_state, loss = step_function(
-                self._params, optimizer_state, rate, x, y
+                self._params, optimizer_state, rate, split(x), split(y)
             )
-            return float(loss)
+            return float(self._local(loss))
 
         return step
 
@@ -142,8 +171,16 @@ class JaxScanBackend(BaseBackend):
         """A reference to the weights' dict: a step replaces it and never writes in place."""
         self._kept[kept_slot(step)] = self._params
 
+    def _split(self, sequences: Array) -> jax.Array:
+        """A mini-batch sharded over the mesh along its batch axis."""
+        return self._global(sequences, jax.sharding.PartitionSpec("batch"))
+
+    def _weights_before(self, step: int) -> Mapping[str, Any]:
+        kept = self._kept[kept_slot(step)]
+        return {name: self._local(value) for name, value in kept.items()}
+
     def _weights_finite(self) -> bool:
-        return bool(self.compiled.all_finite(self._params))
+        return bool(self._local(self.compiled.all_finite(self._params)))
 
 
 class JaxScanBPTTBackend(JaxScanBackend):

@@ -1,0 +1,93 @@
+"""One process of a data-parallel parity run (``test_data_parallel.py``).
+
+    python -m parity_tests.data_parallel_worker --backend NAME_OR_PATH --framework jax \\
+        --devices 4 --cpu-devices 4 --out run.json [--processes 2 --process-id 0 \\
+        --coordinator localhost:PORT]
+
+Starts the framework as ``examples.data_parallel.start`` does (virtual CPU devices, the
+cluster), then trains the same weights on the same data twice, on one device
+(``devices=None``) and on ``--devices``: two SGD steps, then four shuffled Adam steps, and
+writes both runs' losses, weights and predictions to ``--out`` (JSON), with the errors the
+contract names: devices beyond those present, and a mini-batch that does not split (with
+whether that call left the weights as they were). A backend that refuses ``devices`` in
+``create`` writes only the refusal.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+import numpy as np
+
+import frae
+from examples.data_parallel import create, start
+
+SEQUENCES, STEPS = 16, 24
+"""The data: 16 sequences, mini-batches of 8 (all split over 1, 2, 4 or 8 devices)."""
+
+
+def train(model: frae.Backend, x: np.ndarray) -> dict[str, Any]:
+    """Two SGD steps, then four Adam steps over shuffled mini-batches; the results."""
+    sgd = model.fit(x, batch_size=8, optimizer="sgd", learning_rate=0.5)["loss"]
+    adam = model.fit(x, batch_size=8, epochs=2, shuffle=True, seed=3, learning_rate=1e-2)
+    return {
+        "loss": sgd + adam["loss"],
+        "weights": {name: value.tolist() for name, value in model.get_weights().items()},
+        "predict": model.predict(x).tolist(),
+    }
+
+
+def refusal(call: Any) -> str | None:
+    """The message of the ``ValueError`` ``call()`` raises, or ``None`` if it raises none."""
+    try:
+        call()
+    except ValueError as error:
+        return str(error)
+    return None
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--backend", required=True)
+    parser.add_argument("--framework", required=True)
+    parser.add_argument("--devices", type=int, required=True)
+    parser.add_argument("--cpu-devices", type=int)
+    parser.add_argument("--processes", type=int, default=1)
+    parser.add_argument("--process-id", type=int, default=0)
+    parser.add_argument("--coordinator")
+    parser.add_argument("--out", required=True)
+    args = parser.parse_args()
+    context = start(
+        args.framework,
+        cpu_devices=args.cpu_devices,
+        processes=args.processes,
+        process_id=args.process_id,
+        coordinator=args.coordinator,
+    )
+    x = frae.data.multi_sine(SEQUENCES, STEPS, seed=7)
+    result: dict[str, Any] = {}
+    try:
+        model = create(args.backend, context, devices=args.devices)
+    except ValueError as error:
+        result["refused"] = str(error)
+    else:
+        start_weights = model.get_weights()
+        result["many"] = train(model, x)
+        result["one"] = train(frae.create(args.backend, weights=start_weights), x)
+        model.set_weights(start_weights)
+        result["uneven"] = refusal(lambda: model.fit(x, batch_size=args.devices + 1))
+        after = model.get_weights()
+        result["uneven_kept_weights"] = all(
+            np.array_equal(after[name], start_weights[name]) for name in after
+        )
+        result["too_many"] = refusal(
+            lambda: create(args.backend, context, devices=args.devices * 64)
+        )
+    with open(args.out, "w") as file:
+        json.dump(result, file)
+
+
+if __name__ == "__main__":
+    main()

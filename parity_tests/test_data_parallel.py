@@ -1,0 +1,143 @@
+"""``create(..., devices=N)``: data-parallel training equals training on one device.
+
+Each configuration runs in its own processes (``data_parallel_worker.py``), since a framework
+fixes its devices and its cluster when it starts: four virtual CPU devices in one process,
+and two processes on localhost with one device each, joined by the framework's own
+multi-process engine. Each run's losses, weights and predictions on N devices must equal
+those on one within float32 summation order (``TOLERANCES["devices"]``); a backend that has
+no engine must refuse ``devices`` with the contract's ``ValueError``.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+import frae
+from examples.data_parallel import framework_of
+from frae.registry import REGISTRY, _load
+from parity_tests.tolerances import assert_close
+
+ROOT = Path(__file__).resolve().parent.parent
+VIRTUAL_DEVICES = 4
+"""Devices of the one-process run: more than two, so a mean over two would not pass."""
+
+ENGINES = {"jax": "jax.sharding", "tensorflow": "tf.distribute", "torch": "DDP"}
+"""The frameworks with a data-parallel engine, and what it is."""
+
+
+def framework(backend: str) -> str:
+    """The framework ``backend`` trains on; for an import path, that of the registered
+    backend it derives from (``"none"`` if it derives from none)."""
+    if backend in REGISTRY:
+        return framework_of(backend)
+    cls = _load(backend)
+    for name in REGISTRY:
+        base = _load(REGISTRY[name].target)
+        if inspect.isclass(cls) and issubclass(cls, base) and name != "reference":
+            return framework_of(name)
+    return "none"
+
+
+def has_engine(backend: str) -> bool:
+    """Whether ``backend`` is expected to train on several devices (its framework has an
+    engine, and Keras runs on JAX or TensorFlow)."""
+    return framework(backend) in ENGINES and not (
+        framework_of("keras_rnn") == "torch" and backend == "keras_rnn"
+    )
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("localhost", 0))
+        return int(probe.getsockname()[1])
+
+
+def run_workers(
+    backend: str, tmp_path: Path, *, devices: int, processes: int, cpu_devices: int | None
+) -> list[dict[str, Any]]:
+    """Run ``processes`` workers together; each one's results."""
+    port = free_port()
+    commands, outputs = [], []
+    for process_id in range(processes):
+        out = tmp_path / f"process_{process_id}.json"
+        command = [sys.executable, "-m", "parity_tests.data_parallel_worker"]
+        command += ["--backend", backend, "--framework", framework(backend)]
+        command += ["--devices", str(devices), "--out", str(out)]
+        if cpu_devices:
+            command += ["--cpu-devices", str(cpu_devices)]
+        if processes > 1:
+            command += ["--processes", str(processes), "--process-id", str(process_id)]
+            command += ["--coordinator", f"localhost:{port}"]
+        commands.append(command)
+        outputs.append(out)
+    environment = os.environ | {"PYTHONPATH": str(ROOT), "CUDA_VISIBLE_DEVICES": ""}
+    running = [
+        subprocess.Popen(command, cwd=ROOT, env=environment, stderr=subprocess.PIPE, text=True)
+        for command in commands
+    ]
+    errors = [process.communicate(timeout=600)[1] for process in running]
+    for process, error in zip(running, errors, strict=True):
+        assert process.returncode == 0, error[-3000:]
+    return [json.loads(out.read_text()) for out in outputs]
+
+
+def float32(run: dict[str, Any], quantity: str) -> np.ndarray:
+    """``run[quantity]`` (``"weights/NAME"``: a weight) as the float32 array it was."""
+    value = run
+    for key in quantity.split("/", 1):
+        value = value[key]
+    return np.array(value, np.float32)
+
+
+def assert_same_training(result: dict[str, Any], devices: int) -> None:
+    """N devices' run equals one device's within summation order; the contract's errors."""
+    assert "refused" not in result, result.get("refused")
+    many, one = result["many"], result["one"]
+    for quantity in ("loss", "predict", *(f"weights/{name}" for name in one["weights"])):
+        assert_close("devices", float32(many, quantity), float32(one, quantity), quantity)
+    assert f"devices={devices}" in result["uneven"] and str(devices + 1) in result["uneven"]
+    assert result["uneven_kept_weights"]
+    assert f"devices={devices * 64}" in result["too_many"]
+
+
+def test_data_parallel_equals_one_device(backend_spec: str, tmp_path: Path) -> None:
+    """One process, four virtual CPU devices (torch: one device per process, so four are
+    more than it has)."""
+    if not has_engine(backend_spec):
+        pytest.skip("no data-parallel engine: test_devices_refused_without_engine")
+    (result,) = run_workers(
+        backend_spec, tmp_path, devices=VIRTUAL_DEVICES, processes=1, cpu_devices=VIRTUAL_DEVICES
+    )
+    if framework(backend_spec) == "torch":
+        assert "refused" in result and f"devices={VIRTUAL_DEVICES}" in result["refused"]
+        return
+    assert_same_training(result, VIRTUAL_DEVICES)
+
+
+def test_data_parallel_across_processes(backend_spec: str, tmp_path: Path) -> None:
+    """Two processes on localhost, one device each, through the framework's multi-process
+    engine; both end where one process on one device ends."""
+    if not has_engine(backend_spec):
+        pytest.skip("no data-parallel engine: test_devices_refused_without_engine")
+    results = run_workers(backend_spec, tmp_path, devices=2, processes=2, cpu_devices=None)
+    for result in results:
+        assert_same_training(result, 2)
+
+
+def test_devices_refused_without_engine(backend_spec: str) -> None:
+    """A backend without an engine refuses ``devices`` > 1 naming it, and takes 1."""
+    if has_engine(backend_spec):
+        pytest.skip("has a data-parallel engine: test_data_parallel_equals_one_device")
+    with pytest.raises(ValueError, match="devices must be None or 1, got 2"):
+        frae.create(backend_spec, devices=2)
+    assert frae.create(backend_spec, devices=1).get_weights().keys()
