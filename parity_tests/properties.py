@@ -162,6 +162,19 @@ PROPERTIES = {
         ("test_random_configs_equal_the_reference",),
         ("random outputs", "loss", "gradients"),
     ),
+    "data_parallel": Property(
+        "data-parallel training",
+        "create(devices=N): SGD and Adam losses, weights and predictions on 4 virtual devices in "
+        "one process, and on two processes joined by the framework's engine, equal those on one "
+        "device; an uneven mini-batch or too many devices is refused, naming them; a backend "
+        "without an engine refuses devices > 1",
+        (
+            "test_data_parallel_equals_one_device",
+            "test_data_parallel_across_processes",
+            "test_devices_refused_without_engine",
+        ),
+        ("devices",),
+    ),
 }
 
 

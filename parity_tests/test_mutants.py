@@ -28,7 +28,19 @@ GENERIC_TESTS = [
     "parity_tests/test_weights.py",
     "parity_tests/test_random_configs.py",
     "parity_tests/test_reliability.py",
+    "parity_tests/test_data_parallel.py",
 ]
+DATA_PARALLEL_MUTANTS = ("GradientsSummedOverDevices", "LastShardDropped")
+"""``parity_tests.data_parallel_mutants``: ``jax_scan`` averaging the devices' gradients
+wrongly (named here, so that collecting this file imports no framework)."""
+TARGETS = {
+    mutant.__name__: (f"parity_tests.mutants:{mutant.__name__}", mutant.breaks)
+    for mutant in MUTANTS
+} | {
+    name: (f"parity_tests.data_parallel_mutants:{name}", "data_parallel")
+    for name in DATA_PARALLEL_MUTANTS
+}
+"""Mutant name -> (its import path, the property it breaks)."""
 
 
 def run_suite(backend: str, junit: Path, names: list[str] | None = None) -> dict[str, bool]:
@@ -46,7 +58,7 @@ def run_suite(backend: str, junit: Path, names: list[str] | None = None) -> dict
 
 
 def test_every_property_has_a_mutant() -> None:
-    assert {mutant.breaks for mutant in MUTANTS} == set(PROPERTIES)
+    assert {breaks for _, breaks in TARGETS.values()} == set(PROPERTIES)
 
 
 @pytest.mark.nested
@@ -59,21 +71,34 @@ def test_control_passes_the_whole_suite(tmp_path: Path) -> None:
 
 
 @pytest.mark.nested
-@pytest.mark.parametrize("mutant", MUTANTS, ids=[mutant.__name__ for mutant in MUTANTS])
+@pytest.mark.parametrize("mutant", list(TARGETS))
 def test_suite_rejects_mutant(
-    mutant: type, tmp_path: Path, mutant_verdicts: dict[str, bool]
+    mutant: str, tmp_path: Path, mutant_verdicts: dict[str, bool]
 ) -> None:
-    prop = PROPERTIES[mutant.breaks]
+    target, breaks = TARGETS[mutant]
+    prop = PROPERTIES[breaks]
     names = sorted({pattern.partition("[")[0] for pattern in prop.tests})
-    results = run_suite(f"parity_tests.mutants:{mutant.__name__}", tmp_path / "run.xml", names)
+    results = run_suite(target, tmp_path / "run.xml", names)
     checked = {test: passed for test, passed in results.items() if prop.selects(test)}
-    assert checked, f"no test of {mutant.breaks!r} ran"
-    mutant_verdicts[mutant.__name__] = not all(checked.values())
-    assert not all(checked.values()), f"{mutant.__name__} passed every {mutant.breaks!r} test"
+    assert checked, f"no test of {breaks!r} ran"
+    mutant_verdicts[mutant] = not all(checked.values())
+    assert not all(checked.values()), f"{mutant} passed every {breaks!r} test"
+
+
+@pytest.mark.nested
+def test_data_parallel_control_passes(tmp_path: Path) -> None:
+    """The data-parallel mutants' own step, combining the devices' gradients rightly, passes:
+    their failures are their mutations' doing."""
+    results = run_suite(
+        "parity_tests.data_parallel_mutants:CorrectlyAveraged",
+        tmp_path / "control.xml",
+        ["test_data_parallel_equals_one_device", "test_data_parallel_across_processes"],
+    )
+    assert len(results) == 2 and all(results.values()), results
 
 
 def test_readme_lists_every_property_and_mutant() -> None:
     readme = (ROOT / "parity_tests" / "README.md").read_text()
     assert markdown_table() in readme
-    for mutant in MUTANTS:
-        assert f"| `{mutant.__name__}` |" in readme
+    for mutant in TARGETS:
+        assert f"| `{mutant}` |" in readme

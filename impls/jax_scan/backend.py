@@ -152,7 +152,7 @@ class JaxScanBackend(BaseBackend):
 
     def _train_step(self, optimizer: str, learning_rate: float) -> TrainStep:
         """One jitted step per mini-batch; weights and optimizer state stay on device."""
-        step_function = self.compiled.train_steps[optimizer]
+        step_function = self._step_function(optimizer)
         rate = np.float32(learning_rate)
         rate = jax.device_put(rate) if self.mesh is None else self._replicate(rate)
         optimizer_state = self.compiled.optimizer_inits[optimizer](self._params)
@@ -166,6 +166,10 @@ class JaxScanBackend(BaseBackend):
             return float(self._local(loss))
 
         return step
+
+    def _step_function(self, optimizer: str) -> Callable[..., Any]:
+        """The jitted training step ``(params, state, rate, x, y) -> (params, state, loss)``."""
+        return self.compiled.train_steps[optimizer]
 
     def _keep_weights(self, step: int) -> None:
         """A reference to the weights' dict: a step replaces it and never writes in place."""
