@@ -130,6 +130,8 @@ class Variant:
             for the matrix floor (whose gradient divides a training step); none for the
             rest (the loop floors, one multiply-add at a time, would take minutes a call
             there and bound nothing).
+        devices: data-parallel on this many devices (``create(..., devices=N)``), virtual
+            CPU devices where the machine has no accelerators (``frae.devices.start``).
     """
 
     name: str
@@ -144,6 +146,7 @@ class Variant:
     quick: bool = True
     only_shapes: tuple[tuple[int, int], ...] | None = None
     wide: tuple[str, ...] = ()
+    devices: int | None = None
 
 
 TARGETED = ("predict", "train_step")
@@ -257,6 +260,29 @@ def _torch_routes() -> tuple[Variant, ...]:
     )
 
 
+DEVICE_COUNTS = (2,)
+"""The devices axis: a training step at ``DEVICES_SHAPE`` on each count, beside the variant's
+own on one device."""
+DEVICES_SHAPE = (256, 1000)
+ON_DEVICES = " on {} devices"
+"""A data-parallel variant is named ``NAME on N devices`` (``report.on_devices`` reads it)."""
+
+
+def on_devices(variant: Variant, count: int) -> Variant:
+    """``variant`` training data-parallel on ``count`` devices, at ``DEVICES_SHAPE`` only."""
+    return replace(
+        variant,
+        name=variant.name + ON_DEVICES.format(count),
+        role="devices",
+        about=f"{variant.name}'s training step split over {count} devices (create(..., devices=N))",
+        operations=("train_step",),
+        only_shapes=(DEVICES_SHAPE,),
+        wide=(),
+        quick=False,
+        devices=count,
+    )
+
+
 BASELINES = "bench.baselines"
 VARIANTS = (
     Variant(
@@ -339,6 +365,16 @@ VARIANTS = (
         "the float64 NumPy reference, one time step at a time",
         slow=True,
     ),
+)
+DATA_PARALLEL = ("jax_scan", "tf_while", "keras_rnn[jax]", "keras_rnn[tensorflow]")
+"""The variants on the devices axis: those whose engine splits a batch over the devices of
+one process (torch_scan's devices are processes, one each: its engine is timed by
+``bench.data_parallel_torch``)."""
+VARIANTS += tuple(
+    on_devices(variant, count)
+    for variant in VARIANTS
+    if variant.name in DATA_PARALLEL
+    for count in DEVICE_COUNTS
 )
 
 
@@ -547,6 +583,7 @@ def run_variant(
         "train_steps": settings.train_steps,
         "long_call_s": settings.long_call_s,
         "long_step_s": settings.long_step_s,
+        "devices": variant.devices,
     }
     env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", **variant.env}
     if ":" in variant.backend:  # a port by import path is found where the run was started

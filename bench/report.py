@@ -10,6 +10,7 @@ variants it needs by their role (``bench.harness.Variant.role``), never by name.
 from __future__ import annotations
 
 import itertools
+import re
 import textwrap
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -561,6 +562,41 @@ AUTODIFF_CAPTION = (
 )
 
 
+ON_DEVICES = re.compile(r"^(?P<variant>.+) on (?P<count>\d+) devices$")
+"""A data-parallel variant's name (``bench.harness.on_devices``): its variant and count."""
+
+
+def devices_rows(pivot: Pivot) -> list[list[str]]:
+    """Per variant on the devices axis: its training step on one device (its own row) and on
+    N, at the shapes it ran, and their ratio (above 1: the split costs more than it gains)."""
+    rows = []
+    for name in pivot.named("devices"):
+        found = ON_DEVICES.match(name)
+        if found is None:
+            continue
+        for (_, operation, batch, steps), result in pivot.results.items():
+            if result.variant != name or operation != "train_step":
+                continue
+            one = pivot.figure((found["variant"], operation, batch, steps))
+            many = pivot.figure((name, operation, batch, steps))
+            ratio = many / one if many is not None and one else None
+            cells = [_fmt(one), _fmt(many), _fmt(ratio) + ("×" if ratio else "")]
+            rows.append([found["variant"], found["count"], str(batch), str(steps), *cells])
+    return rows
+
+
+DEVICES_HEADER = ["variant", "devices", "B", "T", "1 device", "N devices", "N / 1"]
+DEVICES_CAPTION = (
+    "A training step's µs per time step, medians: on one device (the variant's own row) and "
+    "with each mini-batch split over N devices of one process (`create(..., devices=N)`, the "
+    "framework's own engine averaging the gradients). This machine has {cores} cores and no "
+    "accelerator: its N devices are virtual CPU devices sharing those cores, so the ratio "
+    "measures what the engine costs (the split, the all-reduce of the gradients, a program "
+    "per device), not a speed-up. On a machine with N accelerators the same command runs "
+    "them and measures the speed-up."
+)
+
+
 def detail_rows(pivot: Pivot) -> list[list[str]]:
     """Every measurement: µs/step with its IQR, throughput, ratio, first call, memory, and
     its note with why it is flagged, if it is."""
@@ -721,6 +757,7 @@ ROLES = {
     "by_hand": "a compiled backend with its backward pass written by hand, beside its "
     "autodiff twin in the price of autodiff",
     "textbook": "the speed-up targets are measured against it",
+    "devices": "a compiled backend's training step split over N devices, beside its own",
     "baseline": "for comparison",
 }
 HEAD = """\
@@ -858,6 +895,10 @@ def markdown(records: list[Record], images: list[Path], preamble: str = "") -> s
     if price := autodiff_rows(pivot):
         lines += ["", "## The price of autodiff (T=1000)", "", AUTODIFF_CAPTION, ""]
         lines += [_table(AUTODIFF_HEADER, price, markdown=True)]
+    if on_devices := devices_rows(pivot):
+        lines += ["", "## Data-parallel training: the devices axis", ""]
+        lines += [DEVICES_CAPTION.format(cores=m.get("cpu_count", "?")), ""]
+        lines += [_table(DEVICES_HEADER, on_devices, markdown=True)]
     for other in models_of(records)[1:]:
         lines += ["", *_model_section(Pivot.of(records, other), markdown=True)]
     if doubted := flag_rows(pivot):
@@ -952,6 +993,9 @@ def summary(records: list[Record]) -> str:
     elif reason := unsplit_reason(pivot):
         lines += ["", *textwrap.wrap(reason, WIDTH)]
     lines += ["", "targets (where they come from: report.md):", *_target_lines(targets(pivot))]
+    if on_devices := devices_rows(pivot):
+        lines += ["", "data-parallel training step, µs per step (on a CPU: the engine's cost):"]
+        lines += ["", _table(DEVICES_HEADER, on_devices, markdown=False)]
     for other in models_of(records)[1:]:
         lines += ["", *_model_section(Pivot.of(records, other), markdown=False)]
     if doubted := flag_rows(pivot):

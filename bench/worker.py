@@ -140,7 +140,7 @@ def measure_shape(
     x = multi_sine(batch=batch, steps=steps, features=config.input_dim, seed=0)
     start = time.perf_counter()
     try:
-        model = frae.create(job["backend"], config, seed=0)
+        model = frae.create(job["backend"], config, seed=0, devices=job.get("devices"))
         failure = None
     except Exception as error:  # reported on every operation's row
         model, failure = None, f"{type(error).__name__}: {error}"
@@ -215,7 +215,10 @@ def main(argv: list[str] | None = None) -> None:
         print(to_json(record), flush=True)
 
     import frae  # the core, not counted in the import time
+    from frae.devices import framework_of, start_devices
 
+    if job.get("devices"):  # before the framework starts: it fixes its devices then
+        start_devices(framework_of(job["backend"]), cpu_devices=job["devices"])
     start = time.perf_counter()
     importlib.import_module(frae.registry.module_of(job["backend"]))
     emit(

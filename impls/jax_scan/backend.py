@@ -78,6 +78,19 @@ def compiled(config: FRAEConfig, *, by_hand: bool = False) -> Compiled:
     )
 
 
+@functools.lru_cache(maxsize=16)
+def data_parallel_steps(
+    config: FRAEConfig, mesh: jax.sharding.Mesh, *, by_hand: bool = False
+) -> Mapping[str, Callable[..., tuple[Params, optax.OptState, jax.Array]]]:
+    """Per optimizer, the jitted ``train.data_parallel_train_step`` of ``config`` on ``mesh``."""
+    return {
+        name: jit(
+            functools.partial(train.data_parallel_train_step, config, name, mesh, by_hand=by_hand)
+        )
+        for name in OPTIMIZERS
+    }
+
+
 def large(sequences: Any) -> dict[str, bool]:
     """The forward's layout for ``sequences``' batch size (``model.BATCH_LAST_MIN_BATCH``)."""
     return {"batch_last": sequences.shape[0] >= model.BATCH_LAST_MIN_BATCH}
@@ -93,18 +106,19 @@ class JaxScanBackend(BaseBackend):
     """
 
     name = "jax_scan"
+    by_hand = False
     mesh: jax.sharding.Mesh | None = None
     """With ``devices=N``: the first N of ``jax.devices()`` (every process's, when
     ``jax.distributed`` joined several), one axis ``"batch"``."""
 
     def _place(self, devices: int) -> None:
         """Data parallelism by ``jax.sharding``: the weights and optimizer state replicated
-        over a mesh of ``devices``, each training mini-batch sharded along its batch axis.
-        The same jitted step then runs as one SPMD program: XLA partitions it and the mean
-        of the loss becomes an all-reduce of the devices' partial sums."""
+        over a mesh of ``devices``, each training mini-batch sharded along its batch axis,
+        and a training step that is one jitted SPMD program
+        (``train.data_parallel_train_step``)."""
         present = jax.devices()
         check_device_count(devices, len(present), f"JAX ({jax.process_count()} process(es))")
-        self.mesh = jax.sharding.Mesh(np.array(present[:devices]), ("batch",))
+        self.mesh = jax.sharding.Mesh(np.array(present[:devices]), (train.DEVICES_AXIS,))
 
     def _global(self, value: Any, spec: jax.sharding.PartitionSpec) -> jax.Array:
         """``value``, the same NumPy array in every process, as one array over the mesh laid
@@ -169,7 +183,9 @@ class JaxScanBackend(BaseBackend):
 
     def _step_function(self, optimizer: str) -> Callable[..., Any]:
         """The jitted training step ``(params, state, rate, x, y) -> (params, state, loss)``."""
-        return self.compiled.train_steps[optimizer]
+        if self.mesh is None:
+            return self.compiled.train_steps[optimizer]
+        return data_parallel_steps(self.config, self.mesh, by_hand=self.by_hand)[optimizer]
 
     def _keep_weights(self, step: int) -> None:
         """A reference to the weights' dict: a step replaces it and never writes in place."""
@@ -177,7 +193,7 @@ class JaxScanBackend(BaseBackend):
 
     def _split(self, sequences: Array) -> jax.Array:
         """A mini-batch sharded over the mesh along its batch axis."""
-        return self._global(sequences, jax.sharding.PartitionSpec("batch"))
+        return self._global(sequences, jax.sharding.PartitionSpec(train.DEVICES_AXIS))
 
     def _weights_before(self, step: int) -> Mapping[str, Any]:
         kept = self._kept[kept_slot(step)]
@@ -195,6 +211,7 @@ class JaxScanBPTTBackend(JaxScanBackend):
     inherited."""
 
     name = "jax_scan_bptt"
+    by_hand = True
 
     def _build(self, weights: Weights) -> None:
         self.compiled = compiled(self.config, by_hand=True)

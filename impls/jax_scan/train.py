@@ -5,11 +5,13 @@ from optax."""
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 
 import jax
 import jax.numpy as jnp
 import optax
 from flax import nnx
+from jax.sharding import PartitionSpec
 
 from frae.config import FUSED_PRODUCT_MAX_SIZE, FRAEConfig
 from frae.optimizers import ADAM
@@ -179,6 +181,58 @@ def train_step(
     """Forward, back-propagation through time (by autodiff, or ``by_hand`` through
     ``loss_by_hand``) and one update; the loss is from before it."""
     value, grads = (loss_and_grads_by_hand if by_hand else loss_and_grads)(config, params, x, y)
+    updates, optimizer_state = optimizer(optimizer_name, learning_rate).update(
+        grads, optimizer_state, params
+    )
+    return optax.apply_updates(params, updates), optimizer_state, value
+
+
+DEVICES_AXIS = "batch"
+"""The mesh axis a data-parallel mini-batch is split along."""
+
+
+def mean_over_devices(grads: Params) -> Params:
+    """The devices' gradients averaged: with equal shards, the whole mini-batch's gradient."""
+    return jax.lax.pmean(grads, DEVICES_AXIS)
+
+
+def data_parallel_train_step(
+    config: FRAEConfig,
+    optimizer_name: str,
+    mesh: jax.sharding.Mesh,
+    params: Params,
+    optimizer_state: optax.OptState,
+    learning_rate: Array,
+    x: Array,
+    y: Array,
+    *,
+    by_hand: bool = False,
+    combine: Callable[[Params], Params] = mean_over_devices,
+) -> tuple[Params, optax.OptState, Array]:
+    """``train_step`` with the mini-batch split over ``mesh``: each device runs the forward
+    and back-propagation through time on its shard (``jax.shard_map``), one all-reduce
+    (``combine``: ``pmean``) averages the gradients, and the update runs on the replicated
+    weights. The loss is the mean of the devices' shard means, the mini-batch's mean.
+
+    Written as an explicit SPMD program: left to XLA's automatic partitioning, the same
+    jitted ``train_step`` on a sharded batch reduces the weight gradients' running sums over
+    the devices at every time step of the backward loop (B = 256, T = 1000 on 2 CPU
+    devices: 241 ms a step, against 30 here and 37 on one device).
+    """
+    gradient = loss_and_grads_by_hand if by_hand else loss_and_grads
+    replicated, split = PartitionSpec(), PartitionSpec(DEVICES_AXIS)
+
+    def on_each_device(params: Params, x: Array, y: Array) -> tuple[Array, Params]:
+        value, grads = gradient(config, params, x, y)
+        return jax.lax.pmean(value, DEVICES_AXIS), combine(grads)
+
+    value, grads = jax.shard_map(
+        on_each_device,
+        mesh=mesh,
+        in_specs=(replicated, split, split),
+        out_specs=(replicated, replicated),
+        check_vma=False,  # the scans' zero initial carries are not marked per device
+    )(params, x, y)
     updates, optimizer_state = optimizer(optimizer_name, learning_rate).update(
         grads, optimizer_state, params
     )

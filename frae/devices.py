@@ -1,0 +1,76 @@
+"""How a process gets the devices ``create(..., devices=N)`` trains on, per framework.
+
+A framework fixes its devices, and the cluster of processes it belongs to, when it starts,
+so ``start_devices`` runs before the backend's framework does anything. Imports only the
+framework it is asked to start, and only when called.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+from frae.registry import frameworks_of
+
+
+def framework_of(backend: str) -> str:
+    """The framework whose devices ``backend`` trains on: ``jax``, ``tensorflow`` or
+    ``torch`` (Keras: its ``KERAS_BACKEND``); ``none`` for a backend given by import path."""
+    frameworks = frameworks_of(backend)
+    if frameworks == ("keras",):
+        return os.environ.get("KERAS_BACKEND", "tensorflow")
+    return frameworks[0] if frameworks else "none"
+
+
+def start_devices(
+    framework: str,
+    *,
+    cpu_devices: int | None = None,
+    processes: int = 1,
+    process_id: int = 0,
+    coordinator: str | None = None,
+) -> Any:
+    """Give this process ``cpu_devices`` virtual CPU devices and join a cluster of
+    ``processes`` (``coordinator``: ``host:port`` of process 0), before ``framework`` starts.
+
+    JAX: ``jax_num_cpu_devices``, and ``jax.distributed`` with gloo CPU collectives.
+    TensorFlow: logical CPU devices, and ``MultiWorkerMirroredStrategy`` over ``TF_CONFIG``
+    (set here for workers at ``coordinator``'s port + i on one host; on several hosts, set
+    it on each instead). PyTorch: ``torch.distributed`` over gloo (one device per process).
+
+    Returns what ``create`` needs from it: TensorFlow's strategy, under whose scope the
+    backend is created (``created_on``), or ``None``.
+    """
+    if framework == "jax":
+        import jax
+
+        if cpu_devices:
+            jax.config.update("jax_num_cpu_devices", cpu_devices)
+        if processes > 1:
+            jax.config.update("jax_cpu_collectives_implementation", "gloo")
+            jax.distributed.initialize(coordinator, processes, process_id)
+        return None
+    if framework == "tensorflow":
+        if processes > 1 and coordinator:
+            host, port = coordinator.rsplit(":", 1)
+            workers = [f"{host}:{int(port) + index}" for index in range(processes)]
+            task = {"type": "worker", "index": process_id}
+            os.environ["TF_CONFIG"] = json.dumps({"cluster": {"worker": workers}, "task": task})
+        import tensorflow as tf
+
+        if cpu_devices:
+            cpu = tf.config.list_physical_devices("CPU")[0]
+            virtual = [tf.config.LogicalDeviceConfiguration() for _ in range(cpu_devices)]
+            tf.config.set_logical_device_configuration(cpu, virtual)
+        if processes > 1 or "TF_CONFIG" in os.environ:
+            # created first: it starts the collective server the workers talk through
+            return tf.distribute.MultiWorkerMirroredStrategy()
+        return None
+    if framework == "torch" and processes > 1:
+        import torch.distributed
+
+        torch.distributed.init_process_group(
+            "gloo", init_method=f"tcp://{coordinator}", rank=process_id, world_size=processes
+        )
+    return None
