@@ -7,6 +7,7 @@ framework it is asked to start, and only when called.
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 from typing import Any
@@ -43,7 +44,7 @@ def start_devices(
     backend is created (``created_on``), or ``None``.
     """
     if framework == "jax":
-        import jax
+        jax = importlib.import_module("jax")
 
         if cpu_devices:
             jax.config.update("jax_num_cpu_devices", cpu_devices)
@@ -57,7 +58,7 @@ def start_devices(
             workers = [f"{host}:{int(port) + index}" for index in range(processes)]
             task = {"type": "worker", "index": process_id}
             os.environ["TF_CONFIG"] = json.dumps({"cluster": {"worker": workers}, "task": task})
-        import tensorflow as tf
+        tf = importlib.import_module("tensorflow")
 
         if cpu_devices:
             cpu = tf.config.list_physical_devices("CPU")[0]
@@ -68,9 +69,8 @@ def start_devices(
             return tf.distribute.MultiWorkerMirroredStrategy()
         return None
     if framework == "torch" and processes > 1:
-        import torch.distributed
-
-        torch.distributed.init_process_group(
+        distributed = importlib.import_module("torch.distributed")
+        distributed.init_process_group(
             "gloo", init_method=f"tcp://{coordinator}", rank=process_id, world_size=processes
         )
     return None
