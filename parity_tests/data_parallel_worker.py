@@ -4,8 +4,8 @@
         --devices 4 --cpu-devices 4 --out run.json [--processes 2 --process-id 0 \\
         --coordinator localhost:PORT]
 
-Starts the framework as ``examples.data_parallel.start`` does (virtual CPU devices, the
-cluster), then trains the same weights on the same data twice, on one device
+Starts the framework as ``examples.data_parallel`` does (``frae.devices.start_devices``:
+virtual CPU devices, the cluster), then trains the same weights on the same data twice, on one device
 (``devices=None``) and on ``--devices``: two SGD steps, then four shuffled Adam steps, and
 writes both runs' losses, weights and predictions to ``--out`` (JSON), with the errors the
 contract names: devices beyond those present, and a mini-batch that does not split (with

@@ -23,7 +23,7 @@ import numpy as np
 import pytest
 
 import frae
-from examples.data_parallel import framework_of
+from frae.devices import framework_of
 from frae.registry import REGISTRY, _load
 from parity_tests.tolerances import assert_close
 
@@ -129,6 +129,8 @@ def test_data_parallel_across_processes(backend_spec: str, tmp_path: Path) -> No
     engine; both end where one process on one device ends."""
     if not has_engine(backend_spec):
         pytest.skip("no data-parallel engine: test_devices_refused_without_engine")
+    if backend_spec.endswith("_bptt") and framework(backend_spec) != "torch":
+        pytest.skip("its twin's engine, its gradient checked on 4 devices in one process")
     results = run_workers(backend_spec, tmp_path, devices=2, processes=2, cpu_devices=None)
     for result in results:
         assert_same_training(result, 2)
