@@ -1,15 +1,17 @@
-"""``TFWhileBackend``: the contract on ``tf.while_loop``, every call one XLA-compiled function."""
+"""``TFWhileBackend``: the contract on ``tf.while_loop``, every call one XLA-compiled function;
+with ``devices=N``, data-parallel training through ``tf.distribute``."""
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
 
-from frae.backend import Array, BaseBackend, TrainStep, kept_slot
+from frae.backend import Array, BaseBackend, TrainStep, check_device_count, kept_slot
 from frae.params import Weights, from_flat
 from impls.tf_while import model, train
 from impls.tf_while.model import tf
@@ -71,23 +73,71 @@ def hand_written_functions(jit_compile: bool) -> dict[str, Any]:
     }
 
 
+def strategy_for(devices: int) -> tf.distribute.Strategy:
+    """The ``tf.distribute`` strategy that trains on ``devices`` replicas: the one in scope
+    (e.g. a ``MultiWorkerMirroredStrategy`` joining several processes, under whose scope
+    ``create`` runs), which must have exactly that many; else a ``MirroredStrategy`` over
+    this process's first ``devices`` logical GPUs, or CPUs where it has no GPU."""
+    if tf.distribute.has_strategy():
+        strategy = tf.distribute.get_strategy()
+        replicas = strategy.num_replicas_in_sync
+        if devices != replicas:
+            raise ValueError(
+                f"devices={devices}, but the {type(strategy).__name__} in scope has "
+                f"{replicas} replicas: under it, devices must be {replicas} (or None, to "
+                "train on one device)"
+            )
+        return strategy
+    kind = "GPU" if tf.config.list_logical_devices("GPU") else "CPU"
+    present = tf.config.list_logical_devices(kind)
+    check_device_count(devices, len(present), f"TensorFlow's logical {kind} device list")
+    return tf.distribute.MirroredStrategy([device.name for device in present[:devices]])
+
+
 class TFWhileBackend(BaseBackend):
     """``tf.while_loop`` + ``TensorArray`` under ``tf.function(jit_compile=True)``.
 
     Each operation is one ``tf.function`` traced once per config and input shape and
     compiled by XLA; a training step (forward, back-propagation through time, update) is
     one of them.
+
+    With ``devices=N`` the weights and Adam's slots are mirrored variables of a
+    ``tf.distribute`` strategy (``strategy_for``). A training step runs the XLA-compiled
+    loss and gradient on each replica's slice of the mini-batch, the strategy's all-reduce
+    averages them, and each replica applies the same update to its copy. The all-reduce and
+    the update are TensorFlow ops around the XLA program: TensorFlow's XLA has no
+    collectives on CPUs, and cannot place a program updating a mirrored variable on the
+    replica's device. The other calls read the first copy.
     """
 
     name = "tf_while"
     jit_compile = True
+    strategy: tf.distribute.Strategy | None = None
+    """With ``devices=N``: the strategy whose N replicas train (``strategy_for``)."""
+
+    first_copy: model.Variables
+    """The variables the shared functions take: each variable's first local copy where they
+    are mirrored, since TensorFlow traces a mirrored variable by its shape alone and would
+    run a second model's call on the first model's variables; else the variables."""
+    first_slots: train.Slots
+    """``optimizer_slots``, each the first local copy as in ``first_copy``."""
+
+    def _place(self, devices: int) -> None:
+        self.strategy = strategy_for(devices)
 
     def _build(self, weights: Weights) -> None:
-        self.variables = model.create_variables(self.config)
+        scope = contextlib.nullcontext() if self.strategy is None else self.strategy.scope()
+        with scope:  # mirrored under this model's strategy, or one that create runs under
+            self.variables = model.create_variables(self.config)
+            self.optimizer_slots = train.create_slots(self.variables)
+            first = tf.distribute.get_strategy().experimental_local_results
+            self.first_copy, self.first_slots = tf.nest.map_structure(
+                lambda variable: first(variable)[0], (self.variables, self.optimizer_slots)
+            )
         self._write_weights(weights)
         self.compiled = compiled_functions(self.jit_compile)
         self._concrete: dict[tuple[Any, ...], Any] = {}
-        self.optimizer_slots = train.create_slots(self.variables)
+        self._replicated_steps: dict[str, Callable[..., tuple[tf.Tensor, tf.Tensor]]] = {}
 
     def _call(self, operation: str, *args: Any) -> Any:
         """``compiled_functions()[operation](config, variables, *args)``, through the concrete
@@ -104,10 +154,10 @@ class TFWhileBackend(BaseBackend):
         concrete = self._concrete.get(key)
         if concrete is None:
             concrete = self.compiled[operation].get_concrete_function(
-                self.config, self.variables, *tensors
+                self.config, self.first_copy, *tensors
             )
             self._concrete[key] = concrete
-        return concrete(self.config, self.variables, *tensors)
+        return concrete(self.config, self.first_copy, *tensors)
 
     def _read_weights(self) -> Mapping[str, Any]:
         return {name: variable.numpy() for name, variable in self.variables.items()}
@@ -130,9 +180,11 @@ class TFWhileBackend(BaseBackend):
         return float(loss), {name: grad.numpy() for name, grad in grads.items()}
 
     def _train_step(self, optimizer: str, learning_rate: float) -> TrainStep:
+        if self.strategy is not None:
+            return self._data_parallel_step(optimizer, learning_rate)
         lr = tf.constant(learning_rate, tf.float32)  # a tensor: a new rate does not retrace
-        slots = (self.optimizer_slots,) if optimizer == "adam" else ()
-        self._after_step = self.compiled["start_fit"](self.variables, *slots).numpy()
+        slots = (self.first_slots,) if optimizer == "adam" else ()
+        self._after_step = self.compiled["start_fit"](self.first_copy, *slots).numpy()
 
         def step(x: Array, y: Array) -> float:
             loss, after = self._call(optimizer, *slots, x, y, lr)
@@ -140,6 +192,70 @@ class TFWhileBackend(BaseBackend):
             return float(loss)
 
         return step
+
+    def _data_parallel_step(self, optimizer: str, learning_rate: float) -> TrainStep:
+        """``_train_step`` over the strategy's replicas: returns the mean of the replicas'
+        losses (the mini-batch's, as the slices are equal) and keeps the first replica's
+        weights after the update for a rollback, as the one-device step does."""
+        lr = tf.constant(learning_rate, tf.float32)
+        slots = (self.optimizer_slots,) if optimizer == "adam" else ()
+        # eagerly, as a shared tf.function would not tell this model's variables from
+        # another's (see first_copy); outside a replica, an assignment updates every copy
+        self._after_step = train.start_fit(self.variables, *slots).numpy()
+        replicated = self._replicated_steps.get(optimizer) or self._replicate(optimizer)
+
+        def step(x: Array, y: Array) -> float:
+            loss, after = replicated(self._slices(x), self._slices(y), lr)
+            self._after_step = after.numpy()
+            return float(loss)
+
+        return step
+
+    def _replicate(self, optimizer: str) -> Callable[..., tuple[tf.Tensor, tf.Tensor]]:
+        """This model's data-parallel step with ``optimizer``, one ``tf.function``: each
+        replica's loss and gradients on its slice (XLA), their mean by the strategy's
+        all-reduce, the update; the first local replica's loss and weights after it."""
+        strategy = self.strategy
+        assert strategy is not None
+        if optimizer == "adam":
+            update = functools.partial(train.adam_update, self.variables, self.optimizer_slots)
+        else:
+            update = functools.partial(train.sgd_update, self.variables)
+
+        def replica_step(x: tf.Tensor, y: tf.Tensor, lr: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
+            # this replica's copy, read as tensors: the shared XLA function traces tensors by
+            # shape, where it would capture mirrored variables of the first model it saw
+            weights = {name: tf.convert_to_tensor(v) for name, v in self.variables.items()}
+            loss, grads = self.compiled["loss_and_grads"](self.config, weights, x, y)
+            context = tf.distribute.get_replica_context()
+            loss, grads = context.all_reduce(tf.distribute.ReduceOp.MEAN, (loss, grads))
+            # mirrored variables without aggregation: each replica updates its own copy, all
+            # with the same averaged gradients
+            update(grads, lr)
+            return loss, train.flat_weights(self.variables)
+
+        @tf.function(autograph=False)
+        def run_replicas(x: Any, y: Any, lr: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
+            loss, after = strategy.run(replica_step, args=(x, y, lr))
+            first = strategy.experimental_local_results
+            return first(loss)[0], first(after)[0]
+
+        self._replicated_steps[optimizer] = run_replicas
+        return run_replicas
+
+    def _slices(self, sequences: Array) -> Any:
+        """Each of this process's replicas' equal slice of ``sequences`` (the whole
+        mini-batch, which every process passes), on that replica's device."""
+        assert self.strategy is not None
+        size = len(sequences) // self.strategy.num_replicas_in_sync
+        local_devices = self.strategy.extended.worker_devices
+
+        def slice_of(context: tf.distribute.experimental.ValueContext) -> tf.Tensor:
+            start = context.replica_id_in_sync_group * size
+            with tf.device(local_devices[context.replica_id_in_sync_group % len(local_devices)]):
+                return tf.constant(sequences[start : start + size])
+
+        return self.strategy.experimental_distribute_values_from_function(slice_of)
 
     def _keep_weights(self, step: int) -> None:
         """The weights the last step returned (or those at the start): one flat vector."""

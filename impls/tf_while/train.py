@@ -212,10 +212,12 @@ def loss_and_grads(
     """``loss`` (by default ``mean_squared_error``) and its gradient through the whole loop,
     from ``tf.GradientTape``.
 
+    ``variables`` may be tensors too (a data-parallel replica passes its copy's values).
     Raises ``ValueError`` at trace time, naming them, if the loss does not depend on some
     weights (the original failure would have been caught here).
     """
     with tf.GradientTape() as tape:
+        tape.watch(variables)  # tensors; a trainable variable is watched anyway
         value = loss(config, variables, x, y)
     grads = tape.gradient(value, variables)
     disconnected = [name for name, grad in grads.items() if grad is None]
@@ -246,9 +248,15 @@ def sgd_step(
     ten variables between steps 600.
     """
     value, grads = loss_and_grads(config, variables, x, y, loss=loss)
+    sgd_update(variables, grads, lr)
+    return value, flat_weights(variables)
+
+
+def sgd_update(variables: Variables, grads: dict[str, tf.Tensor], lr: tf.Tensor) -> None:
+    """w ← w − lr·g, given the gradients (``sgd_step``'s update; a data-parallel step's,
+    after the all-reduce)."""
     for name, grad in grads.items():
         variables[name].assign_sub(lr * grad)
-    return value, flat_weights(variables)
 
 
 def create_slots(variables: Variables) -> Slots:
@@ -273,6 +281,15 @@ def adam_step(
     """The contract's Adam, w ← w − lr·m̂/(√v̂ + ε), written out (Keras' ``Adam`` would move
     ε inside); returns the loss before the update and the weights after it."""
     value, grads = loss_and_grads(config, variables, x, y, loss=loss)
+    adam_update(variables, slots, grads, lr)
+    return value, flat_weights(variables)
+
+
+def adam_update(
+    variables: Variables, slots: Slots, grads: dict[str, tf.Tensor], lr: tf.Tensor
+) -> None:
+    """The contract's Adam update given the gradients (``adam_step``'s; a data-parallel
+    step's, after the all-reduce): one step more in ``slots``, m and v moved, w updated."""
     beta_1, beta_2 = (tf.constant(beta) for beta in ADAM.float32_betas())
     step = slots["step"]["count"].assign_add(1.0)
     first_correction = 1.0 - beta_1**step
@@ -282,7 +299,6 @@ def adam_step(
         v = slots["v"][name].assign(beta_2 * slots["v"][name] + (1 - beta_2) * tf.square(grad))
         update = (m / first_correction) / (tf.sqrt(v / second_correction) + ADAM.epsilon)
         variables[name].assign_sub(lr * update)
-    return value, flat_weights(variables)
 
 
 def start_fit(variables: Variables, *slots: Slots) -> tf.Tensor:
