@@ -12,7 +12,8 @@ import json
 import os
 from typing import Any
 
-from frae.registry import frameworks_of
+from frae.backend import Backend
+from frae.registry import create, frameworks_of
 
 
 def framework_of(backend: str) -> str:
@@ -41,7 +42,7 @@ def start_devices(
     it on each instead). PyTorch: ``torch.distributed`` over gloo (one device per process).
 
     Returns what ``create`` needs from it: TensorFlow's strategy, under whose scope the
-    backend is created (``created_on``), or ``None``.
+    backend is created (``create_in``), or ``None``.
     """
     if framework == "jax":
         jax = importlib.import_module("jax")
@@ -74,3 +75,12 @@ def start_devices(
             "gloo", init_method=f"tcp://{coordinator}", rank=process_id, world_size=processes
         )
     return None
+
+
+def create_in(context: Any, backend: str, **options: Any) -> Backend:
+    """``frae.create(backend, **options)``, under the scope of ``context``, the strategy
+    ``start_devices`` returned, if any."""
+    if context is None:
+        return create(backend, **options)
+    with context.scope():
+        return create(backend, **options)

@@ -5,12 +5,12 @@
         --coordinator localhost:PORT]
 
 Starts the framework as ``examples.data_parallel`` does (``frae.devices.start_devices``:
-virtual CPU devices, the cluster), then trains the same weights on the same data twice, on one device
-(``devices=None``) and on ``--devices``: two SGD steps, then four shuffled Adam steps, and
-writes both runs' losses, weights and predictions to ``--out`` (JSON), with the errors the
-contract names: devices beyond those present, and a mini-batch that does not split (with
-whether that call left the weights as they were). A backend that refuses ``devices`` in
-``create`` writes only the refusal.
+virtual CPU devices, the cluster), then trains the same weights on the same data twice, on
+one device (``devices=None``) and on ``--devices``: two SGD steps, then four shuffled Adam
+steps, and writes both runs' losses, weights and predictions to ``--out`` (JSON), with the
+errors the contract names: devices beyond those present, and a mini-batch that does not
+split (with whether that call left the weights as they were). A backend that refuses
+``devices`` in ``create`` writes only the refusal.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 import frae
-from examples.data_parallel import create, start
+from frae.devices import create_in, start_devices
 
 SEQUENCES, STEPS = 16, 24
 """The data: 16 sequences, mini-batches of 8 (all split over 1, 2, 4 or 8 devices)."""
@@ -59,7 +59,7 @@ def main() -> None:
     parser.add_argument("--coordinator")
     parser.add_argument("--out", required=True)
     args = parser.parse_args()
-    context = start(
+    context = start_devices(
         args.framework,
         cpu_devices=args.cpu_devices,
         processes=args.processes,
@@ -69,7 +69,7 @@ def main() -> None:
     x = frae.data.multi_sine(SEQUENCES, STEPS, seed=7)
     result: dict[str, Any] = {}
     try:
-        model = create(args.backend, context, devices=args.devices)
+        model = create_in(context, args.backend, devices=args.devices)
     except ValueError as error:
         result["refused"] = str(error)
     else:
@@ -83,7 +83,7 @@ def main() -> None:
             np.array_equal(after[name], start_weights[name]) for name in after
         )
         result["too_many"] = refusal(
-            lambda: create(args.backend, context, devices=args.devices * 64)
+            lambda: create_in(context, args.backend, devices=args.devices * 64)
         )
     with open(args.out, "w") as file:
         json.dump(result, file)
