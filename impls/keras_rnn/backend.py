@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import math
 from collections.abc import Mapping
 from typing import Any
@@ -11,6 +12,7 @@ import numpy as np
 from frae.backend import Array, BaseBackend, TrainStep, kept_slot
 from frae.params import Weights
 from impls.keras_rnn.model import build_models, canonical_name, keras, ops, to_numpy
+from impls.keras_rnn.parallel import DataParallel, data_parallel
 from impls.keras_rnn.train import compile_trainer, gradient_function, squared_error_model
 
 
@@ -20,23 +22,36 @@ class KerasRNNBackend(BaseBackend):
     ``keras_model`` is the autoencoder itself: it saves to and loads from ``.keras``.
     ``predict``/``encode``/``decode`` run Keras' compiled predict function
     (``predict_on_batch``) and a training step is ``train_on_batch``: Keras' own compiled
-    train step, so ``fit`` reports the loss of each step, not Keras' running mean.
+    train step, so ``fit`` reports the loss of each step, not Keras' running mean. With
+    ``devices=N`` the same calls run on Keras' own data-parallel engine (``engine``).
     """
 
     name = "keras_rnn"
     # On torch, Keras runs the RNN as a Python loop and jit_compile hands it to torch.compile,
     # which unrolls every step: 9 s to compile T = 100, and no faster per step than eager.
     jit_compile: bool | str = keras.backend.backend() != "torch"
+    engine: DataParallel | None = None
+    """With ``devices=N``: Keras' data-parallel engine on the Keras backend (``parallel``);
+    ``None`` leaves every call as it is on one device."""
+
+    def _place(self, devices: int) -> None:
+        self.engine = data_parallel(devices)
+
+    def _creating(self) -> contextlib.AbstractContextManager[Any]:
+        """The scope for making variables and optimizers: the engine's, which places them
+        on its devices."""
+        return contextlib.nullcontext() if self.engine is None else self.engine.creating()
 
     def _build(self, weights: Weights) -> None:
-        self.keras_model, self._encoder, self._decoder = build_models(self.config)
+        with self._creating():
+            self.keras_model, self._encoder, self._decoder = build_models(self.config)
+            self._cell = self.keras_model.get_layer("frae_rnn").cell
+            self._squared_error_model = squared_error_model(self.config, self._cell)
         self._variables = {canonical_name(v): v for v in self.keras_model.weights}
         self._write_weights(weights)
         if self.jit_compile != "auto":  # predicting needs no compile(), nor an optimizer
             for model in (self.keras_model, self._encoder, self._decoder):
                 model.jit_compile = self.jit_compile
-        self._cell = self.keras_model.get_layer("frae_rnn").cell
-        self._squared_error_model = squared_error_model(self.config, self._cell)
         self._gradients = gradient_function(
             self._squared_error_model, self.jit_compile is not False
         )
@@ -54,16 +69,24 @@ class KerasRNNBackend(BaseBackend):
             self._variables[name].assign(value)
 
     def _predict(self, x: Array) -> Array:
-        return self.keras_model.predict_on_batch(x)
+        return self._predict_with(self.keras_model, x)
 
     def _encode(self, x: Array) -> Array:
-        return self._encoder.predict_on_batch(x)
+        return self._predict_with(self._encoder, x)
 
     def _decode(self, z: Array) -> Array:
-        return self._decoder.predict_on_batch(z)
+        return self._predict_with(self._decoder, z)
+
+    def _predict_with(self, model: keras.Model, sequences: Array) -> Array:
+        if self.engine is None:
+            return model.predict_on_batch(sequences)
+        return self.engine.predict(model, sequences)
 
     def _loss_and_grads(self, x: Array, y: Array) -> tuple[float, Mapping[str, Any]]:
-        loss, grads = self._gradients(x, y)
+        if self.engine is None:
+            loss, grads = self._gradients(x, y)
+        else:
+            loss, grads = self.engine.gradients(self._gradients, x, y)
         names = [canonical_name(v) for v in self._squared_error_model.trainable_variables]
         return float(loss), {n: ops.convert_to_numpy(g) for n, g in zip(names, grads, strict=True)}
 
@@ -71,11 +94,18 @@ class KerasRNNBackend(BaseBackend):
         """``keras_model`` compiled for training with ``optimizer`` at ``learning_rate``, its
         optimizer state zeroed (fresh at each ``fit``); compiled once per optimizer kind."""
         if optimizer not in self._trainers:
-            self._trainers[optimizer] = compile_trainer(
-                self.config, self._cell, optimizer, self.jit_compile
-            )
+            replica_by_replica = self.engine is not None and self.engine.replica_by_replica
+            with self._creating():  # the optimizer's variables too, hence built here
+                trainer = compile_trainer(
+                    self.config,
+                    self._cell,
+                    optimizer,
+                    self.jit_compile,
+                    replica_by_replica=replica_by_replica,
+                )
+                trainer.optimizer.build(trainer.trainable_variables)
+            self._trainers[optimizer] = trainer
         trainer = self._trainers[optimizer]
-        trainer.optimizer.build(trainer.trainable_variables)
         for variable in trainer.optimizer.variables:
             variable.assign(ops.zeros(variable.shape, variable.dtype))
         trainer.optimizer.learning_rate = learning_rate
@@ -84,6 +114,8 @@ class KerasRNNBackend(BaseBackend):
 
     def _train_step(self, optimizer: str, learning_rate: float) -> TrainStep:
         trainer = self.trainer(optimizer, learning_rate)
+        if self.engine is not None:
+            return self.engine.train_step(trainer)
         return lambda x, y: float(trainer.train_on_batch([x, y]))
 
     def _keep_weights(self, step: int) -> None:

@@ -113,19 +113,47 @@ class SquaredErrorModel(keras.Model):
         return mean_squared_error_of(x[0], y_pred)
 
 
+@keras.saving.register_keras_serializable(package=PACKAGE)
+class ReplicaTrainer(SquaredErrorModel):
+    """The training model under a ``tf.distribute`` strategy of several replicas.
+
+    Keras' TensorFlow trainer compiles its whole step with XLA, ``strategy.run`` included,
+    and XLA cannot reach the other replicas' variables; so each replica compiles only its
+    loss and gradients (``gradient_function``) and Keras' optimizer all-reduces the
+    gradients and updates the variables outside XLA. The optimizer sums the replicas'
+    gradients, so each counts 1/N, as Keras' own losses scale themselves
+    (``scale_loss_for_distribution``). The step reports the replicas' losses, which Keras
+    averages, as a one-element vector: under a ``MultiWorkerMirroredStrategy`` Keras
+    reduces every output along its axis 0, which a scalar lacks.
+    """
+
+    replica_gradients: Gradients
+    """One replica's ``(loss, gradients)`` on its part of the mini-batch (``compile_trainer``)."""
+
+    def train_step(self, data):
+        (x, y), _, _ = data
+        loss, gradients = self.replica_gradients(x, y)
+        share = 1.0 / self.distribute_strategy.num_replicas_in_sync
+        pairs = zip(gradients, self.trainable_variables, strict=True)
+        self.optimizer.apply_gradients([(gradient * share, v) for gradient, v in pairs])
+        return {"loss": ops.reshape(loss, (1,))}
+
+
 def mean_squared_error_of(x, squared_error_sums):
     """mean((x̂ - y)²) from the per-sequence sums ``SquaredErrorModel`` returns."""
     steps, features = ops.shape(x)[1], ops.shape(x)[2]
     return ops.mean(squared_error_sums) / ops.cast(steps * features, squared_error_sums.dtype)
 
 
-def squared_error_model(config: FRAEConfig, cell: FRAECell) -> SquaredErrorModel:
+def squared_error_model(
+    config: FRAEConfig, cell: FRAECell, kind: type[SquaredErrorModel] = SquaredErrorModel
+) -> SquaredErrorModel:
     """The training model over ``cell``'s weights: a ``keras.layers.RNN`` over
     ``SquaredErrorCell``, returning only the last step's running sums."""
     x = keras.Input((None, config.input_dim), name="x")
     y = keras.Input((None, config.input_dim), name="y")
     loop = keras.layers.RNN(SquaredErrorCell(cell), name="frae_squared_error_rnn")
-    return SquaredErrorModel([x, y], loop(ops.concatenate([x, y], axis=-1)), name="frae_training")
+    return kind([x, y], loop(ops.concatenate([x, y], axis=-1)), name="frae_training")
 
 
 def gradient_function(model: keras.Model, jit_compile: bool) -> Gradients:
@@ -178,13 +206,23 @@ def gradient_function(model: keras.Model, jit_compile: bool) -> Gradients:
 
 
 def compile_trainer(
-    config: FRAEConfig, cell: FRAECell, optimizer: str, jit_compile: bool | str
+    config: FRAEConfig,
+    cell: FRAECell,
+    optimizer: str,
+    jit_compile: bool | str,
+    *,
+    replica_by_replica: bool = False,
 ) -> SquaredErrorModel:
     """A ``squared_error_model`` over ``cell``'s weights compiled with ``optimizer``, trained
     by ``train_on_batch([x, y])``: one per optimizer kind, since compiling a model replaces
-    its optimizer."""
-    trainer = squared_error_model(config, cell)
-    trainer.compile(
-        optimizer=SpecSGD() if optimizer == "sgd" else SpecAdam(), jit_compile=jit_compile
-    )
+    its optimizer. ``replica_by_replica``: a ``ReplicaTrainer``, whose gradients alone are
+    compiled (with ``jit_compile``), for a ``tf.distribute`` strategy."""
+    chosen = SpecSGD() if optimizer == "sgd" else SpecAdam()
+    if not replica_by_replica:
+        trainer = squared_error_model(config, cell)
+        trainer.compile(optimizer=chosen, jit_compile=jit_compile)
+        return trainer
+    trainer = squared_error_model(config, cell, ReplicaTrainer)
+    trainer.compile(optimizer=chosen, jit_compile=False)
+    trainer.replica_gradients = gradient_function(trainer, jit_compile is not False)
     return trainer
