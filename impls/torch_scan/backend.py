@@ -10,7 +10,9 @@ from dataclasses import dataclass
 from typing import Any
 
 import torch
+import torch.distributed
 import torch.fx.experimental._config
+from torch.nn.parallel import DistributedDataParallel
 
 from frae.backend import Array, BaseBackend, TrainStep, kept_slot
 from frae.config import FRAEConfig
@@ -81,6 +83,24 @@ def compiled(
     )
 
 
+def process_group_rank(devices: int) -> int:
+    """This process's rank in the default ``torch.distributed`` process group, which must
+    have ``devices`` processes: PyTorch's data parallelism runs one device per process, and
+    ``DistributedDataParallel`` trains on every process of its group."""
+    joined = torch.distributed.is_available() and torch.distributed.is_initialized()
+    present = torch.distributed.get_world_size() if joined else 1
+    if devices != present:
+        group = f"a process group of {present}" if joined else "no process group"
+        raise ValueError(
+            f"devices={devices}, but torch.distributed has {present} (one device per "
+            f"process, {group}): DistributedDataParallel trains on every process of the "
+            f"default group, so start {devices} processes that each call "
+            f"torch.distributed.init_process_group(world_size={devices}) before create "
+            "(see examples/data_parallel.py)"
+        )
+    return torch.distributed.get_rank()
+
+
 class TorchScanBackend(BaseBackend):
     """float32 on the CPU; ``torch.compile`` of the scan, autograd for back-propagation.
 
@@ -88,15 +108,32 @@ class TorchScanBackend(BaseBackend):
     gradient runs the forward compiled with its Python wrapper, whose backward (itself a
     compiled scan, reversed) autograd calls once. Adam is
     ``torch.optim.Adam``, which places ε outside the square root as the contract.
+
+    With ``devices=N``, ``fit`` trains under ``DistributedDataParallel`` on the N processes
+    of the default process group (``_data_parallel_step``); every other call runs in this
+    process alone, as with ``devices=None``.
     """
 
     name = "torch_scan"
+    data_parallel: DistributedDataParallel | None = None
+    """With ``devices=N``: ``train.LossModule`` over ``module``, under DDP."""
+    rank = 0
+    """This process's rank in the process group: its part of each mini-batch."""
+
+    def _place(self, devices: int) -> None:
+        self.rank = process_group_rank(devices)
 
     def _build(self, weights: Weights) -> None:
         self.module = model.FRAE(self.config)
         self.compiled = self.functions()
         self.compiled_for_gradients = self.gradient_functions()
         self._write_weights(weights)
+        if self.devices > 1:
+            # a collective: every process creates its backend together, and DDP starts
+            # them all from rank 0's weights
+            self.data_parallel = DistributedDataParallel(
+                train.LossModule(self.module, self._tensor_loss)
+            )
 
     def functions(self) -> Functions:
         """How this backend runs the loop for inference."""
@@ -127,13 +164,14 @@ class TorchScanBackend(BaseBackend):
 
     def _loss(self, x: Array, y: Array) -> torch.Tensor:
         """The loss, with autograd's record of it."""
+        return self._tensor_loss(torch.from_numpy(x), torch.from_numpy(y))
+
+    def _tensor_loss(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        """``_loss`` of tensors: what ``train.LossModule`` computes under DDP."""
         functions = self.compiled_for_gradients
         with torch._dynamo.config.patch(recompile_limit=RECOMPILE_LIMIT):
             return train.mean_squared_error(
-                lambda module, x: functions.unroll(module, x)[0],
-                self.module,
-                torch.from_numpy(x),
-                torch.from_numpy(y),
+                lambda module, x: functions.unroll(module, x)[0], self.module, x, y
             )
 
     def _loss_and_grads(self, x: Array, y: Array) -> tuple[float, Mapping[str, Any]]:
@@ -154,6 +192,8 @@ class TorchScanBackend(BaseBackend):
     def _train_step(self, optimizer: str, learning_rate: float) -> TrainStep:
         """Forward, back-propagation and one ``torch.optim`` update per mini-batch."""
         update = train.optimizer(optimizer, self.module, learning_rate)
+        if self.data_parallel is not None:
+            return self._data_parallel_step(self.data_parallel, update)
 
         def step(x: Array, y: Array) -> float:
             update.zero_grad()
@@ -161,6 +201,43 @@ class TorchScanBackend(BaseBackend):
             loss.backward()
             train.apply_update(update)
             return loss.item()
+
+        return step
+
+    def _data_parallel_step(
+        self, data_parallel: DistributedDataParallel, update: torch.optim.Optimizer
+    ) -> TrainStep:
+        """The step of ``devices=N``: this process's part of the mini-batch through DDP's
+        forward, ``backward()``, and the same ``torch.optim`` update in every process.
+
+        The loss runs as ``data_parallel``'s forward and its gradient by ``backward()``, not
+        ``torch.autograd.grad``, because DDP averages the gradients in hooks on the
+        parameters' accumulation into ``.grad``, which only ``backward()`` runs; the
+        backward is the same compiled scan (or ``HandWrittenBPTT``) as with one device,
+        since DDP needs only that it end in the parameters' accumulation. The parts are
+        equal, so the average of their mean losses' gradients is the mini-batch's.
+
+        Dynamo's DDP optimizer, which splits a graph compiled within DDP's forward at the
+        gradient buckets to overlap their all-reduce with the backward, is off: the scan's
+        backward yields every weight's gradient at once, leaving nothing to overlap, and
+        without it the compiled graph is the one ``devices=None`` compiles.
+
+        The loss reported is the mean of the parts' losses, one all-reduce of a scalar (DDP
+        reduces gradients only): the mini-batch's loss, the same in every process, so that
+        every process stops at the same non-finite loss and rolls back together.
+        """
+        parts = self.devices
+
+        def step(x: Array, y: Array) -> float:
+            rows = slice(self.rank * len(x) // parts, (self.rank + 1) * len(x) // parts)
+            update.zero_grad()
+            with torch._dynamo.config.patch(optimize_ddp=False):
+                loss = data_parallel(torch.from_numpy(x[rows]), torch.from_numpy(y[rows]))
+            loss.backward()
+            train.apply_update(update)
+            total = loss.detach().clone()
+            torch.distributed.all_reduce(total)
+            return total.item() / parts
 
         return step
 
@@ -226,13 +303,9 @@ class TorchScanBPTTBackend(TorchScanBackend):
 
     name = "torch_scan_bptt"
 
-    def _loss(self, x: Array, y: Array) -> torch.Tensor:
+    def _tensor_loss(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         """The loss, with autograd's record of it: one ``HandWrittenBPTT`` node."""
         functions = compiled_hand_written(self.config)
         return train.hand_written_loss(
-            functions.recorded_unroll,
-            functions.reverse_loop,
-            self.module,
-            torch.from_numpy(x),
-            torch.from_numpy(y),
+            functions.recorded_unroll, functions.reverse_loop, self.module, x, y
         )

@@ -27,6 +27,24 @@ def mean_squared_error(
     return nn.functional.mse_loss(unrolled(module, x), y)
 
 
+Loss = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
+"""``x, y -> mean((x̂ - y)²)``, x̂ from the FRAE a ``LossModule`` holds."""
+
+
+class LossModule(nn.Module):
+    """``loss(x, y)`` as a module whose parameters are ``frae``'s: what
+    ``DistributedDataParallel`` wraps. DDP averages the gradients of the parameters of the
+    module it wraps, by hooks on their accumulation, once per forward it runs."""
+
+    def __init__(self, frae: model.FRAE, loss: Loss) -> None:
+        super().__init__()
+        self.frae = frae
+        self.loss = loss
+
+    def forward(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        return self.loss(x, y)
+
+
 def optimizer(name: str, module: model.FRAE, learning_rate: float) -> torch.optim.Optimizer:
     """The contract's optimizers over ``module``'s parameters: ``"sgd"``, w ← w - lr·g, or
     ``"adam"``, w ← w - lr·m̂/(√v̂ + ε), with ε outside the root as ``torch.optim.Adam``
