@@ -15,7 +15,9 @@ Every process passes ``fit`` the same data; each feeds only its own devices thei
 each mini-batch, and every process ends with the same weights. A framework fixes its
 devices and its cluster when it starts, so ``frae.devices.start_devices`` runs before the
 backend is created.
-For TensorFlow (``tf_while``, and ``keras_rnn`` on TensorFlow), ``--coordinator`` is the
+PyTorch's devices are processes (``torch_scan``: one device per process), so it takes
+``--processes N`` for ``--devices N``. For TensorFlow (``tf_while``, and ``keras_rnn`` on
+TensorFlow), ``--coordinator`` is the
 first worker's address and worker i listens on its port + i; on several hosts, set
 ``TF_CONFIG`` on each instead, as ``tf.distribute.MultiWorkerMirroredStrategy`` reads it.
 """
