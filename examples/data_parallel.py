@@ -14,12 +14,11 @@ on every host with its own ``--process-id``:
 Every process passes ``fit`` the same data; each feeds only its own devices their part of
 each mini-batch, and every process ends with the same weights. A framework fixes its
 devices and its cluster when it starts, so ``frae.devices.start_devices`` runs before the
-backend is created.
-PyTorch's devices are processes (``torch_scan``: one device per process), so it takes
-``--processes N`` for ``--devices N``. For TensorFlow (``tf_while``, and ``keras_rnn`` on
-TensorFlow), ``--coordinator`` is the
-first worker's address and worker i listens on its port + i; on several hosts, set
-``TF_CONFIG`` on each instead, as ``tf.distribute.MultiWorkerMirroredStrategy`` reads it.
+backend is created. PyTorch's devices are processes (``torch_scan``: one device per
+process), so it takes ``--processes N`` for ``--devices N``. For TensorFlow (``tf_while``,
+and ``keras_rnn`` on TensorFlow), ``--coordinator`` is the first worker's address and
+worker i listens on its port + i; on several hosts, set ``TF_CONFIG`` on each instead, as
+``tf.distribute.MultiWorkerMirroredStrategy`` reads it.
 """
 
 from __future__ import annotations
