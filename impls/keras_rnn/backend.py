@@ -12,8 +12,13 @@ import numpy as np
 from frae.backend import Array, BaseBackend, TrainStep, kept_slot
 from frae.params import Weights
 from impls.keras_rnn.model import build_models, canonical_name, keras, ops, to_numpy
-from impls.keras_rnn.parallel import DataParallel, data_parallel
-from impls.keras_rnn.train import compile_trainer, gradient_function, squared_error_model
+from impls.keras_rnn.train import (
+    DataParallel,
+    compile_trainer,
+    data_parallel,
+    gradient_function,
+    squared_error_model,
+)
 
 
 class KerasRNNBackend(BaseBackend):
@@ -31,8 +36,8 @@ class KerasRNNBackend(BaseBackend):
     # which unrolls every step: 9 s to compile T = 100, and no faster per step than eager.
     jit_compile: bool | str = keras.backend.backend() != "torch"
     engine: DataParallel | None = None
-    """With ``devices=N``: Keras' data-parallel engine on the Keras backend (``parallel``);
-    ``None`` leaves every call as it is on one device."""
+    """With ``devices=N``: Keras' data-parallel engine on the Keras backend
+    (``train.data_parallel``); ``None`` leaves every call as it is on one device."""
 
     def _place(self, devices: int) -> None:
         self.engine = data_parallel(devices)
