@@ -12,7 +12,7 @@ import json
 import os
 from typing import Any
 
-from frae.backend import Backend
+from frae.backend import Backend, check_device_count
 from frae.registry import create, frameworks_of
 
 
@@ -84,3 +84,25 @@ def create_in(context: Any, backend: str, **options: Any) -> Backend:
         return create(backend, **options)
     with context.scope():
         return create(backend, **options)
+
+
+def tensorflow_strategy(devices: int) -> Any:
+    """The ``tf.distribute`` strategy that trains on ``devices`` replicas: the one in scope
+    (e.g. the ``MultiWorkerMirroredStrategy`` of ``start_devices``, under whose scope
+    ``create`` runs), which must have exactly that many; else a ``MirroredStrategy`` over
+    this process's first ``devices`` logical GPUs, or CPUs where it has no GPU."""
+    tf = importlib.import_module("tensorflow")
+    if tf.distribute.has_strategy():
+        strategy = tf.distribute.get_strategy()
+        replicas = strategy.num_replicas_in_sync
+        if devices != replicas:
+            raise ValueError(
+                f"devices={devices}, but the {type(strategy).__name__} in scope has "
+                f"{replicas} replicas: under it, devices must be {replicas} (or None, to "
+                "train on one device)"
+            )
+        return strategy
+    kind = "GPU" if tf.config.list_logical_devices("GPU") else "CPU"
+    present = tf.config.list_logical_devices(kind)
+    check_device_count(devices, len(present), f"TensorFlow's logical {kind} device list")
+    return tf.distribute.MirroredStrategy([device.name for device in present[:devices]])

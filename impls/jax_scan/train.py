@@ -181,10 +181,21 @@ def train_step(
     """Forward, back-propagation through time (by autodiff, or ``by_hand`` through
     ``loss_by_hand``) and one update; the loss is from before it."""
     value, grads = (loss_and_grads_by_hand if by_hand else loss_and_grads)(config, params, x, y)
+    return *update(optimizer_name, learning_rate, params, grads, optimizer_state), value
+
+
+def update(
+    optimizer_name: str,
+    learning_rate: Array,
+    params: Params,
+    grads: Params,
+    optimizer_state: optax.OptState,
+) -> tuple[Params, optax.OptState]:
+    """One update of ``params`` along ``grads`` by the contract's optimizer."""
     updates, optimizer_state = optimizer(optimizer_name, learning_rate).update(
         grads, optimizer_state, params
     )
-    return optax.apply_updates(params, updates), optimizer_state, value
+    return optax.apply_updates(params, updates), optimizer_state
 
 
 DEVICES_AXIS = "batch"
@@ -233,7 +244,4 @@ def data_parallel_train_step(
         out_specs=(replicated, replicated),
         check_vma=False,  # the scans' zero initial carries are not marked per device
     )(params, x, y)
-    updates, optimizer_state = optimizer(optimizer_name, learning_rate).update(
-        grads, optimizer_state, params
-    )
-    return optax.apply_updates(params, updates), optimizer_state, value
+    return *update(optimizer_name, learning_rate, params, grads, optimizer_state), value

@@ -14,6 +14,7 @@ import numpy as np
 
 from frae.backend import KEPT_SLOTS, Array, TrainStep, check_device_count
 from frae.config import FRAEConfig
+from frae.devices import tensorflow_strategy
 from frae.optimizers import ADAM
 from impls.keras_rnn.model import PACKAGE, FRAECell, keras, ops
 
@@ -319,31 +320,15 @@ class JaxDataParallel:
 
 
 class TensorFlowDataParallel:
-    """A ``tf.distribute`` strategy: the one in scope when the backend is created (e.g. a
-    ``MultiWorkerMirroredStrategy`` over several processes), which must have ``devices``
-    replicas, else a ``MirroredStrategy`` over the first ``devices`` logical devices
-    (GPUs if any, else CPUs). Keras' optimizer all-reduces the replicas' gradients.
+    """A ``tf.distribute`` strategy (``frae.devices.tensorflow_strategy``: the one in scope
+    when the backend is created, else a ``MirroredStrategy`` over the first ``devices``
+    logical devices). Keras' optimizer all-reduces the replicas' gradients.
     """
 
     replica_by_replica = True
 
     def __init__(self, devices: int) -> None:
-        import tensorflow as tf
-
-        if tf.distribute.has_strategy():
-            strategy = tf.distribute.get_strategy()
-            replicas = strategy.num_replicas_in_sync
-            if devices != replicas:
-                raise ValueError(
-                    f"devices={devices}, but the tf.distribute strategy in scope "
-                    f"({type(strategy).__name__}) has {replicas} replicas: devices must equal "
-                    "its num_replicas_in_sync"
-                )
-        else:
-            present = tf.config.list_logical_devices("GPU") or tf.config.list_logical_devices("CPU")
-            check_device_count(devices, len(present), "TensorFlow")
-            strategy = tf.distribute.MirroredStrategy([device.name for device in present[:devices]])
-        self.strategy = strategy
+        self.strategy = tensorflow_strategy(devices)
 
     def creating(self) -> contextlib.AbstractContextManager[Any]:
         return self.strategy.scope()

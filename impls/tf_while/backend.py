@@ -11,7 +11,8 @@ from typing import Any
 
 import numpy as np
 
-from frae.backend import Array, BaseBackend, TrainStep, check_device_count, kept_slot
+from frae.backend import Array, BaseBackend, TrainStep, kept_slot
+from frae.devices import tensorflow_strategy
 from frae.params import Weights, from_flat
 from impls.tf_while import model, train
 from impls.tf_while.model import tf
@@ -73,27 +74,6 @@ def hand_written_functions(jit_compile: bool) -> dict[str, Any]:
     }
 
 
-def strategy_for(devices: int) -> tf.distribute.Strategy:
-    """The ``tf.distribute`` strategy that trains on ``devices`` replicas: the one in scope
-    (e.g. a ``MultiWorkerMirroredStrategy`` joining several processes, under whose scope
-    ``create`` runs), which must have exactly that many; else a ``MirroredStrategy`` over
-    this process's first ``devices`` logical GPUs, or CPUs where it has no GPU."""
-    if tf.distribute.has_strategy():
-        strategy = tf.distribute.get_strategy()
-        replicas = strategy.num_replicas_in_sync
-        if devices != replicas:
-            raise ValueError(
-                f"devices={devices}, but the {type(strategy).__name__} in scope has "
-                f"{replicas} replicas: under it, devices must be {replicas} (or None, to "
-                "train on one device)"
-            )
-        return strategy
-    kind = "GPU" if tf.config.list_logical_devices("GPU") else "CPU"
-    present = tf.config.list_logical_devices(kind)
-    check_device_count(devices, len(present), f"TensorFlow's logical {kind} device list")
-    return tf.distribute.MirroredStrategy([device.name for device in present[:devices]])
-
-
 class TFWhileBackend(BaseBackend):
     """``tf.while_loop`` + ``TensorArray`` under ``tf.function(jit_compile=True)``.
 
@@ -102,18 +82,19 @@ class TFWhileBackend(BaseBackend):
     one of them.
 
     With ``devices=N`` the weights and Adam's slots are mirrored variables of a
-    ``tf.distribute`` strategy (``strategy_for``). A training step runs the XLA-compiled
-    loss and gradient on each replica's slice of the mini-batch, the strategy's all-reduce
-    averages them, and each replica applies the same update to its copy. The all-reduce and
-    the update are TensorFlow ops around the XLA program: TensorFlow's XLA has no
-    collectives on CPUs, and cannot place a program updating a mirrored variable on the
-    replica's device. The other calls read the first copy.
+    ``tf.distribute`` strategy (``frae.devices.tensorflow_strategy``). A training step runs
+    the XLA-compiled loss and gradient on each replica's slice of the mini-batch, the
+    strategy's all-reduce averages them, and each replica applies the same update to its
+    copy. The all-reduce and the update are TensorFlow ops around the XLA program:
+    TensorFlow's XLA has no collectives on CPUs, and cannot place a program updating a
+    mirrored variable on the replica's device. The other calls read the first copy.
     """
 
     name = "tf_while"
     jit_compile = True
     strategy: tf.distribute.Strategy | None = None
-    """With ``devices=N``: the strategy whose N replicas train (``strategy_for``)."""
+    """With ``devices=N``: the strategy whose N replicas train
+    (``frae.devices.tensorflow_strategy``)."""
 
     first_copy: model.Variables
     """The variables the shared functions take: each variable's first local copy where they
@@ -123,7 +104,7 @@ class TFWhileBackend(BaseBackend):
     """``optimizer_slots``, each the first local copy as in ``first_copy``."""
 
     def _place(self, devices: int) -> None:
-        self.strategy = strategy_for(devices)
+        self.strategy = tensorflow_strategy(devices)
 
     def _build(self, weights: Weights) -> None:
         scope = contextlib.nullcontext() if self.strategy is None else self.strategy.scope()
