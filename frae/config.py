@@ -9,6 +9,9 @@ from typing import Any
 from frae import validation
 
 ACTIVATIONS = ("swish", "tanh", "sigmoid", "linear")
+FEEDBACKS = ("output", "state")
+"""What each step feeds back: the reconstruction x̂_{t-1} (section 1) or the decoder's GRU
+state s_{t-1} (section 1b)."""
 
 FUSED_PRODUCT_MAX_SIZE = 256
 """Kernels with at most this many entries are applied as ``sum(h[..., :, None] * kernel,
@@ -54,11 +57,60 @@ class Layer:
 
 
 @dataclass(frozen=True)
+class GRU:
+    """The decoder's GRU of a state-feedback model (contract section 1b).
+
+    ``a = z_t @ kernel + bias`` and ``c = s_{t-1} @ recurrent_kernel + recurrent_bias``, each
+    of width 3H in column blocks [reset | update | candidate] (``GATES``); the reset gate
+    multiplies ``c``'s candidate block after its bias.
+
+    Attributes:
+        name: canonical prefix, ``"decoder/gru"``.
+        input_dim: width of z_t, L.
+        state_dim: width of the state s_t, H.
+    """
+
+    name: str
+    input_dim: int
+    state_dim: int
+
+    GATES = ("reset", "update", "candidate")
+
+    @property
+    def kernel(self) -> str:
+        return f"{self.name}/kernel"
+
+    @property
+    def recurrent_kernel(self) -> str:
+        return f"{self.name}/recurrent_kernel"
+
+    @property
+    def bias(self) -> str:
+        return f"{self.name}/bias"
+
+    @property
+    def recurrent_bias(self) -> str:
+        return f"{self.name}/recurrent_bias"
+
+    def parameter_shapes(self) -> dict[str, tuple[int, ...]]:
+        """K, U, b_K, b_U: the order in which their initial values are drawn."""
+        width = 3 * self.state_dim
+        return {
+            self.kernel: (self.input_dim, width),
+            self.recurrent_kernel: (self.state_dim, width),
+            self.bias: (width,),
+            self.recurrent_bias: (width,),
+        }
+
+
+@dataclass(frozen=True)
 class FRAEConfig:
     """Sizes and activations of the feedback recurrent autoencoder.
 
     The defaults reproduce the original model: 2 features, encoder 4 -> 3 -> latent 1,
-    decoder 3 -> output 2, swish everywhere. Invalid values raise on construction.
+    decoder 3 -> output 2, swish everywhere, the reconstruction fed back. With
+    ``feedback="state"`` the decoder is a GRU of ``state_dim`` units followed by its dense
+    layers, and its state is fed back (section 1b). Invalid values raise on construction.
     """
 
     input_dim: int = 2
@@ -67,6 +119,8 @@ class FRAEConfig:
     decoder_units: tuple[int, ...] = (3,)
     activation: str = "swish"
     output_activation: str = "swish"
+    feedback: str = "output"
+    state_dim: int | None = None
 
     def __post_init__(self) -> None:
         checked = {
@@ -78,16 +132,37 @@ class FRAEConfig:
             "output_activation": validation.check_choice(
                 self.output_activation, "output_activation", ACTIVATIONS
             ),
+            "feedback": validation.check_choice(self.feedback, "feedback", FEEDBACKS),
         }
+        if checked["feedback"] == "state":
+            checked["state_dim"] = validation.check_positive_int(self.state_dim, "state_dim")
+        elif self.state_dim is not None:
+            raise ValueError(
+                'state_dim must be None with feedback="output" (it sizes the GRU state of '
+                f'feedback="state"), got {validation.describe(self.state_dim)}'
+            )
         for field, value in checked.items():
             object.__setattr__(self, field, value)
 
     @property
+    def feedback_dim(self) -> int:
+        """Width of what is fed back: F (the reconstruction) or H (the GRU state)."""
+        return self.state_dim if self.state_dim is not None else self.input_dim
+
+    @property
+    def gru(self) -> GRU | None:
+        """The decoder's GRU with state feedback; ``None`` with output feedback."""
+        if self.state_dim is None:
+            return None
+        return GRU("decoder/gru", self.latent_dim, self.state_dim)
+
+    @property
     def encoder_layers(self) -> tuple[Layer, ...]:
-        """The encoder, ``[x_t, x̂_{t-1}]`` (width 2F) in, the latent layer (width L) last."""
+        """The encoder, ``[x_t, feedback]`` (width F + F, or F + H) in, the latent layer
+        (width L) last."""
         return _stack(
             "encoder",
-            2 * self.input_dim,
+            self.input_dim + self.feedback_dim,
             self.encoder_units,
             ("latent", self.latent_dim),
             self.activation,
@@ -96,11 +171,12 @@ class FRAEConfig:
 
     @property
     def decoder_layers(self) -> tuple[Layer, ...]:
-        """The decoder, ``[z_t, x̂_{t-1}]`` (width L + F) in, the output layer (width F) last,
-        the only layer with ``output_activation``."""
+        """The decoder's dense layers, the output layer (width F) last, the only one with
+        ``output_activation``. They read ``[z_t, x̂_{t-1}]`` (width L + F), or with state
+        feedback the GRU's new state s_t (width H)."""
         return _stack(
             "decoder",
-            self.latent_dim + self.input_dim,
+            self.state_dim if self.state_dim is not None else self.latent_dim + self.input_dim,
             self.decoder_units,
             ("output", self.input_dim),
             self.activation,
@@ -109,15 +185,19 @@ class FRAEConfig:
 
     @property
     def layers(self) -> tuple[Layer, ...]:
-        """Every layer of a time step in order: the encoder's, then the decoder's."""
+        """Every dense layer of a time step in order: the encoder's, then the decoder's (a
+        state-feedback model's GRU, between them, is ``gru``)."""
         return self.encoder_layers + self.decoder_layers
 
     def parameter_shapes(self) -> dict[str, tuple[int, ...]]:
         """Canonical names and shapes, in the order initial weights are drawn."""
         shapes: dict[str, tuple[int, ...]] = {}
-        for layer in self.layers:
-            shapes[layer.kernel] = (layer.fan_in, layer.units)
-            shapes[layer.bias] = (layer.units,)
+        for layer in self.encoder_layers:
+            shapes |= _dense_shapes(layer)
+        if self.gru is not None:
+            shapes |= self.gru.parameter_shapes()
+        for layer in self.decoder_layers:
+            shapes |= _dense_shapes(layer)
         return shapes
 
     def to_dict(self) -> dict[str, Any]:
@@ -136,6 +216,10 @@ class FRAEConfig:
                 f"config fields must be among {list(cls.__dataclass_fields__)}, got {unknown}"
             )
         return cls(**fields)
+
+
+def _dense_shapes(layer: Layer) -> dict[str, tuple[int, ...]]:
+    return {layer.kernel: (layer.fan_in, layer.units), layer.bias: (layer.units,)}
 
 
 def _stack(

@@ -18,7 +18,7 @@ import numpy as np
 import numpy.typing as npt
 
 from frae import validation
-from frae.config import FRAEConfig
+from frae.config import GRU, FRAEConfig
 
 Weights = dict[str, npt.NDArray[np.float32]]
 
@@ -80,18 +80,23 @@ def _infer_config(shapes: Mapping[str, object]) -> FRAEConfig:
     """The config that most of ``shapes`` (canonical name -> shape) agree on.
 
     A hidden layer's width is voted on by its bias length, its kernel's columns and the next
-    kernel's rows. ``input_dim`` F by the output layer's bias and columns and half the rows
-    of the encoder's first kernel, which reads ``[x_t, x̂_{t-1}]`` (2F); ``latent_dim`` by the
-    latent layer's bias and columns and the rows of the decoder's first kernel, which reads
-    ``[z_t, x̂_{t-1}]`` (L + F), less F. One entry casts at most one of a width's three votes.
-    The layer counts come from the names alone, so names without shapes give them too.
+    kernel's rows. ``input_dim`` F by the output layer's bias and columns and, with output
+    feedback, half the rows of the encoder's first kernel, which reads ``[x_t, x̂_{t-1}]``
+    (2F); ``latent_dim`` by the latent layer's bias and columns and the rows of the decoder's
+    first kernel, which reads ``[z_t, x̂_{t-1}]`` (L + F), less F, or of the GRU's kernel. Any
+    ``decoder/gru/`` name makes it a state-feedback model, whose ``state_dim`` H is voted on by
+    the recurrent kernel's rows, a third of the GRU's columns and biases, the rows of the first
+    decoder kernel after it and the encoder's first kernel's rows less F. One entry casts at
+    most one of a width's votes. The layer counts come from the names alone, so names without
+    shapes give them too.
     """
 
-    def size(name: str, axis: int, rank: int) -> int | None:
+    def size(name: str, axis: int, rank: int, divisor: int = 1) -> int | None:
         shape = shapes.get(name)
         if not isinstance(shape, tuple) or len(shape) != rank:
             return None
-        return shape[axis] if isinstance(shape[axis], int) else None
+        value = shape[axis]
+        return value // divisor if isinstance(value, int) and value % divisor == 0 else None
 
     def layers(side: str, last: str) -> list[str]:
         count = 0
@@ -110,15 +115,37 @@ def _infer_config(shapes: Mapping[str, object]) -> FRAEConfig:
     encoder, decoder = layers("encoder", "latent"), layers("decoder", "output")
     encoder_rows = size(f"{encoder[0]}/kernel", 0, 2)
     decoder_rows = size(f"{decoder[0]}/kernel", 0, 2)
-    input_dim = units(
-        decoder[-1], encoder_rows // 2 if encoder_rows and encoder_rows % 2 == 0 else None
+    gru = GRU("decoder/gru", 1, 1)
+    if not any(name.startswith(f"{gru.name}/") for name in shapes):
+        input_dim = units(
+            decoder[-1], encoder_rows // 2 if encoder_rows and encoder_rows % 2 == 0 else None
+        )
+        latent_dim = units(encoder[-1], decoder_rows - input_dim if decoder_rows else None)
+        return FRAEConfig(
+            input_dim=input_dim,
+            encoder_units=hidden(encoder),
+            latent_dim=latent_dim,
+            decoder_units=hidden(decoder),
+        )
+    input_dim = units(decoder[-1])
+    state_dim = _majority(
+        (
+            size(gru.recurrent_kernel, 0, 2),
+            size(gru.recurrent_kernel, 1, 2, 3),
+            size(gru.kernel, 1, 2, 3),
+            size(gru.bias, 0, 1, 3),
+            size(gru.recurrent_bias, 0, 1, 3),
+            decoder_rows,
+            encoder_rows - input_dim if encoder_rows else None,
+        )
     )
-    latent_dim = units(encoder[-1], decoder_rows - input_dim if decoder_rows else None)
     return FRAEConfig(
         input_dim=input_dim,
         encoder_units=hidden(encoder),
-        latent_dim=latent_dim,
+        latent_dim=units(encoder[-1], size(gru.kernel, 0, 2)),
         decoder_units=hidden(decoder),
+        feedback="state",
+        state_dim=state_dim,
     )
 
 

@@ -36,6 +36,27 @@ CASES = {
     "features_3": Case(FRAEConfig(input_dim=3, activation="sigmoid"), batch=4, steps=6),
     "latent_2": Case(FRAEConfig(input_dim=4, latent_dim=2, decoder_units=(5, 3)), batch=3, steps=6),
     "linear_output": Case(FRAEConfig(output_activation="linear"), batch=5, steps=4),
+    # state feedback (contract section 1b): a GRU of H >= 8 units, three depths
+    "state": Case(FRAEConfig(feedback="state", state_dim=8), batch=3, steps=7),
+    "state_deep": Case(
+        FRAEConfig(
+            input_dim=3,
+            encoder_units=(12, 6),
+            latent_dim=2,
+            decoder_units=(10, 5),
+            feedback="state",
+            state_dim=11,
+        ),
+        batch=4,
+        steps=6,
+    ),
+    "state_no_hidden": Case(
+        FRAEConfig(
+            encoder_units=(), decoder_units=(), activation="tanh", feedback="state", state_dim=9
+        ),
+        batch=5,
+        steps=8,
+    ),
 }
 
 CASE_PARAMS = [pytest.param(case, id=name) for name, case in CASES.items()]

@@ -1,4 +1,4 @@
-"""The FRAE recurrence in float64 NumPy: the cell and the time loop.
+"""The FRAE recurrence in float64 NumPy: the cell and the time loop, for either feedback.
 
 ``params`` maps canonical names to float64 arrays; sequences are batch-major ``(B, T, ·)``
 at ``unroll``'s edges and stepped through time one ``(B, ·)`` slice at a time.
@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from frae.config import FRAEConfig, Layer
+from frae.config import GRU, FRAEConfig, Layer
 
 Array = npt.NDArray[np.float64]
 Params = dict[str, Array]
@@ -43,8 +43,36 @@ class LayerTrace:
     out: Array
 
 
-StepTraces = tuple[list[LayerTrace], list[LayerTrace]]
-"""One time step's encoder and decoder layer traces."""
+@dataclass
+class GRUTrace:
+    """What the GRU saw and made at one step: its input z_t, the state s_{t-1}, the
+    recurrent product c (bias included) and the gates r, p and candidate n."""
+
+    code: Array
+    state: Array
+    recurrent: Array
+    reset: Array
+    update: Array
+    candidate: Array
+
+
+StepTraces = tuple[list[LayerTrace], list[LayerTrace], GRUTrace | None]
+"""One time step's encoder and decoder layer traces, and its GRU's with state feedback."""
+
+
+def gru_step(
+    params: Params, gru: GRU, code: Array, state: Array
+) -> tuple[Array, GRUTrace]:
+    """s_t from z_t and s_{t-1}: gate blocks [reset | update | candidate], the reset gate
+    applied to the recurrent product after its bias (contract section 1b)."""
+    a = code @ params[gru.kernel] + params[gru.bias]
+    c = state @ params[gru.recurrent_kernel] + params[gru.recurrent_bias]
+    a_r, a_p, a_n = np.split(a, 3, axis=-1)
+    c_r, c_p, c_n = np.split(c, 3, axis=-1)
+    reset, update = sigmoid(a_r + c_r), sigmoid(a_p + c_p)
+    candidate = np.tanh(a_n + reset * c_n)
+    new_state = (1.0 - update) * candidate + update * state
+    return new_state, GRUTrace(code, state, c, reset, update, candidate)
 
 
 def dense_stack(
@@ -68,17 +96,18 @@ def unroll(
     codes_given: bool = False,
     traces: list[StepTraces] | None = None,
 ) -> tuple[Array, Array]:
-    """Step the recurrence from x̂₀ = 0; returns ``(x̂, z)``, each ``(B, T, ·)``.
+    """Step the recurrence from x̂₀ = 0 (or s₀ = 0); returns ``(x̂, z)``, each ``(B, T, ·)``.
 
     ``weights`` are float64 arrays by canonical name; ``sequences`` is x, from which the
-    encoder makes each code from ``[x_t, x̂_{t-1}]``; or, with ``codes_given``, the codes z
+    encoder makes each code from ``[x_t, x̂_{t-1}]`` (or ``[x_t, s_{t-1}]``); or, with ``codes_given``, the codes z
     for the decoder alone (``decode``). ``traces``, when a list, receives each step's layer
     traces for back-propagation through time.
     """
     batch, steps, _ = sequences.shape
     dtype = sequences.dtype  # float64 in the reference; float32 for a float32 yardstick
     encoder, decoder = config.encoder_layers, config.decoder_layers  # built once, not per step
-    feedback = np.zeros((batch, config.input_dim), dtype)
+    gru = config.gru
+    feedback = np.zeros((batch, config.feedback_dim), dtype)
     outputs = np.empty((batch, steps, config.input_dim), dtype)
     codes = np.empty((batch, steps, config.latent_dim), dtype)
     for t in range(steps):
@@ -88,10 +117,15 @@ def unroll(
         else:
             encoder_input = np.concatenate([sequences[:, t], feedback], axis=1)
             code = dense_stack(weights, encoder, encoder_input, encoder_trace)
-        decoder_input = np.concatenate([code, feedback], axis=1)
-        feedback = dense_stack(weights, decoder, decoder_input, decoder_trace)
+        gru_trace = None
+        if gru is None:
+            decoder_input = np.concatenate([code, feedback], axis=1)
+            feedback = output = dense_stack(weights, decoder, decoder_input, decoder_trace)
+        else:
+            feedback, gru_trace = gru_step(weights, gru, code, feedback)
+            output = dense_stack(weights, decoder, feedback, decoder_trace)
         codes[:, t] = code
-        outputs[:, t] = feedback
+        outputs[:, t] = output
         if traces is not None and encoder_trace is not None and decoder_trace is not None:
-            traces.append((encoder_trace, decoder_trace))
+            traces.append((encoder_trace, decoder_trace, gru_trace))
     return outputs, codes

@@ -6,9 +6,17 @@ from __future__ import annotations
 import numpy as np
 
 from frae.backend import TrainStep
-from frae.config import FRAEConfig
+from frae.config import GRU, FRAEConfig
 from frae.optimizers import ADAM
-from impls.reference.model import Array, LayerTrace, Params, StepTraces, sigmoid, unroll
+from impls.reference.model import (
+    Array,
+    GRUTrace,
+    LayerTrace,
+    Params,
+    StepTraces,
+    sigmoid,
+    unroll,
+)
 
 
 def activation_slope(name: str, pre: Array, out: Array) -> Array:
@@ -35,12 +43,34 @@ def dense_stack_backward(
     return d_out
 
 
+def gru_backward(
+    params: Params, gru: GRU, trace: GRUTrace, d_state: Array, grads: Params
+) -> tuple[Array, Array]:
+    """Back through one GRU step from d loss / d s_t: adds into ``grads``, returns
+    (d loss / d z_t, d loss / d s_{t-1} through the GRU)."""
+    r, p, n = trace.reset, trace.update, trace.candidate
+    d_candidate = d_state * (1.0 - p) * (1.0 - n**2)
+    d_update = d_state * (trace.state - n) * p * (1.0 - p)
+    c_n = np.split(trace.recurrent, 3, axis=-1)[2]
+    d_reset = d_candidate * c_n * r * (1.0 - r)
+    d_a = np.concatenate([d_reset, d_update, d_candidate], axis=-1)
+    d_c = np.concatenate([d_reset, d_update, d_candidate * r], axis=-1)
+    grads[gru.kernel] += trace.code.T @ d_a
+    grads[gru.bias] += d_a.sum(axis=0)
+    grads[gru.recurrent_kernel] += trace.state.T @ d_c
+    grads[gru.recurrent_bias] += d_c.sum(axis=0)
+    d_code = d_a @ params[gru.kernel].T
+    return d_code, d_state * p + d_c @ params[gru.recurrent_kernel].T
+
+
 def loss_and_grads(config: FRAEConfig, params: Params, x: Array, y: Array) -> tuple[float, Params]:
     """Mean squared error of ``unroll(x)`` against ``y`` and its exact gradient.
 
     Back-propagation through time: the gradient reaching x̂_t is the loss's own,
     2(x̂_t - y_t)/(B·T·F), plus what flows back from step t+1 through the feedback rows of
     ``encoder/dense_0/kernel`` (rows F..2F-1) and ``decoder/dense_0/kernel`` (rows L..).
+    With state feedback the gradient reaching s_t is the decoder's, plus what flows back from
+    step t+1 through the encoder's feedback rows (F..F+H-1) and through the GRU.
     """
     traces: list[StepTraces] = []
     outputs, _ = unroll(config, params, x, traces=traces)
@@ -48,15 +78,20 @@ def loss_and_grads(config: FRAEConfig, params: Params, x: Array, y: Array) -> tu
     loss = float(np.mean(error**2))
     d_outputs = 2.0 * error / error.size
     grads = {name: np.zeros_like(value) for name, value in params.items()}
-    features, latent = config.input_dim, config.latent_dim
-    d_feedback = np.zeros_like(outputs[:, 0])
+    features, latent, gru = config.input_dim, config.latent_dim, config.gru
+    d_feedback = np.zeros((x.shape[0], config.feedback_dim), dtype=outputs.dtype)
     for t in reversed(range(x.shape[1])):
-        encoder_traces, decoder_traces = traces[t]
-        d_decoder_in = dense_stack_backward(
-            params, decoder_traces, d_outputs[:, t] + d_feedback, grads
-        )
-        d_encoder_in = dense_stack_backward(params, encoder_traces, d_decoder_in[:, :latent], grads)
-        d_feedback = d_decoder_in[:, latent:] + d_encoder_in[:, features:]
+        encoder_traces, decoder_traces, gru_trace = traces[t]
+        if gru is None or gru_trace is None:
+            d_decoder_in = dense_stack_backward(
+                params, decoder_traces, d_outputs[:, t] + d_feedback, grads
+            )
+            d_code, d_feedback = d_decoder_in[:, :latent], d_decoder_in[:, latent:]
+        else:
+            d_state = dense_stack_backward(params, decoder_traces, d_outputs[:, t], grads)
+            d_code, d_feedback = gru_backward(params, gru, gru_trace, d_state + d_feedback, grads)
+        d_encoder_in = dense_stack_backward(params, encoder_traces, d_code, grads)
+        d_feedback = d_feedback + d_encoder_in[:, features:]
     return loss, grads
 
 
