@@ -56,6 +56,9 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "project: checks this project itself (the oracle, tooling), not a backend"
     )
+    config.addinivalue_line(  # pytest-xdist's, declared for runs without it (-p no:xdist)
+        "markers", "xdist_group(name): tests that share one pytest-xdist worker"
+    )
     config.addinivalue_line(
         "markers",
         "nested: runs the suite or the main job again in a subprocess (minutes); "

@@ -9,6 +9,11 @@ from parity_tests.cases import CASE_PARAMS, CASES, Case
 from parity_tests.conftest import MakeBackend
 from parity_tests.tolerances import assert_close
 
+BOTH_MODELS = [
+    pytest.param(CASES["default"], id="output"),
+    pytest.param(CASES["state"], id="state"),
+]
+
 
 @pytest.mark.parametrize("case", CASE_PARAMS)
 def test_shapes_and_dtypes(make_backend: MakeBackend, case: Case) -> None:
@@ -42,8 +47,8 @@ def test_decode_of_encode_equals_predict(make_backend: MakeBackend, case: Case) 
     assert_close("self", model.decode(model.encode(x)), model.predict(x))
 
 
-def test_every_call_starts_from_zero_feedback(make_backend: MakeBackend) -> None:
-    case = CASES["default"]
+@pytest.mark.parametrize("case", BOTH_MODELS)
+def test_every_call_starts_from_zero_feedback(make_backend: MakeBackend, case: Case) -> None:
     model = make_backend(case.config, seed=2)
     x, other = case.inputs(seed=5), case.inputs(seed=6) * 3.0
     first = model.predict(x)
@@ -54,8 +59,8 @@ def test_every_call_starts_from_zero_feedback(make_backend: MakeBackend) -> None
     np.testing.assert_array_equal(model.predict(x), first)
 
 
-def test_sequences_in_a_batch_are_independent(make_backend: MakeBackend) -> None:
-    case = CASES["default"]
+@pytest.mark.parametrize("case", BOTH_MODELS)
+def test_sequences_in_a_batch_are_independent(make_backend: MakeBackend, case: Case) -> None:
     model = make_backend(case.config, seed=2)
     x = case.inputs(seed=7)
     together = model.predict(x)
@@ -64,15 +69,15 @@ def test_sequences_in_a_batch_are_independent(make_backend: MakeBackend) -> None
         assert_close("self", alone[0], together[index], f"sequence {index}")
 
 
-def test_prefix_gives_the_same_first_steps(make_backend: MakeBackend) -> None:
-    case = CASES["default"]
+@pytest.mark.parametrize("case", BOTH_MODELS)
+def test_prefix_gives_the_same_first_steps(make_backend: MakeBackend, case: Case) -> None:
     model = make_backend(case.config, seed=2)
     x = case.inputs(seed=8)
     assert_close("self", model.predict(x[:, :3]), model.predict(x)[:, :3])
 
 
-def test_one_sequence_gives_two_dimensional_outputs(make_backend: MakeBackend) -> None:
-    case = CASES["default"]
+@pytest.mark.parametrize("case", BOTH_MODELS)
+def test_one_sequence_gives_two_dimensional_outputs(make_backend: MakeBackend, case: Case) -> None:
     model = make_backend(case.config, seed=2)
     x = case.inputs(seed=9)[0]
     assert model.predict(x).shape == x.shape

@@ -68,6 +68,13 @@ def test_gradients_equal_the_reference(
         assert_close("gradients", grad, expected[name], name)
 
 
+BOTH_MODELS = [
+    pytest.param(CASES["default"], id="output"),
+    pytest.param(CASES["state"], id="state"),
+]
+
+
+@pytest.mark.parametrize("case", BOTH_MODELS)
 @pytest.mark.parametrize(
     ("optimizer", "learning_rate", "batch_size", "shuffle"),
     [("sgd", 0.5, None, False), ("adam", 1e-2, 2, True)],
@@ -80,9 +87,9 @@ def test_training_follows_the_reference_step_by_step(
     learning_rate: float,
     batch_size: int | None,
     shuffle: bool,
+    case: Case,
 ) -> None:
     """50 optimizer steps; the loss of every step and the final weights match."""
-    case = CASES["default"]
     x = multi_sine(batch=4, steps=case.steps, seed=5)
     options = {
         "optimizer": optimizer,
@@ -101,9 +108,10 @@ def test_training_follows_the_reference_step_by_step(
         assert_close(f"{optimizer} weights", value, expected_weights[name], name)
 
 
-def test_fit_halves_the_loss_on_a_learnable_signal(make_backend: MakeBackend) -> None:
+@pytest.mark.parametrize("case", BOTH_MODELS)
+def test_fit_halves_the_loss_on_a_learnable_signal(make_backend: MakeBackend, case: Case) -> None:
     x = multi_sine(batch=8, steps=100, seed=7)
-    losses = make_backend(seed=7).fit(x, epochs=60, learning_rate=1e-2)["loss"]
+    losses = make_backend(case.config, seed=7).fit(x, epochs=60, learning_rate=1e-2)["loss"]
     assert losses[-1] < 0.5 * losses[0], f"loss {losses[0]:.4f} -> {losses[-1]:.4f}"
 
 
@@ -115,11 +123,12 @@ def test_fit_lowers_the_loss_on_the_original_problem(make_backend: MakeBackend) 
     assert losses[-1] < losses[0] and losses[-1] == min(losses), losses
 
 
+@pytest.mark.parametrize("case", BOTH_MODELS)
 def test_fit_changes_the_weights_and_each_call_starts_a_fresh_optimizer(
-    make_backend: MakeBackend,
+    make_backend: MakeBackend, case: Case
 ) -> None:
     x = multi_sine(batch=2, steps=20, seed=8)
-    model, twin = make_backend(seed=8), make_backend(seed=8)
+    model, twin = make_backend(case.config, seed=8), make_backend(case.config, seed=8)
     model.fit(x, epochs=2, learning_rate=1e-2)
     model.fit(x, epochs=2, learning_rate=1e-2)
     twin.fit(x, epochs=4, learning_rate=1e-2)  # one optimizer across four steps differs
@@ -132,8 +141,9 @@ def test_fit_changes_the_weights_and_each_call_starts_a_fresh_optimizer(
     assert any(not np.allclose(changed[k], continued[k], rtol=1e-3) for k in changed)
 
 
-def test_weights_round_trip_bit_for_bit(make_backend: MakeBackend, tmp_path) -> None:
-    case = CASES["latent_2"]
+@pytest.mark.parametrize("name", ["latent_2", "state_deep"])
+def test_weights_round_trip_bit_for_bit(make_backend: MakeBackend, tmp_path, name: str) -> None:
+    case = CASES[name]
     model = make_backend(case.config, seed=9)
     model.fit(case.inputs(seed=13), epochs=3, learning_rate=1e-2)
     x = case.inputs(seed=14)
@@ -145,11 +155,12 @@ def test_weights_round_trip_bit_for_bit(make_backend: MakeBackend, tmp_path) -> 
     np.testing.assert_array_equal(loaded.predict(x), before)
 
 
+@pytest.mark.parametrize("name", ["wide", "state_deep"])
 def test_trained_weights_transfer_to_every_other_backend(
-    make_backend: MakeBackend, other_backend: MakeBackend
+    make_backend: MakeBackend, other_backend: MakeBackend, name: str
 ) -> None:
     """Weights trained here give the same outputs in each other backend, and back."""
-    case = CASES["wide"]
+    case = CASES[name]
     trained = make_backend(case.config, seed=15)
     trained.fit(case.inputs(seed=16), epochs=3, learning_rate=1e-2)
     x = case.inputs(seed=17)

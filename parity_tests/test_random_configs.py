@@ -1,8 +1,9 @@
 """Property-based: configs and sizes drawn by hypothesis, each backend against the reference.
 
 Examples per backend: ``FRAE_HYPOTHESIS_EXAMPLES`` (default 20; each new config compiles
-anew in the compiled backends, so this sets most of the file's cost). Under ``CI`` the
-draw is derandomized, so a CI run is repeatable.
+anew in the compiled backends, so this sets most of the file's cost) for output feedback,
+half as many for state feedback, whose GRU width H is drawn too. Under ``CI`` the draw is
+derandomized, so a CI run is repeatable.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ settings.register_profile(
     suppress_health_check=[HealthCheck.function_scoped_fixture],  # the fixture is a factory
 )
 settings.load_profile("frae")
+STATE_EXAMPLES = max(1, settings.default.max_examples // 2)
 
 widths = st.lists(st.integers(1, 8), max_size=3)
 activations = st.sampled_from(frae.ACTIVATIONS)
@@ -40,7 +42,21 @@ configs = st.builds(
 )
 
 
-@given(config=configs, batch=st.integers(1, 4), steps=st.integers(1, 12), seed=st.integers(0, 999))
+state_configs = st.builds(
+    frae.FRAEConfig,
+    input_dim=st.integers(1, 4),
+    encoder_units=widths,
+    latent_dim=st.integers(1, 3),
+    decoder_units=widths,
+    activation=activations,
+    output_activation=activations,
+    feedback=st.just("state"),
+    state_dim=st.integers(1, 16),
+)
+sizes = {"batch": st.integers(1, 4), "steps": st.integers(1, 12), "seed": st.integers(0, 999)}
+
+
+@given(config=configs, **sizes)
 @example(  # linear layers, growing values: an entry off by 3.4e-6, as in float32 NumPy
     config=frae.FRAEConfig(4, (8,), 2, (), "linear", "linear"), batch=1, steps=10, seed=241
 )
@@ -55,6 +71,31 @@ def test_random_configs_equal_the_reference(
     steps: int,
     seed: int,
 ) -> None:
+    check_against_the_reference(make_backend, reference, config, batch, steps, seed)
+
+
+@settings(max_examples=STATE_EXAMPLES)
+@given(config=state_configs, **sizes)
+def test_random_state_configs_equal_the_reference(
+    make_backend: MakeBackend,
+    reference: MakeBackend,
+    config: frae.FRAEConfig,
+    batch: int,
+    steps: int,
+    seed: int,
+) -> None:
+    check_against_the_reference(make_backend, reference, config, batch, steps, seed)
+
+
+def check_against_the_reference(
+    make_backend: MakeBackend,
+    reference: MakeBackend,
+    config: frae.FRAEConfig,
+    batch: int,
+    steps: int,
+    seed: int,
+) -> None:
+    """predict, loss and gradients of random weights (std 0.5) on random x and y."""
     rng = np.random.default_rng(seed)
     x = rng.uniform(-1, 1, (batch, steps, config.input_dim)).astype(np.float32)
     y = rng.uniform(-1, 1, x.shape).astype(np.float32)

@@ -24,6 +24,15 @@ X = CASES["default"].inputs(seed=3) * 3.0  # (3, 7, 2)
 # (a float64 backend diverges one step later); after two finite steps, the weights before
 # step k - 1 differ from those before step k, so a rollback off by one step shows.
 DIVERGES_MID_RUN = {"epochs": 8, "optimizer": "sgd", "learning_rate": 100.0}
+# State feedback: the GRU's state is bounded and a swish output saturates, so the state model
+# diverges through a linear output layer, its loss growing 1e10-fold a step (2.71, 4.6e8,
+# 4.6e18, 4.6e28, then beyond float32 at step 5; float64 reaches step 9).
+STATE_DIVERGES = frae.FRAEConfig(feedback="state", state_dim=8, output_activation="linear")
+DIVERGING = {
+    "output": (None, DIVERGES_MID_RUN),
+    "state": (STATE_DIVERGES, {**DIVERGES_MID_RUN, "learning_rate": 1e5}),
+}
+MODELS = {"output": None, "state": CASES["state"].config}
 
 
 def _assert_weights_equal(actual: dict, expected: dict, what: str) -> None:
@@ -31,35 +40,41 @@ def _assert_weights_equal(actual: dict, expected: dict, what: str) -> None:
         np.testing.assert_array_equal(actual[name], value, err_msg=f"{what}: {name}")
 
 
+@pytest.mark.parametrize("feedback", list(DIVERGING))
 def test_diverged_fit_holds_the_weights_before_the_previous_step(
-    make_backend: MakeBackend,
+    make_backend: MakeBackend, feedback: str
 ) -> None:
-    model = make_backend(seed=4)
+    config, diverges = DIVERGING[feedback]
+    model = make_backend(config, seed=4)
     start = model.get_weights()
     with pytest.raises(frae.TrainingDiverged) as raised:
-        model.fit(X, **DIVERGES_MID_RUN)
+        model.fit(X, **diverges)
     error = raised.value
     k = error.step
     assert isinstance(error, FloatingPointError)
     assert k >= 3, f"diverged at step {k}: the case needs two finite steps first"
     assert not math.isfinite(error.loss)
-    assert f"step {k}" in str(error) and "100" in str(error), str(error)
-    assert error.learning_rate == 100.0 and error.restored_step == k - 1
+    rate = diverges["learning_rate"]
+    assert f"step {k}" in str(error) and f"{rate:g}" in str(error), str(error)
+    assert error.learning_rate == rate and error.restored_step == k - 1
     # the same fit stopped after k - 2 and k - 1 steps: W_{k-1} and [ℓ₁ … ℓ_{k-1}]
-    options = {**DIVERGES_MID_RUN, "epochs": k - 2}
-    replay = make_backend(weights=start)
+    options = {**diverges, "epochs": k - 2}
+    replay = make_backend(config, weights=start)
     replay.fit(X, **options)
     _assert_weights_equal(model.get_weights(), replay.get_weights(), "not W_{k-1}")
     try:
-        history = make_backend(weights=start).fit(X, **{**options, "epochs": k - 1})["loss"]
+        history = make_backend(config, weights=start).fit(X, **{**options, "epochs": k - 1})["loss"]
     except frae.TrainingDiverged as last_update_overflowed:  # W_k itself may not be finite
         history = last_update_overflowed.history
     assert error.history == history
 
 
-def test_overflowing_last_update_holds_the_weights_before_it(make_backend: MakeBackend) -> None:
+@pytest.mark.parametrize("feedback", list(MODELS))
+def test_overflowing_last_update_holds_the_weights_before_it(
+    make_backend: MakeBackend, feedback: str
+) -> None:
     """Every loss finite, but the one update overflows: W₂'s output bias is -inf."""
-    model = make_backend(seed=4)
+    model = make_backend(MODELS[feedback], seed=4)
     start = model.get_weights()
     target = X + 100.0  # gradients of ~200, times a rate near float32's largest
     with pytest.raises(frae.TrainingDiverged) as raised:
@@ -104,10 +119,11 @@ def _run_together(calls: list[Callable[[], None]]) -> list[BaseException]:
         return [error for error in pool.map(run, calls) if error is not None]
 
 
-def test_calls_from_threads_take_turns(make_backend: MakeBackend) -> None:
+@pytest.mark.parametrize("feedback", list(MODELS))
+def test_calls_from_threads_take_turns(make_backend: MakeBackend, feedback: str) -> None:
     """Three threads predict, encode and take gradients while a fourth swaps the weights: no
     call fails, each output is that of one whole set of weights, no swap is undone."""
-    model = make_backend(seed=1)
+    model = make_backend(MODELS[feedback], seed=1)
     x = CASES["default"].inputs(seed=2)
     versions = [frae.initial_weights(model.config, seed=seed) for seed in range(3)]
     outputs = []
