@@ -86,9 +86,9 @@ def _infer_config(shapes: Mapping[str, object]) -> FRAEConfig:
     first kernel, which reads ``[z_t, x̂_{t-1}]`` (L + F), less F, or of the GRU's kernel. Any
     ``decoder/gru/`` name makes it a state-feedback model, whose ``state_dim`` H is voted on by
     the recurrent kernel's rows, a third of the GRU's columns and biases, the rows of the first
-    decoder kernel after it and the encoder's first kernel's rows less F. One entry casts at
-    most one of a width's votes. The layer counts come from the names alone, so names without
-    shapes give them too.
+    decoder kernel after it; F then gets the encoder's first kernel's rows less H as a third
+    vote. One entry casts at most one of a width's votes. The layer counts come from the names
+    alone, so names without shapes give them too.
     """
 
     def size(name: str, axis: int, rank: int, divisor: int = 1) -> int | None:
@@ -127,7 +127,6 @@ def _infer_config(shapes: Mapping[str, object]) -> FRAEConfig:
             latent_dim=latent_dim,
             decoder_units=hidden(decoder),
         )
-    input_dim = units(decoder[-1])
     state_dim = _majority(
         (
             size(gru.recurrent_kernel, 0, 2),
@@ -136,9 +135,9 @@ def _infer_config(shapes: Mapping[str, object]) -> FRAEConfig:
             size(gru.bias, 0, 1, 3),
             size(gru.recurrent_bias, 0, 1, 3),
             decoder_rows,
-            encoder_rows - input_dim if encoder_rows else None,
         )
     )
+    input_dim = units(decoder[-1], encoder_rows - state_dim if encoder_rows else None)
     return FRAEConfig(
         input_dim=input_dim,
         encoder_units=hidden(encoder),

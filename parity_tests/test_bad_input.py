@@ -243,6 +243,12 @@ BAD_CONFIGS: dict[str, tuple[dict[str, Any], type[Exception], str]] = {
     "decoder_units str": ({"decoder_units": "3"}, TypeError, "decoder_units"),
     "activation relu": ({"activation": "relu"}, ValueError, "activation"),
     "output_activation None": ({"output_activation": None}, TypeError, "output_activation"),
+    "feedback hidden": ({"feedback": "hidden"}, ValueError, "feedback"),
+    "feedback None": ({"feedback": None}, TypeError, "feedback"),
+    "state_dim with output feedback": ({"state_dim": 8}, ValueError, "state_dim"),
+    "state feedback without state_dim": ({"feedback": "state"}, TypeError, "state_dim"),
+    "state_dim 0": ({"feedback": "state", "state_dim": 0}, ValueError, "state_dim"),
+    "state_dim float": ({"feedback": "state", "state_dim": 8.0}, TypeError, "state_dim"),
 }
 
 

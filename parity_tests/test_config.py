@@ -19,9 +19,16 @@ def test_the_layer_table_chains_widths_and_gives_the_output_its_own_activation(
     name: str,
 ) -> None:
     config = CASES[name].config
-    encoder, decoder = config.encoder_layers, config.decoder_layers
-    assert encoder[0].fan_in == 2 * config.input_dim
-    assert decoder[0].fan_in == config.latent_dim + config.input_dim
+    encoder, decoder, gru = config.encoder_layers, config.decoder_layers, config.gru
+    if config.feedback == "output":
+        assert gru is None and config.state_dim is None
+        assert encoder[0].fan_in == 2 * config.input_dim
+        assert decoder[0].fan_in == config.latent_dim + config.input_dim
+    else:  # [x_t, s_{t-1}] in; the GRU between the sides; its state s_t into the decoder
+        assert gru is not None and config.state_dim is not None
+        assert encoder[0].fan_in == config.input_dim + config.state_dim
+        assert (gru.input_dim, gru.state_dim) == (config.latent_dim, config.state_dim)
+        assert decoder[0].fan_in == config.state_dim
     for side in (encoder, decoder):
         assert all(a.units == b.fan_in for a, b in itertools.pairwise(side))
     assert (encoder[-1].name, encoder[-1].units) == ("encoder/latent", config.latent_dim)
@@ -30,7 +37,11 @@ def test_the_layer_table_chains_widths_and_gives_the_output_its_own_activation(
     assert {layer.activation for layer in (*encoder, *decoder[:-1])} <= {config.activation}
     assert config.layers == encoder + decoder
     shapes = config.parameter_shapes()
-    assert list(shapes) == [n for layer in config.layers for n in (layer.kernel, layer.bias)]
+    names = [n for layer in encoder for n in (layer.kernel, layer.bias)]
+    if gru is not None:
+        names += [gru.kernel, gru.recurrent_kernel, gru.bias, gru.recurrent_bias]
+    names += [n for layer in decoder for n in (layer.kernel, layer.bias)]
+    assert list(shapes) == names
 
 
 @pytest.mark.parametrize("name", CASES)

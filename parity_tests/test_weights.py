@@ -36,9 +36,29 @@ OTHER_LAYOUT = [
     ("decoder/output/kernel", (6, 3)),
     ("decoder/output/bias", (3,)),
 ]
+# State feedback (section 1b), H = 5: the encoder reads [x_t, s_{t-1}] (F + H rows), the GRU's
+# K, U, b_K, b_U come between the sides, each 3H wide, and the decoder reads s_t (H rows).
+STATE_CONFIG = frae.FRAEConfig(feedback="state", state_dim=5)
+STATE_LAYOUT = [
+    ("encoder/dense_0/kernel", (7, 4)),
+    ("encoder/dense_0/bias", (4,)),
+    ("encoder/dense_1/kernel", (4, 3)),
+    ("encoder/dense_1/bias", (3,)),
+    ("encoder/latent/kernel", (3, 1)),
+    ("encoder/latent/bias", (1,)),
+    ("decoder/gru/kernel", (1, 15)),
+    ("decoder/gru/recurrent_kernel", (5, 15)),
+    ("decoder/gru/bias", (15,)),
+    ("decoder/gru/recurrent_bias", (15,)),
+    ("decoder/dense_0/kernel", (5, 3)),
+    ("decoder/dense_0/bias", (3,)),
+    ("decoder/output/kernel", (3, 2)),
+    ("decoder/output/bias", (2,)),
+]
 LAYOUTS = [
     pytest.param(None, DEFAULT_LAYOUT, id="default"),
     pytest.param(OTHER_CONFIG, OTHER_LAYOUT, id="other"),
+    pytest.param(STATE_CONFIG, STATE_LAYOUT, id="state"),
 ]
 
 

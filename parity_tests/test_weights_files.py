@@ -30,6 +30,18 @@ CONFIGS = {
     "other": frae.FRAEConfig(input_dim=3, encoder_units=(5,), latent_dim=2, decoder_units=(4, 6)),
     # no hidden layers: the encoder's 2F inputs feed the latent layer, and L + F the output
     "bare": frae.FRAEConfig(input_dim=3, encoder_units=(), latent_dim=2, decoder_units=()),
+    # state feedback: the GRU's four entries between the sides, the decoder reading H
+    "state": frae.FRAEConfig(
+        input_dim=3,
+        encoder_units=(5,),
+        latent_dim=2,
+        decoder_units=(4,),
+        feedback="state",
+        state_dim=6,
+    ),
+    "state_bare": frae.FRAEConfig(
+        encoder_units=(), decoder_units=(), feedback="state", state_dim=7
+    ),
 }
 BIAS = "decoder/output/bias"
 HUGE_BYTES = 256 * 2**20
