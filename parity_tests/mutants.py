@@ -12,18 +12,19 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
 
 import numpy as np
 
 from frae import validation
 from frae.backend import Array, TrainStep
+from frae.config import GRU, FRAEConfig
 from frae.optimizers import ADAM
 from frae.params import Weights
 from impls.reference import train
 from impls.reference.backend import ReferenceBackend
-from impls.reference.model import unroll
+from impls.reference.model import Params, dense_stack, gru_step, sigmoid, unroll
 
 
 class Float32Reference(ReferenceBackend):
@@ -320,6 +321,130 @@ class ReadOnlyOutputs(Float32Reference):
         array = np.asarray(batch)
         array.flags.writeable = False
         return array[0] if single else array
+
+
+GRUCell = Callable[[Params, GRU, Array, Array], Array]
+"""z_t, s_{t-1} -> s_t, with the GRU's canonical weights."""
+
+
+def _reset_before_recurrent_product(params: Params, gru: GRU, code: Array, state: Array) -> Array:
+    """Keras' ``reset_after=False``: n = tanh(a_n + (r ⊙ s_{t-1}) @ U_n + b_Un)."""
+    a = code @ params[gru.kernel] + params[gru.bias]
+    c = state @ params[gru.recurrent_kernel] + params[gru.recurrent_bias]
+    width = gru.state_dim
+    reset = sigmoid(a[:, :width] + c[:, :width])
+    update = sigmoid(a[:, width : 2 * width] + c[:, width : 2 * width])
+    recurrent_n = params[gru.recurrent_kernel][:, 2 * width :]
+    candidate = np.tanh(
+        a[:, 2 * width :] + (reset * state) @ recurrent_n + params[gru.recurrent_bias][2 * width :]
+    )
+    return (1.0 - update) * candidate + update * state
+
+
+def _update_gate_inverted(params: Params, gru: GRU, code: Array, state: Array) -> Array:
+    """s_t = p ⊙ n + (1 − p) ⊙ s_{t-1}: the update gate's two sides exchanged."""
+    trace = gru_step(params, gru, code, state)[1]
+    return trace.update * trace.candidate + (1.0 - trace.update) * state
+
+
+def _canonical_cell(params: Params, gru: GRU, code: Array, state: Array) -> Array:
+    return gru_step(params, gru, code, state)[0]
+
+
+def _state_unroll(
+    config: FRAEConfig,
+    params: Params,
+    sequences: Array,
+    *,
+    cell: GRUCell = _canonical_cell,
+    codes_given: bool = False,
+    carry_new_state: bool = True,
+) -> tuple[Array, Array]:
+    """The state-feedback recurrence with ``cell`` for the GRU, float32 out: ``(x̂, z)``.
+
+    Without ``carry_new_state`` the state carried to the next step is the one from before the
+    GRU, s_{t-1} (a scan cell returning its input carry), so s₀ = 0 is fed back throughout.
+    """
+    assert config.gru is not None
+    state = np.zeros((len(sequences), config.feedback_dim))
+    outputs, codes = [], []
+    for t in range(sequences.shape[1]):
+        code = (
+            sequences[:, t]
+            if codes_given
+            else dense_stack(
+                params, config.encoder_layers, np.concatenate([sequences[:, t], state], 1), None
+            )
+        )
+        new_state = cell(params, config.gru, code, state)
+        outputs.append(dense_stack(params, config.decoder_layers, new_state, None))
+        codes.append(code)
+        state = new_state if carry_new_state else state
+    return np.stack(outputs, 1).astype(np.float32), np.stack(codes, 1).astype(np.float32)
+
+
+class ResetBeforeRecurrentProduct(Float32Reference):
+    """The GRU applies its reset gate to s_{t-1} before the recurrent product (Keras'
+    ``reset_after=False``), not after it as the contract's GRU does."""
+
+    breaks = "outputs"
+
+    def _predict(self, x: Array) -> Array:
+        if self.config.gru is None:
+            return super()._predict(x)
+        return _state_unroll(self.config, self.params, x, cell=_reset_before_recurrent_product)[0]
+
+
+class UpdateGateInverted(Float32Reference):
+    """The GRU keeps the candidate where the update gate is open: h' = u⊙n + (1−u)⊙h."""
+
+    breaks = "decoder"
+
+    def _decode(self, z: Array) -> Array:
+        if self.config.gru is None:
+            return super()._decode(z)
+        return _state_unroll(
+            self.config, self.params, z, cell=_update_gate_inverted, codes_given=True
+        )[0]
+
+
+class StateFedBackFromBeforeGRU(Float32Reference):
+    """The state fed back to the encoder (and carried on) is the one from before the GRU's
+    step, s_{t-1}, not its new state s_t: a cell that returns its input carry."""
+
+    breaks = "codes"
+
+    def _encode(self, x: Array) -> Array:
+        if self.config.gru is None:
+            return super()._encode(x)
+        return _state_unroll(self.config, self.params, x, carry_new_state=False)[1]
+
+
+def _reset_and_update_swapped(weights: Mapping[str, Any], gru: GRU) -> dict[str, Any]:
+    """The GRU's first two gate blocks exchanged, as between the canonical [r | p | n] and
+    Keras' [z | r | h]; its own inverse."""
+    swapped = dict(weights)
+    width = gru.state_dim
+    order = np.r_[width : 2 * width, 0:width, 2 * width : 3 * width]
+    for name in (gru.kernel, gru.recurrent_kernel, gru.bias, gru.recurrent_bias):
+        swapped[name] = weights[name][..., order]
+    return swapped
+
+
+class GateBlocksSwappedOnImport(Float32Reference):
+    """Canonical GRU weights read as Keras' gate order on import, and written back the same
+    way: a round trip is exact, but the model computes with reset and update exchanged."""
+
+    breaks = "transfer"
+
+    def _write_weights(self, weights: Weights) -> None:
+        gru = self.config.gru
+        super()._write_weights(weights if gru is None else _reset_and_update_swapped(weights, gru))
+
+    def _read_weights(self) -> Mapping[str, Any]:
+        gru = self.config.gru
+        weights = super()._read_weights()
+        return weights if gru is None else _reset_and_update_swapped(weights, gru)
 
 
 MUTANTS = [

@@ -38,19 +38,21 @@ def _matches(pattern: str, test_id: str) -> bool:
 PROPERTIES = {
     "outputs": Property(
         "forward outputs",
-        "predict(x) equals the reference for 7 configs and one sequence of T = 2000",
+        "predict(x) equals the reference for 7 output-feedback configs, 3 state-feedback (GRU) "
+        "configs of three depths and one sequence of T = 2000",
         ("test_predict_equals_the_reference",),
         ("outputs",),
     ),
     "codes": Property(
         "codes",
-        "encode(x) equals the reference's codes",
+        "encode(x) equals the reference's codes, for both feedbacks",
         ("test_encode_equals_the_reference",),
         ("outputs",),
     ),
     "decoder": Property(
         "decoder-only reconstruction",
-        "decode(z) equals the reference's; decode(encode(x)) equals predict(x)",
+        "decode(z) equals the reference's; decode(encode(x)) equals predict(x); for both "
+        "feedbacks (with state feedback, decode runs the GRU from s₀ = 0)",
         ("test_decode_equals_the_reference", "test_decode_of_encode_equals_predict"),
         ("outputs", "self"),
     ),
@@ -68,8 +70,8 @@ PROPERTIES = {
     ),
     "stateless": Property(
         "no state kept between calls",
-        "each call starts from x̂₀ = 0: the same output after other calls, sequences of a batch "
-        "independent, a prefix gives the first steps",
+        "each call starts from x̂₀ = 0 (s₀ = 0): the same output after other calls, sequences of "
+        "a batch independent, a prefix gives the first steps; for both feedbacks",
         (
             "test_every_call_starts_from_zero_feedback",
             "test_sequences_in_a_batch_are_independent",
@@ -98,7 +100,7 @@ PROPERTIES = {
         "divergence",
         "a fit whose loss turns non-finite at step k raises TrainingDiverged with the k - 1 "
         "finite losses and holds the weights from before step k - 1, bit for bit those of the "
-        "same fit stopped there; an overflowing last update is undone",
+        "same fit stopped there; an overflowing last update is undone; for both feedbacks",
         (
             "test_diverged_fit_holds_the_weights_before_the_previous_step",
             "test_overflowing_last_update_holds_the_weights_before_it",
@@ -107,18 +109,19 @@ PROPERTIES = {
     "threads": Property(
         "threads",
         "four threads call one object at once: no call fails, every output comes from one "
-        "whole set of weights, no set_weights is undone",
+        "whole set of weights, no set_weights is undone; for both feedbacks",
         ("test_calls_from_threads_take_turns",),
     ),
     "initial_weights": Property(
         "initial weights",
-        "create(config, seed=s) starts from the contract's NumPy draw, for 2 configs and 4 seeds",
+        "create(config, seed=s) starts from the contract's NumPy draw, for 3 configs (one with "
+        "the GRU's K, U, b_K, b_U drawn between the sides) and 4 seeds",
         ("test_initial_weights_follow_the_spec_rule",),
     ),
     "round_trip": Property(
         "weight round trip",
         "set_weights(get_weights()) and an .npz file leave outputs bit for bit; weights are "
-        "copied in and out",
+        "copied in and out; for both feedbacks",
         (
             "test_weights_round_trip_bit_for_bit",
             "test_get_weights_returns_copies",
@@ -128,21 +131,23 @@ PROPERTIES = {
     ),
     "sgd": Property(
         "SGD trajectory",
-        "the loss of each of 50 SGD steps of fit, and the final weights, equal the reference's",
+        "the loss of each of 50 SGD steps of fit, and the final weights, equal the reference's, "
+        "for both feedbacks",
         ("test_training_follows_the_reference_step_by_step[sgd",),
         ("sgd", "sgd weights"),
     ),
     "adam": Property(
         "Adam trajectory",
         "the loss of each of 50 Adam steps (mini-batches, shuffled), and the final weights, "
-        "equal the reference's",
+        "equal the reference's, for both feedbacks",
         ("test_training_follows_the_reference_step_by_step[adam",),
         ("adam", "adam weights"),
     ),
     "learning": Property(
         "loss decrease",
         "fit halves the loss on multi-sine signals in 60 steps, lowers it on the original "
-        "problem, changes every weight, and starts a fresh optimizer at each call",
+        "problem, changes every weight, and starts a fresh optimizer at each call (all but the "
+        "original problem for both feedbacks)",
         (
             "test_fit_halves_the_loss_on_a_learnable_signal",
             "test_fit_lowers_the_loss_on_the_original_problem",
@@ -151,15 +156,19 @@ PROPERTIES = {
     ),
     "transfer": Property(
         "cross-framework transfer",
-        "weights trained by fit here give the same outputs in each other backend, and back",
+        "weights trained by fit here give the same outputs in each other backend, and back, for "
+        "both feedbacks (a GRU's gate blocks exchanged on import shows)",
         ("test_trained_weights_transfer_to_every_other_backend",),
         ("outputs",),
     ),
     "random_configs": Property(
         "random configs and shapes",
         "predict, loss and gradients equal the reference's for configs and sizes drawn by "
-        "hypothesis (widths, depths, F, L, B, T, activations)",
-        ("test_random_configs_equal_the_reference",),
+        "hypothesis (widths, depths, F, L, B, T, activations; with state feedback H too)",
+        (
+            "test_random_configs_equal_the_reference",
+            "test_random_state_configs_equal_the_reference",
+        ),
         ("random outputs", "loss", "gradients"),
     ),
     "data_parallel": Property(
