@@ -16,7 +16,8 @@ import numpy as np
 import pytest
 
 import frae
-from parity_tests.tolerances import assert_close
+from impls.reference.model import gru_step
+from parity_tests.tolerances import TOLERANCES, assert_close
 
 pytestmark = pytest.mark.backend_specific("jax_scan")
 jax = pytest.importorskip("jax")
@@ -29,6 +30,14 @@ nnx = jax_model.nnx
 
 # every size different, no square kernel: a swapped axis or transposed kernel fails
 CONFIG = frae.FRAEConfig(input_dim=3, encoder_units=(5,), latent_dim=2, decoder_units=(4, 6))
+STATE_CONFIG = frae.FRAEConfig(
+    input_dim=3,
+    encoder_units=(5,),
+    latent_dim=2,
+    decoder_units=(4, 6),
+    feedback="state",
+    state_dim=9,
+)
 BATCH, STEPS = 4, 7
 
 
@@ -56,12 +65,33 @@ def test_weights_round_trip_through_the_nnx_state() -> None:
             assert (layer.in_features, layer.out_features) == value.shape, name
 
 
-def test_scan_equals_the_cell_stepped_in_a_python_loop() -> None:
-    weights = frae.initial_weights(CONFIG, seed=2)
-    module = nnx.merge(jax_model.graphdef(CONFIG), jax_model.state_from_weights(weights))
+def test_state_weights_round_trip_through_the_nnx_state() -> None:
+    """The state model's GRU is this backend's ``GRUCell`` at ``("decoder", "gru")``, its
+    parameters at the canonical paths; the dense layers are as in the output model."""
+    weights = frae.initial_weights(STATE_CONFIG, seed=1)
+    state = jax_model.state_from_weights(weights)
+    back = jax_model.weights_from_state(state)
+    assert list(back) == sorted(weights)
+    for name, value in weights.items():
+        np.testing.assert_array_equal(np.asarray(back[name]), value, err_msg=name)
+    module = nnx.merge(jax_model.graphdef(STATE_CONFIG), state)
+    assert isinstance(module.decoder.gru, jax_model.GRUCell)
+    assert isinstance(module.decoder.output, nnx.Linear)
+    gru = STATE_CONFIG.gru
+    for name in gru.parameter_shapes():
+        kind = name.rpartition("/")[2]
+        np.testing.assert_array_equal(
+            np.asarray(getattr(module.decoder.gru, kind)[...]), weights[name], err_msg=name
+        )
+
+
+@pytest.mark.parametrize("config", [CONFIG, STATE_CONFIG], ids=["output", "state"])
+def test_scan_equals_the_cell_stepped_in_a_python_loop(config: frae.FRAEConfig) -> None:
+    weights = frae.initial_weights(config, seed=2)
+    module = nnx.merge(jax_model.graphdef(config), jax_model.state_from_weights(weights))
     x = _inputs(seed=3)
-    outputs, codes = jax_model.unroll(CONFIG, weights, x)
-    feedback = np.zeros((BATCH, CONFIG.input_dim), np.float32)
+    outputs, codes = jax_model.unroll(config, weights, x)
+    feedback = np.zeros((BATCH, config.feedback_dim), np.float32)
     for t in range(STEPS):
         feedback, (output, code) = module.step(feedback, x[:, t])
         assert_close("self", np.asarray(output), np.asarray(outputs[:, t]), f"x̂ at {t}")
@@ -101,6 +131,115 @@ def test_both_layouts_equal_the_reference(batch: int) -> None:
     assert_close("outputs", model.predict(x), oracle.predict(x))
     assert_close("outputs", model.encode(x), oracle.encode(x), "codes")
     assert_close("outputs", model.decode(z), oracle.decode(z))
+
+
+GRU_CONFIG = frae.FRAEConfig(input_dim=3, latent_dim=2, feedback="state", state_dim=5)
+GRU_BATCH, GRU_STEPS = 3, 4
+"""The GRU comparisons' sizes: batch 3, 4 steps, L = 2, H = 5, no two alike."""
+
+
+def _gru_weights(seed: int) -> tuple[frae.config.GRU, dict[str, np.ndarray]]:
+    """``GRU_CONFIG``'s GRU and canonical weights whose GRU entries are N(0, 0.5), no block
+    alike; b_U's candidate block is zero, as ``nnx.GRUCell`` has no recurrent bias for it."""
+    gru = GRU_CONFIG.gru
+    assert gru is not None
+    rng = np.random.default_rng(seed)
+    weights = frae.initial_weights(GRU_CONFIG) | {
+        name: rng.normal(0.0, 0.5, shape).astype(np.float32)
+        for name, shape in gru.parameter_shapes().items()
+    }
+    weights[gru.recurrent_bias][2 * gru.state_dim :] = 0.0
+    return gru, weights
+
+
+def _gates_swapped(gru: frae.config.GRU, weights: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """``weights`` with the GRU's reset and update column blocks exchanged (Keras' order)."""
+    width = gru.state_dim
+    order = np.r_[width : 2 * width, 0:width, 2 * width : 3 * width]
+    return weights | {name: weights[name][..., order] for name in gru.parameter_shapes()}
+
+
+def _gru_states(cell: Callable[[np.ndarray, np.ndarray], tuple[object, object]]) -> np.ndarray:
+    """s_1 … s_GRU_STEPS of ``cell``, ``(s_{t-1}, z_t) -> (s_t, s_t)``, from s₀ = 0 on
+    random codes."""
+    rng = np.random.default_rng(13)
+    codes = rng.uniform(-2.0, 2.0, (GRU_STEPS, GRU_BATCH, GRU_CONFIG.latent_dim))
+    state, states = np.zeros((GRU_BATCH, GRU_CONFIG.state_dim)), []
+    for code in codes.astype(np.float32):
+        state, output = cell(state.astype(np.float32), code)
+        np.testing.assert_array_equal(np.asarray(output), np.asarray(state))
+        state = np.asarray(state)
+        states.append(state)
+    return np.stack(states)
+
+
+def _reference_gru_states(gru: frae.config.GRU, weights: dict[str, np.ndarray]) -> np.ndarray:
+    """``_gru_states`` of the float64 reference's ``gru_step``."""
+    params = {name: np.float64(value) for name, value in weights.items()}
+    return _gru_states(lambda s, z: (gru_step(params, gru, np.float64(z), np.float64(s))[0],) * 2)
+
+
+def _stock_cell(gru: frae.config.GRU, weights: dict[str, np.ndarray]) -> nnx.GRUCell:
+    """Flax's own ``nnx.GRUCell`` holding ``weights`` through ``stock_gru_cell_state``."""
+    cell = nnx.GRUCell(gru.input_dim, gru.state_dim, rngs=nnx.Rngs(0))
+    nnx.update(cell, jax_model.stock_gru_cell_state(weights, gru))
+    return cell
+
+
+def test_canonical_gates_in_flax_stock_gru_cell_equal_the_reference() -> None:
+    """Canonical GRU weights through the layout mapping into ``nnx.GRUCell``, and through
+    ``state_from_weights`` into this backend's ``GRUCell``, step as the reference does; with
+    the reset and update blocks swapped the stock cell errs by far more than the tolerance,
+    so a swapped gate cannot pass."""
+    gru, weights = _gru_weights(seed=14)
+    expected = _reference_gru_states(gru, weights)
+    model = nnx.merge(jax_model.graphdef(GRU_CONFIG), jax_model.state_from_weights(weights))
+    for name, cell in {"nnx.GRUCell": _stock_cell(gru, weights), "own": model.decoder.gru}.items():
+        assert_close("outputs", _gru_states(cell), expected, name)
+    swapped = _gru_states(_stock_cell(gru, _gates_swapped(gru, weights)))
+    tolerance = TOLERANCES["outputs"]
+    error = np.abs(swapped - expected).max()
+    assert error > 100 * (tolerance.atol + tolerance.rtol * np.abs(expected).max()), error
+
+
+def test_stock_gru_cell_state_refuses_a_candidate_recurrent_bias() -> None:
+    gru, weights = _gru_weights(seed=15)
+    weights[gru.recurrent_bias][-1] = 0.25
+    with pytest.raises(ValueError, match="candidate block must be zero"):
+        jax_model.stock_gru_cell_state(weights, gru)
+
+
+@pytest.mark.parametrize("backend", ["jax_scan", "jax_scan_bptt"])
+@pytest.mark.usefixtures("fresh_compiled_code")
+def test_state_model_at_large_batches_takes_no_output_only_path(
+    monkeypatch: pytest.MonkeyPatch, backend: str
+) -> None:
+    """From ``BATCH_LAST_MIN_BATCH`` and ``REMAT_MIN_BATCH`` on, the state model still runs
+    batch-major and stores each step, and ``jax_scan_bptt`` differentiates it by autodiff
+    (its hand-written backward, broken here, is output feedback's): all equal the reference."""
+    batch = max(jax_model.BATCH_LAST_MIN_BATCH, jax_train.REMAT_MIN_BATCH)
+    options: list[dict[str, object]] = []
+    unroll = jax_model.unroll
+
+    def recorded_unroll(*args: object, **kwargs: object) -> object:
+        options.append(kwargs)
+        return unroll(*args, **kwargs)
+
+    monkeypatch.setattr(jax_model, "unroll", recorded_unroll)
+    _break_the_backward(monkeypatch)
+    rng = np.random.default_rng(16)
+    shape = (batch, 5, STATE_CONFIG.input_dim)
+    x, y = (rng.uniform(-1.0, 1.0, shape).astype(np.float32) for _ in "xy")
+    model = frae.create(backend, STATE_CONFIG, seed=17)
+    oracle = frae.create("reference", STATE_CONFIG, seed=17)
+    assert_close("outputs", model.predict(x), oracle.predict(x))
+    loss, grads = model.loss_and_grads(x, y)
+    expected_loss, expected = oracle.loss_and_grads(x, y)
+    assert_close("loss", np.float32(loss), np.float64(expected_loss))
+    for name, grad in grads.items():
+        assert_close("gradients", grad, expected[name], name)
+    assert len(options) == 2
+    assert not any(kwargs.get("batch_last") or kwargs.get("remat") for kwargs in options)
 
 
 def _device_results(model: frae.Backend) -> dict[str, object]:

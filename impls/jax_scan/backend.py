@@ -49,21 +49,27 @@ def jit(function: Callable[..., Any]) -> Callable[..., Any]:
 @functools.lru_cache(maxsize=64)
 def compiled(config: FRAEConfig, *, by_hand: bool = False) -> Compiled:
     """The jitted functions of ``config``; ``by_hand``: gradients and training steps through
-    the hand-written backward (``train.loss_by_hand``), the rest shared with autodiff's."""
+    the hand-written backward (``train.loss_by_hand``) where it applies (``train.gradient``),
+    the rest shared with autodiff's."""
     if by_hand:
         return dataclasses.replace(
             compiled(config),
-            loss_and_grads=jit(functools.partial(train.loss_and_grads_by_hand, config)),
+            loss_and_grads=jit(functools.partial(train.gradient(config, by_hand=True), config)),
             train_steps={
                 name: jit(functools.partial(train.train_step, config, name, by_hand=True))
                 for name in OPTIMIZERS
             },
         )
+
+    def layout(sequences: Any) -> dict[str, bool]:
+        """The forward's layout for ``sequences``' batch size (``model.runs_batch_last``)."""
+        return {"batch_last": model.runs_batch_last(config, sequences.shape[0])}
+
     return Compiled(
-        predict=jit(lambda params, x: model.unroll(config, params, x, **large(x))[0]),
-        encode=jit(lambda params, x: model.unroll(config, params, x, **large(x))[1]),
+        predict=jit(lambda params, x: model.unroll(config, params, x, **layout(x))[0]),
+        encode=jit(lambda params, x: model.unroll(config, params, x, **layout(x))[1]),
         decode=jit(
-            lambda params, z: model.unroll(config, params, z, codes_given=True, **large(z))[0]
+            lambda params, z: model.unroll(config, params, z, codes_given=True, **layout(z))[0]
         ),
         loss_and_grads=jit(functools.partial(train.loss_and_grads, config)),
         optimizer_inits={
@@ -89,11 +95,6 @@ def data_parallel_steps(
         )
         for name in OPTIMIZERS
     }
-
-
-def large(sequences: Any) -> dict[str, bool]:
-    """The forward's layout for ``sequences``' batch size (``model.BATCH_LAST_MIN_BATCH``)."""
-    return {"batch_last": sequences.shape[0] >= model.BATCH_LAST_MIN_BATCH}
 
 
 class JaxScanBackend(BaseBackend):
@@ -208,7 +209,8 @@ class JaxScanBPTTBackend(JaxScanBackend):
     ``jax.value_and_grad`` through ``jax.custom_vjp`` (``train.loss_by_hand``): one reverse
     loop over time carrying only the feedback's gradient, then each weight's gradient as one
     product over all steps. Gradients and both optimizers' steps use it; the rest is
-    inherited."""
+    inherited. It is written for output feedback: a state-feedback config trains by
+    autodiff, as ``JaxScanBackend`` (``train.gradient``)."""
 
     name = "jax_scan_bptt"
     by_hand = True

@@ -2,34 +2,39 @@
 
 The encoder and decoder are ``nnx.Module`` stacks of ``nnx.Linear`` layers (kernels
 ``(in, out)``, as the canonical layout), named so that a parameter's NNX state path is its
-canonical name split at ``/``: ``("encoder", "dense_0", "kernel")``. ``state_from_weights``
-and ``weights_from_state`` are the one conversion between the two.
+canonical name split at ``/``: ``("encoder", "dense_0", "kernel")``. With state feedback the
+decoder holds a ``GRUCell`` of its own under ``"gru"``, its parameters named as the
+canonical ones: ``("decoder", "gru", "recurrent_kernel")``. ``state_from_weights`` and
+``weights_from_state`` are the one conversion between the two; ``stock_gru_cell_state``
+maps canonical GRU weights to Flax's own ``nnx.GRUCell``, which cannot hold all of them.
 
 Functions take canonical weights, a plain dict of arrays; inside a trace they become the
 module's ``State`` and ``nnx.merge`` rebuilds the modules from the config's ``GraphDef``
 (built once per config, abstractly), both of which compile away. The time loop is a plain
 ``jax.lax.scan`` over the merged modules' cell, not ``nnx.scan``: the parameters are only
 read in the loop, never written, so they enter the scan as constants and the only carry is
-the feedback x̂_{t-1}; ``nnx.scan`` would split and merge the modules around the loop body
-for state that never changes across steps.
+the feedback x̂_{t-1} (or s_{t-1}); ``nnx.scan`` would split and merge the modules around
+the loop body for state that never changes across steps.
 """
 
 from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 import jax
 import jax.numpy as jnp
 from flax import nnx
 
-from frae.config import FUSED_PRODUCT_MAX_SIZE, FRAEConfig, Layer
+from frae.config import FUSED_PRODUCT_MAX_SIZE, GRU, FRAEConfig, Layer
 
 Array = jax.Array
 Params = dict[str, Array]
 """Weights by canonical name."""
 Step = tuple[Array, tuple[Array, Array]]
-"""A step's ``(carry, y)``: the new feedback x̂_t, and ``(x̂_t, z_t)`` to stack over time."""
+"""A step's ``(carry, y)``: the new feedback x̂_t (or s_t), and ``(x̂_t, z_t)`` to stack over
+time."""
 TracedStep = tuple[Array, tuple[Array, list[Array], list[Array]]]
 """``traced_step``'s ``(carry, y)``: x̂_t, and ``(x̂_t, layer inputs, layer slopes)``."""
 
@@ -52,12 +57,27 @@ COMPILER_OPTIONS = {"xla_cpu_experimental_ynn_fusion_type": ""}
 # B = 256 22.5 / 13.7.
 BATCH_LAST_MIN_BATCH = 64
 
+
+def runs_batch_last(config: FRAEConfig, batch: int) -> bool:
+    """Whether the loop over ``batch`` sequences runs in ``(features, B)`` layout: with
+    output feedback from ``BATCH_LAST_MIN_BATCH`` on; the state model always batch-major."""
+    return config.gru is None and batch >= BATCH_LAST_MIN_BATCH
+
+
 ACTIVATIONS: dict[str, Callable[[Array], Array]] = {
     "swish": nnx.swish,  # a·sigmoid(a)
     "tanh": jnp.tanh,
     "sigmoid": nnx.sigmoid,
     "linear": lambda pre: pre,
 }
+
+
+def product(h: Array, kernel: Array) -> Array:
+    """``h @ kernel``, as one fused broadcast product and sum for small kernels
+    (``FUSED_PRODUCT_MAX_SIZE``), else a full-precision matmul."""
+    if kernel.size <= FUSED_PRODUCT_MAX_SIZE:
+        return jnp.sum(h[..., :, None] * kernel, axis=-2)
+    return jnp.matmul(h, kernel, precision=PRECISION)
 
 
 def activation_slope(name: str, pre: Array, out: Array) -> Array:
@@ -167,26 +187,124 @@ class FRAE(nnx.Module):
         return output, (output, z_t)
 
 
+class GRUCell(nnx.Module):
+    """The contract's GRU (section 1b), ``(carry, x) -> (carry, y)`` as ``lax.scan``'s::
+
+        a = z_t @ kernel + bias;   c = s_{t-1} @ recurrent_kernel + recurrent_bias
+        r = σ(a_r + c_r);   p = σ(a_p + c_p);   n = tanh(a_n + r ⊙ c_n)
+        s_t = (1 - p) ⊙ n + p ⊙ s_{t-1}
+
+    with column blocks [r | p | n] of width H each. Flax's ``nnx.GRUCell`` has no recurrent
+    bias, so it cannot hold b_U: this cell's parameters are the canonical four, under their
+    canonical names. Their values come from canonical weights (``state_from_weights``); the
+    zeros here only give ``graphdef`` their shapes.
+    """
+
+    def __init__(self, input_dim: int, state_dim: int) -> None:
+        width = 3 * state_dim
+        self.kernel = nnx.Param(jnp.zeros((input_dim, width)))
+        self.recurrent_kernel = nnx.Param(jnp.zeros((state_dim, width)))
+        self.bias = nnx.Param(jnp.zeros((width,)))
+        self.recurrent_bias = nnx.Param(jnp.zeros((width,)))
+
+    def __call__(self, state: Array, code: Array) -> tuple[Array, Array]:
+        """s_{t-1}, z_t -> s_t, s_t."""
+        a = product(code, self.kernel.get_value()) + self.bias.get_value()
+        c = product(state, self.recurrent_kernel.get_value()) + self.recurrent_bias.get_value()
+        a_r, a_p, a_n = jnp.split(a, 3, axis=-1)
+        c_r, c_p, c_n = jnp.split(c, 3, axis=-1)
+        reset, update = nnx.sigmoid(a_r + c_r), nnx.sigmoid(a_p + c_p)
+        candidate = jnp.tanh(a_n + reset * c_n)
+        new_state = (1.0 - update) * candidate + update * state
+        return new_state, new_state
+
+
+class GRUDecoder(DenseStack):
+    """The state model's decoder: its ``gru`` (a ``GRUCell``), and the dense layers that
+    read the GRU's state, applied by calling it."""
+
+    def __init__(self, gru: GRU, layers: Sequence[Layer], *, rngs: nnx.Rngs) -> None:
+        super().__init__(layers, rngs=rngs)
+        self.gru = GRUCell(gru.input_dim, gru.state_dim)
+
+
+class StateFRAE(nnx.Module):
+    """Encoder and GRU decoder of a state-feedback config; ``step`` is the recurrent cell,
+    its carry the GRU's state s_{t-1} of shape ``(B, H)``::
+
+        z_t = encoder(concat(x_t, s_{t-1}))     # (B, L)
+        s_t = gru(s_{t-1}, z_t)                 # (B, H)
+        x̂_t = decoder(s_t)                     # (B, F)
+    """
+
+    def __init__(self, config: FRAEConfig, *, rngs: nnx.Rngs) -> None:
+        assert config.gru is not None, "a state-feedback config"
+        self.encoder = DenseStack(config.encoder_layers, rngs=rngs)
+        self.decoder = GRUDecoder(config.gru, config.decoder_layers, rngs=rngs)
+
+    def step(self, state: Array, x_t: Array) -> Step:
+        """s_{t-1}, x_t -> s_t, (x̂_t, z_t)."""
+        return self.decode_step(state, self.encoder(jnp.concatenate([x_t, state], -1)))
+
+    def decode_step(self, state: Array, z_t: Array) -> Step:
+        """s_{t-1}, z_t -> s_t, (x̂_t, z_t): the GRU and the decoder, on a given code."""
+        state, _ = self.decoder.gru(state, z_t)
+        return state, (self.decoder(state), z_t)
+
+
+Model = FRAE | StateFRAE
+
+
 @functools.lru_cache(maxsize=64)
-def graphdef(config: FRAEConfig) -> nnx.GraphDef[FRAE]:
-    """The static graph of ``FRAE(config)``, built abstractly (no weights drawn)."""
-    return nnx.graphdef(nnx.eval_shape(lambda: FRAE(config, rngs=nnx.Rngs(0))))
+def graphdef(config: FRAEConfig) -> nnx.GraphDef[Model]:
+    """The static graph of ``config``'s model (``FRAE``, or ``StateFRAE`` with state
+    feedback), built abstractly (no weights drawn)."""
+    model = FRAE if config.gru is None else StateFRAE
+    return nnx.graphdef(nnx.eval_shape(lambda: model(config, rngs=nnx.Rngs(0))))
 
 
 def state_from_weights(weights: Mapping[str, Array]) -> nnx.State:
-    """Canonical weights to the NNX state of ``FRAE``: ``"encoder/dense_0/kernel"`` goes to
-    the path ``("encoder", "dense_0", "kernel")``, an ``nnx.Param``."""
+    """Canonical weights to the NNX state of the model: ``"encoder/dense_0/kernel"`` goes to
+    the path ``("encoder", "dense_0", "kernel")``, ``"decoder/gru/bias"`` to ``("decoder",
+    "gru", "bias")``, each an ``nnx.Param``."""
     return nnx.from_flat_state(
         {tuple(name.split("/")): nnx.Param(jnp.asarray(value)) for name, value in weights.items()}
     )
 
 
 def weights_from_state(state: nnx.State) -> Params:
-    """The NNX state of ``FRAE`` (its parameters, or their gradients) to canonical names."""
+    """The NNX state of the model (its parameters, or their gradients) to canonical names."""
     return {
         "/".join(map(str, path)): variable.get_value()
         for path, variable in nnx.to_flat_state(state)
     }
+
+
+def stock_gru_cell_state(weights: Mapping[str, Any], gru: GRU) -> nnx.State:
+    """Canonical GRU weights to the state of Flax's ``nnx.GRUCell(L, H)``, whose step is
+    ``dense_i(z) = z @ K_i + b_i`` and ``dense_h(s) = s @ K_h`` in blocks [r | z | n] (the
+    contract's [r | p | n]), ``n = tanh(dense_i_n + r ⊙ dense_h_n)``: K_i = K, K_h = U,
+    b_i = b_K + [b_U,r | b_U,p | 0]. The reset and update blocks of b_U only add to b_K's;
+    its candidate block sits inside r ⊙ (·), where ``nnx.GRUCell`` has no bias, so it must
+    be zero.
+    """
+    recurrent_bias = jnp.asarray(weights[gru.recurrent_bias])
+    gate_biases, candidate_bias = jnp.split(recurrent_bias, [2 * gru.state_dim])
+    if jnp.any(candidate_bias != 0):
+        raise ValueError(
+            f"{gru.recurrent_bias}'s candidate block must be zero for nnx.GRUCell, which has "
+            f"no recurrent bias; got largest magnitude {float(jnp.abs(candidate_bias).max())}"
+        )
+    input_bias = jnp.asarray(weights[gru.bias]) + jnp.concatenate(
+        [gate_biases, jnp.zeros_like(candidate_bias)]
+    )
+    return nnx.from_flat_state(
+        {
+            ("dense_i", "kernel"): nnx.Param(jnp.asarray(weights[gru.kernel])),
+            ("dense_i", "bias"): nnx.Param(input_bias),
+            ("dense_h", "kernel"): nnx.Param(jnp.asarray(weights[gru.recurrent_kernel])),
+        }
+    )
 
 
 def unroll(
@@ -199,14 +317,14 @@ def unroll(
     remat: bool = False,
     batch_last: bool = False,
 ) -> tuple[Array, Array]:
-    """Step the recurrence from x̂₀ = 0; returns ``(x̂, z)``, each ``(B, T, ·)``.
+    """Step the recurrence from x̂₀ = 0 (or s₀ = 0); returns ``(x̂, z)``, each ``(B, T, ·)``.
 
     ``weights`` are canonical (arrays or tracers); ``sequences`` is x, or with
     ``codes_given`` the codes z for the decoder alone; ``steps_per_iteration`` time steps
     run per iteration of the scan's loop (its ``unroll``); with ``remat`` a gradient
     recomputes each step instead of storing its intermediates; with ``batch_last`` the loop
-    runs on ``(features, B)`` arrays (``BATCH_LAST_MIN_BATCH``). The one transpose of each
-    array: batch-major at the edges, time-major for the scan.
+    runs on ``(features, B)`` arrays (``runs_batch_last``; output feedback only). The one
+    transpose of each array: batch-major at the edges, time-major for the scan.
     """
     model = nnx.merge(graphdef(config), state_from_weights(weights))
     batch = sequences.shape[0]
@@ -216,7 +334,7 @@ def unroll(
         into_loop, out_of_loop = (1, 2, 0), (2, 0, 1)
     else:  # (T, B, features)
         cell = model.decode_step if codes_given else model.step
-        feedback = jnp.zeros((batch, config.input_dim), sequences.dtype)
+        feedback = jnp.zeros((batch, config.feedback_dim), sequences.dtype)
         into_loop = out_of_loop = (1, 0, 2)
     if remat:
         cell = jax.checkpoint(cell)

@@ -1,6 +1,6 @@
-"""Training in JAX: the loss, its gradient by ``jax.value_and_grad`` through the scan (or
-through a backward pass written by hand, ``loss_by_hand``), and the contract's SGD and Adam
-from optax."""
+"""Training in JAX: the loss, its gradient by ``jax.value_and_grad`` through the scan (or,
+with output feedback, through a backward pass written by hand, ``loss_by_hand``), and the
+contract's SGD and Adam from optax."""
 
 from __future__ import annotations
 
@@ -28,20 +28,27 @@ GRADIENT_UNROLL = 4
 # (``jax.checkpoint`` on the cell) instead of storing its intermediates, and does not
 # unroll: with large batches, writing and reading the stored arrays costs more than the
 # arithmetic again (B=256: 68 -> 33 µs per step, B=64: 9.6 -> 6.9); below, storing is as
-# fast or faster (B=32: 4.8 against 5.2; B=1, unrolled: 1.2 against 1.7).
+# fast or faster (B=32: 4.8 against 5.2; B=1, unrolled: 1.2 against 1.7). Measured with
+# output feedback, and only taken there: the state model always stores and unrolls.
 REMAT_MIN_BATCH = 64
+
+
+def recomputes(config: FRAEConfig, batch: int) -> bool:
+    """Whether a gradient over ``batch`` sequences recomputes each step (``REMAT_MIN_BATCH``,
+    output feedback only)."""
+    return config.gru is None and batch >= REMAT_MIN_BATCH
 
 
 def loss(config: FRAEConfig, params: Params, x: Array, y: Array) -> Array:
     """mean((x̂ - y)²) over every element of ``(B, T, F)``."""
-    large = x.shape[0] >= REMAT_MIN_BATCH
+    large = recomputes(config, x.shape[0])
     outputs = model.unroll(
         config,
         params,
         x,
         steps_per_iteration=1 if large else GRADIENT_UNROLL,
         remat=large,
-        batch_last=x.shape[0] >= model.BATCH_LAST_MIN_BATCH,
+        batch_last=model.runs_batch_last(config, x.shape[0]),
     )[0]
     return jnp.mean(jnp.square(outputs - y))
 
@@ -147,6 +154,15 @@ def loss_and_grads_by_hand(
     return jax.value_and_grad(lambda p: loss_by_hand(config, p, x, y))(params)
 
 
+Gradient = Callable[[FRAEConfig, Params, Array, Array], tuple[Array, Params]]
+
+
+def gradient(config: FRAEConfig, *, by_hand: bool) -> Gradient:
+    """``loss_and_grads``, or with ``by_hand`` ``loss_and_grads_by_hand``: the hand-written
+    backward covers output feedback, so a state-feedback config gets autodiff's in both."""
+    return loss_and_grads_by_hand if by_hand and config.gru is None else loss_and_grads
+
+
 def optimizer(name: str, learning_rate: float | Array) -> optax.GradientTransformation:
     """The contract's optimizers: ``"sgd"``, w ← w - lr·g, or ``"adam"`` with ε outside the
     root, w ← w - lr·m̂/(√v̂ + ε), as optax places it.
@@ -179,8 +195,8 @@ def train_step(
     by_hand: bool = False,
 ) -> tuple[Params, optax.OptState, Array]:
     """Forward, back-propagation through time (by autodiff, or ``by_hand`` through
-    ``loss_by_hand``) and one update; the loss is from before it."""
-    value, grads = (loss_and_grads_by_hand if by_hand else loss_and_grads)(config, params, x, y)
+    ``loss_by_hand``: ``gradient``) and one update; the loss is from before it."""
+    value, grads = gradient(config, by_hand=by_hand)(config, params, x, y)
     return *update(optimizer_name, learning_rate, params, grads, optimizer_state), value
 
 
@@ -230,11 +246,11 @@ def data_parallel_train_step(
     the devices at every time step of the backward loop (B = 256, T = 1000 on 2 CPU
     devices: 241 ms a step, against 30 here and 37 on one device).
     """
-    gradient = loss_and_grads_by_hand if by_hand else loss_and_grads
+    on_one_device = gradient(config, by_hand=by_hand)
     replicated, split = PartitionSpec(), PartitionSpec(DEVICES_AXIS)
 
     def on_each_device(params: Params, x: Array, y: Array) -> tuple[Array, Params]:
-        value, grads = gradient(config, params, x, y)
+        value, grads = on_one_device(config, params, x, y)
         return jax.lax.pmean(value, DEVICES_AXIS), combine(grads)
 
     value, grads = jax.shard_map(
