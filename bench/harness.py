@@ -19,6 +19,11 @@ One's own port beside the floor, on a wider model:
 
     python -m bench --quick --variants numba_floor my_package.port:MyFRAE \
         --config '{"encoder_units": [64], "latent_dim": 16, "decoder_units": [64]}'
+
+The state-feedback model (contract section 1b), the GRU in the floors too; the variants that
+cannot run it (``Variant.no_state_feedback``) are left out, saying why:
+
+    python -m bench --quick --config '{"feedback": "state", "state_dim": 8}'
 """
 
 from __future__ import annotations
@@ -132,6 +137,9 @@ class Variant:
             there and bound nothing).
         devices: data-parallel on this many devices (``create(..., devices=N)``), virtual
             CPU devices where the machine has no accelerators (``frae.devices.start``).
+        no_state_feedback: why it cannot run a state-feedback model (contract section 1b),
+            whose points a run leaves out of its part, saying so (``state_points``);
+            ``None``: it runs both feedbacks.
     """
 
     name: str
@@ -147,6 +155,7 @@ class Variant:
     only_shapes: tuple[tuple[int, int], ...] | None = None
     wide: tuple[str, ...] = ()
     devices: int | None = None
+    no_state_feedback: str | None = None
 
 
 TARGETED = ("predict", "train_step")
@@ -205,13 +214,20 @@ def _by_hand(backend: str, mechanism: str) -> Variant:
         operations=("loss_and_grads", "train_step"),
         only_shapes=((1, 1000), (256, 1000)),
         quick=False,
+        no_state_feedback="its backward is written by hand for output feedback (the price "
+        "of autodiff is measured on output-feedback models)",
     )
+
+
+PYTHON_LOOP = "its loop over time is written for output feedback (x̂_{t-1} fed back)"
+"""Why PyTorch's other routes run no state-feedback model: they step the cell from Python
+(``bench.baselines.torch_eager``) or script it."""
 
 
 def _torch_routes() -> tuple[Variant, ...]:
     """The other ways to run the loop in PyTorch (``bench.baselines.torch_routes``)."""
     routes = f"{BASELINES}.torch_routes"
-    return (
+    variants = (
         Variant(
             "torch_scan[python_wrapper]",
             f"{routes}:TorchScanPythonWrapperBackend",
@@ -258,6 +274,7 @@ def _torch_routes() -> tuple[Variant, ...]:
             optional=True,
         ),
     )
+    return tuple(replace(variant, no_state_feedback=PYTHON_LOOP) for variant in variants)
 
 
 DEVICE_COUNTS = (2,)
@@ -299,6 +316,7 @@ VARIANTS = (
         "the same forward in plain C, compiled (cc -O2) when the model is created, called "
         "by ctypes: the check on the floor",
         operations=("predict",),
+        no_state_feedback="the C check's forward has no GRU",
     ),
     Variant(
         "simd_floor",
@@ -317,6 +335,7 @@ VARIANTS = (
         needs=("numba",),
         only_shapes=WIDE_SHAPES,  # the targets' shapes: the rest of the grid is the loops'
         wide=OPERATIONS,
+        no_state_feedback="the matrix floor has no GRU (numba_floor and simd_floor have)",
     ),
     Variant(
         "tf_while", "tf_while", "compiled", "tf.while_loop + TensorArray under XLA", wide=TARGETED
@@ -356,6 +375,7 @@ VARIANTS = (
         "PyTorch eager: torch_scan's module, a Python loop over time, torch.optim.Adam",
         needs=("torch",),
         slow=True,
+        no_state_feedback=PYTHON_LOOP,
     ),
     *_torch_routes(),
     Variant(
@@ -506,11 +526,13 @@ def quick_grid(model: str = DEFAULT_MODEL) -> list[Point]:
 
 
 def model_label(config: FRAEConfig) -> str:
-    """``"default"`` for the default model, else its widths from input to output and its
-    activations where not swish: ``"32-64-16-64-32"``, ``"3-5-2-4-6-3 tanh/sigmoid"``."""
+    """``"default"`` for the default model, else its widths from input to output, the GRU's
+    as ``gruH`` with state feedback, and its activations where not swish:
+    ``"32-64-16-64-32"``, ``"3-5-2-4-6-3 tanh/sigmoid"``, ``"2-4-3-1-gru8-3-2"``."""
     if config == FRAEConfig():
         return DEFAULT_MODEL
-    widths = [config.input_dim, *config.encoder_units, config.latent_dim]
+    widths: list[int | str] = [config.input_dim, *config.encoder_units, config.latent_dim]
+    widths += [f"gru{config.state_dim}"] if config.gru is not None else []
     widths += [*config.decoder_units, config.input_dim]
     activations = (config.activation, config.layers[-1].activation)  # the layer table's
     named = "" if activations == ("swish", "swish") else " " + "/".join(activations)
@@ -555,6 +577,20 @@ def points_for(variant: Variant, grid: Iterable[Point], settings: Settings) -> l
         if offered and not capped:
             points.append((model, batch, steps, offered))
     return points
+
+
+def state_points(
+    variant: Variant, points: list[Point], models: dict[str, FRAEConfig]
+) -> tuple[list[Point], str | None]:
+    """``points`` without the state-feedback models' where ``variant`` cannot run them
+    (``Variant.no_state_feedback``), and why it is left out of a run of such a model when
+    that leaves it none."""
+    if variant.no_state_feedback is None:
+        return points, None
+    kept = [point for point in points if models[point[0]].gru is None]
+    if not kept and any(config.gru is not None for config in models.values()):
+        return kept, f"cannot run the state-feedback model: {variant.no_state_feedback}"
+    return kept, None
 
 
 def run_variant(
@@ -648,7 +684,10 @@ def run(
         variants={v.name: Listing(v.backend, v.role, v.about, v.env, v.slow) for v in variants},
         models={label: config.to_dict() for label, config in models.items()},
     )
-    plan = [(v, points_for(v, grid, settings), unavailable(v)) for v in variants]
+    plan = []
+    for variant in variants:
+        points, refused = state_points(variant, points_for(variant, grid, settings), models)
+        plan.append((variant, points, unavailable(variant) or refused))
     total = sum(len(p[3]) for _, points, reason in plan if reason is None for p in points)
     bar = _progress_bar(total, progress)
     with (out / "results.jsonl").open("w") as results:
@@ -852,6 +891,7 @@ def main(argv: list[str] | None = None, prog: str = "python -m bench") -> None:
                 + ("  [only when named]" if v.optional else "")
                 + ("" if v.quick else "  [not in --quick]")
                 + (f"  [width axis: {', '.join(v.wide)}]" if v.wide else "")
+                + ("  [no state feedback]" if v.no_state_feedback else "")
                 + (f"  [skipped: {reason}]" if reason else "")
             )
         return

@@ -2,16 +2,20 @@
 writes what it promises.
 
 - The Numba floor (``bench.baselines.numba_floor``), in float64, equals the reference's
-  outputs, codes, loss and gradients to float64 rounding, on the default config and on one
-  with other sizes and activations; in float32, as the benchmark runs it, within the float32
-  tolerances.
+  outputs, codes, loss and gradients to float64 rounding, on the default config, on one
+  with other sizes and activations and on the parity suite's three state-feedback configs
+  (the GRU between the encoder and the decoder, contract section 1b); in float32, as the
+  benchmark runs it, within the float32 tolerances.
 - The C forward (``bench.baselines.c_forward``) equals the reference's outputs (skipped
   without ``cc``).
 - The harness, run from its command line on a tiny grid (floor and reference, predict and a
   training step at B=1, T=20 and 40), writes valid JSON lines, a Markdown report with its sections
   and decodable PNGs.
 - The report judges the targets from records alone: it finds variants by role, and its
-  verdicts (met, missed, met by those measured, not measured) follow the figures.
+  verdicts (met, missed, met by those measured, not measured) follow the figures; a
+  state-feedback model is judged by its own targets.
+- A state-feedback model has a label of its own, and a run of one leaves out, saying why,
+  the variants that cannot run it; the rest run it end to end.
 
 Each check is shown to reject a deliberately broken implementation or output. No timing is
 asserted anywhere: the figures depend on the machine.
@@ -31,6 +35,7 @@ import pytest
 
 import frae
 from frae.data import multi_sine
+from parity_tests.cases import CASES
 from parity_tests.tolerances import assert_close
 
 pytestmark = pytest.mark.project
@@ -64,6 +69,10 @@ OTHER_CONFIG = frae.FRAEConfig(
 NO_HIDDEN_CONFIG = frae.FRAEConfig(
     encoder_units=(), decoder_units=(), activation="linear", output_activation="swish"
 )
+
+STATE_CONFIGS = {name: CASES[name].config for name in ("state", "state_deep", "state_no_hidden")}
+"""The parity suite's state-feedback configs: H = 8, 11 and 9, two depths and none."""
+STATE_CONFIG = STATE_CONFIGS["state"]
 
 needs_cc = pytest.mark.skipif(compiler() is None, reason="no C compiler (cc or gcc)")
 
@@ -104,6 +113,14 @@ class DroppedBiasFloor(floor.NumbaFloor64Backend):
         )
 
 
+class DroppedRecurrentBiasFloor(floor.NumbaFloor64Backend):
+    """Broken: the GRU's recurrent bias is lost on the way in."""
+
+    def _write_weights(self, weights: dict[str, Any]) -> None:
+        bias = "decoder/gru/recurrent_bias"
+        super()._write_weights({**weights, bias: 0 * weights[bias]})
+
+
 class ShiftedGradientFloor(floor.NumbaFloor64Backend):
     """Broken: gradients read one slot off in the flat vector."""
 
@@ -122,16 +139,19 @@ class TruncatedFloor(floor.NumbaFloor64Backend):
         return loss, grads
 
 
-@pytest.mark.parametrize("config", [frae.FRAEConfig(), OTHER_CONFIG], ids=["default", "other"])
+FLOAT64_CONFIGS = {"default": frae.FRAEConfig(), "other": OTHER_CONFIG, **STATE_CONFIGS}
+
+
+@pytest.mark.parametrize("config", FLOAT64_CONFIGS.values(), ids=FLOAT64_CONFIGS)
 def test_numba_floor_float64_equals_the_reference(config: frae.FRAEConfig) -> None:
     model = floor.NumbaFloor64Backend(config, seed=3)
     check_forward(model, config)
     check_gradients(model, config)
 
 
-def test_numba_floor_float32_is_within_float32_tolerances() -> None:
+@pytest.mark.parametrize("config", [frae.FRAEConfig(), STATE_CONFIG], ids=["default", "state"])
+def test_numba_floor_float32_is_within_float32_tolerances(config: frae.FRAEConfig) -> None:
     """As the benchmark runs it; also a 30-step Adam trajectory through ``fit``."""
-    config = frae.FRAEConfig()
     model = floor.NumbaFloorBackend(config, seed=3)
     assert model.predict(_sequences(config, 1)).dtype == np.float32
     check_forward(model, config)
@@ -143,18 +163,27 @@ def test_numba_floor_float32_is_within_float32_tolerances() -> None:
 
 
 @pytest.mark.parametrize(
-    ("broken", "check"),
+    ("broken", "check", "config"),
     [
-        (DroppedBiasFloor, check_forward),
-        (ShiftedGradientFloor, check_gradients),
-        (TruncatedFloor, check_gradients),
+        (DroppedBiasFloor, check_forward, frae.FRAEConfig()),
+        (ShiftedGradientFloor, check_gradients, frae.FRAEConfig()),
+        (TruncatedFloor, check_gradients, frae.FRAEConfig()),
+        (DroppedRecurrentBiasFloor, check_forward, STATE_CONFIG),
+        (ShiftedGradientFloor, check_gradients, STATE_CONFIG),
+        (TruncatedFloor, check_gradients, STATE_CONFIG),
     ],
-    ids=["dropped-bias", "shifted-gradient", "truncated-bptt"],
+    ids=[
+        "dropped-bias",
+        "shifted-gradient",
+        "truncated-bptt",
+        "state-dropped-recurrent-bias",
+        "state-shifted-gradient",
+        "state-truncated-bptt",
+    ],
 )
 def test_the_floor_checks_reject_a_broken_floor(
-    broken: type[floor.NumbaFloor64Backend], check: Callable[..., None]
+    broken: type[floor.NumbaFloor64Backend], check: Callable[..., None], config: frae.FRAEConfig
 ) -> None:
-    config = frae.FRAEConfig()
     with pytest.raises(AssertionError):
         check(broken(config, seed=3), config)
 
@@ -172,6 +201,29 @@ def test_the_floor_layout_reads_the_concatenation_directly_without_hidden_units(
     )
 
 
+def test_the_floor_layout_places_the_gru_between_the_encoder_and_the_decoder() -> None:
+    """[x_t, s_{t-1}] in, z_t, the GRU's four blocks and s_t, then the decoder reading s_t;
+    s_{t-1} is the one block fed back, and the flat weights hold the GRU's four tensors."""
+    config = STATE_CONFIGS["state_deep"]  # F = 3, encoder (12, 6), L = 2, decoder (10, 5), H = 11
+    layout = plan(config)
+    gru = layout.gru
+    assert gru is not None and gru.state == 11
+    assert layout.layers[0][:2] == (0, 3 + 11)  # [x_t, s_{t-1}]
+    assert layout.code_row == 3 + 11 + 12 + 6
+    assert (gru.previous_row, gru.gate_row) == (3, layout.code_row + 2)
+    assert gru.state_row == gru.gate_row + 4 * 11
+    assert layout.layers[layout.encoder_layers][:2] == (gru.state_row, 11)  # reads s_t
+    assert layout.feedback_rows == (3,) and layout.feedback_width == 11
+    assert (layout.output_row, layout.rows) == (layout.rows - 3, gru.state_row + 11 + 10 + 5 + 3)
+    weights = frae.initial_weights(config, seed=5)
+    assert (
+        gru.recurrent_kernel == gru.kernel + 2 * 33 and gru.bias == gru.recurrent_kernel + 11 * 33
+    )
+    round_trip = unflatten(flatten(weights, layout, np.float64), layout)
+    assert all(np.array_equal(a, weights[k]) for k, a in round_trip.items())
+    assert round_trip.keys() == weights.keys()
+
+
 @needs_cc
 @pytest.mark.parametrize(
     "config",
@@ -182,6 +234,15 @@ def test_c_forward_equals_the_reference(config: frae.FRAEConfig) -> None:
     model = CForwardBackend(config, seed=3)
     x = _sequences(config, seed=1)
     assert_close("outputs", model.predict(x), frae.create("reference", config, seed=3).predict(x))
+
+
+@needs_cc
+def test_the_floors_without_a_gru_refuse_a_state_feedback_model() -> None:
+    from bench.baselines.matrix_floor import MatrixFloorBackend
+
+    for backend in (CForwardBackend, MatrixFloorBackend):
+        with pytest.raises(NotImplementedError, match="no GRU"):
+            backend(STATE_CONFIG, seed=3)
 
 
 @needs_cc
@@ -707,3 +768,185 @@ def test_a_variant_runs_its_part_of_the_grid() -> None:
     assert max(t for _, _, t, _ in slow) == 1000 and max(b for _, b, _, _ in slow) == 32
     loops = points_for(by_name["numba_floor"], grid, settings)
     assert {model for model, *_ in loops} == {"default"}
+
+
+# The state-feedback model in the benchmark ---------------------------------------------------
+
+STATE_LABEL = "2-4-3-1-gru8-3-2"
+LEFT_OUT = {
+    "c_forward": "no GRU",
+    "matrix_floor": "no GRU",
+    "tf_while_bptt": "written by hand for output feedback",
+    "jax_scan_bptt": "written by hand for output feedback",
+    "torch_scan_bptt": "written by hand for output feedback",
+    "torch_eager": "written for output feedback",
+    "torch_scan[python_wrapper]": "written for output feedback",
+    "torch_script": "written for output feedback",
+}
+"""Variants a state-feedback run leaves out, and a part of the reason it states."""
+
+
+def test_a_state_feedback_model_has_a_label_of_its_own() -> None:
+    """``gruH`` between the latent width and the decoder's; output-feedback labels as they were."""
+    from bench.harness import model_label, wide_models
+
+    assert model_label(STATE_CONFIG) == STATE_LABEL
+    assert model_label(STATE_CONFIGS["state_no_hidden"]) == "2-1-gru9-2 tanh/swish"
+    assert model_label(frae.FRAEConfig()) == "default"
+    assert list(wide_models()) == ["2-64-16-64-2", "2-256-16-256-2"]
+    assert model_label(OTHER_CONFIG) == "3-5-2-4-6-3 tanh/sigmoid"
+
+
+def test_a_state_feedback_run_leaves_out_what_cannot_run_it_and_says_why() -> None:
+    """Every variant that cannot run the model is left out with its reason; every other one
+    keeps its points; an output-feedback run leaves none out."""
+    from bench.harness import VARIANTS, Settings, points_for, quick_grid, state_points
+
+    models = {STATE_LABEL: STATE_CONFIG, "default": frae.FRAEConfig()}
+    left_out = {}
+    for variant in VARIANTS:
+        points = points_for(variant, quick_grid(STATE_LABEL), Settings())
+        kept, reason = state_points(variant, points, models)
+        if reason is not None:
+            assert not kept and reason.startswith("cannot run the state-feedback model: ")
+            left_out[variant.name] = reason
+        else:
+            assert kept == points, variant.name
+        output = points_for(variant, quick_grid(), Settings())
+        assert state_points(variant, output, models) == (output, None), variant.name
+    for name, part in LEFT_OUT.items():
+        assert part in left_out.pop(name), name
+    assert set(left_out) <= {"torch_scan[cpp_gradient]", "torch_compiled_step", "torch_aoti"}
+    for name in ("numba_floor", "simd_floor", "jax_scan", "tf_while", "torch_scan", "reference"):
+        variant = next(v for v in VARIANTS if v.name == name)
+        assert state_points(variant, [(STATE_LABEL, 1, 10, ("predict",))], models)[1] is None
+
+
+def state_run(records: list[Record]) -> list[Record]:
+    """``records``, their measurements of the state-feedback model, after the run's record of
+    that model."""
+    import dataclasses
+
+    run = RunRecord(
+        "now", "python -m bench", {}, [], {}, {}, models={STATE_LABEL: STATE_CONFIG.to_dict()}
+    )
+    return [
+        run,
+        *(
+            dataclasses.replace(r, model=STATE_LABEL) if isinstance(r, ResultRecord) else r
+            for r in records
+        ),
+    ]
+
+
+def test_a_state_feedback_model_is_judged_by_its_own_targets() -> None:
+    """The state model's targets over the floor that runs the GRU, at B=1 and B=256; an
+    output-feedback run keeps ``TARGETS``."""
+    from bench.report import STATE_TARGETS, TARGETS, Pivot, targets, targets_of
+
+    records = state_run(
+        [
+            measured("floor", "floor", "predict", 1, 1000, 1.0),
+            measured("floor", "floor", "loss_and_grads", 1, 1000, 2.0),
+            measured("vector", "simd_floor", "predict", 256, 1000, 10.0),
+            measured("vector", "simd_floor", "loss_and_grads", 256, 1000, 20.0),
+            measured("a", "compiled", "predict", 1, 1000, 2.0),
+            measured("a", "compiled", "train_step", 1, 1000, 4.0),
+            measured("a", "compiled", "predict", 256, 1000, 15.0),
+            measured("a", "compiled", "train_step", 256, 1000, 40.0),
+        ]
+    )
+    pivot = Pivot.of(records)
+    assert pivot.state_feedback and targets_of(pivot) == STATE_TARGETS
+    outcomes = targets(pivot)
+    assert len(outcomes) == len(STATE_TARGETS)
+    assert all(o.statement.startswith("state feedback: ") for o in outcomes)
+    assert all(o.met is not None and "a " in o.measured for o in outcomes), outcomes
+    output = Pivot.of([RunRecord("now", "python -m bench", {}, [], {}, {}), *records[1:]])
+    assert not output.state_feedback and targets_of(output) == TARGETS
+
+
+# Each case: a state target (by its place in STATE_TARGETS), records, the ratio it judges (the
+# worst or the best) and whether it is met.
+STATE_VERDICTS = {
+    "every-predict-missed-by-the-worst": (
+        0,
+        [
+            measured("floor", "floor", "predict", 1, 1000, 1.0),
+            measured("a", "compiled", "predict", 1, 1000, 2.0),
+            measured("b", "compiled", "predict", 1, 1000, 10.0),
+        ],
+        "b 10×",
+        False,
+    ),
+    "best-training-over-the-simd-floors-gradient-at-B=256": (
+        5,
+        [
+            measured("scalar", "floor", "loss_and_grads", 256, 1000, 100.0),
+            measured("vector", "simd_floor", "loss_and_grads", 256, 1000, 10.0),
+            measured("a", "compiled", "train_step", 256, 1000, 11.0),
+            measured("b", "compiled", "train_step", 256, 1000, 90.0),
+        ],
+        "a 1.1×",
+        True,
+    ),
+    "not-measured-without-a-floor": (
+        1,
+        [measured("a", "compiled", "predict", 1, 1000, 2.0)],
+        "not measured in this run",
+        None,
+    ),
+}
+
+
+@pytest.mark.parametrize(
+    ("index", "records", "judged", "met"), STATE_VERDICTS.values(), ids=STATE_VERDICTS
+)
+def test_a_state_targets_verdict_follows_the_figures(
+    index: int, records: list[Record], judged: str, met: bool | None
+) -> None:
+    from bench.report import STATE_TARGETS, Pivot, judge
+
+    outcome = judge(STATE_TARGETS[index], Pivot.of(state_run(records)))
+    assert outcome.met is met and judged in outcome.measured, outcome
+
+
+@pytest.fixture(scope="module")
+def state_feedback_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The command line on the state-feedback model: the floor, the C check and a
+    hand-written backward (both left out), predict and a training step at B=1, T=20."""
+    import contextlib
+    import io
+
+    from bench.harness import main
+
+    out = tmp_path_factory.mktemp("bench-state")
+    with contextlib.redirect_stdout(io.StringIO()):
+        main(
+            [
+                *("--variants", "numba_floor", "c_forward", "jax_scan_bptt"),
+                *("--config", json.dumps({"feedback": "state", "state_dim": 8})),
+                *("--batch", "1", "--steps", "20", "--operations", *TINY_OPERATIONS),
+                *("--out", str(out), "--no-progress"),
+            ]
+        )
+    return out
+
+
+def test_the_harness_runs_the_state_feedback_model_and_reports_what_it_left_out(
+    state_feedback_run: Path,
+) -> None:
+    found = read(state_feedback_run / "results.jsonl")
+    run = found[0]
+    assert isinstance(run, RunRecord) and list(run.models) == [STATE_LABEL]
+    timed = [r for r in found if isinstance(r, ResultRecord) and r.median_s is not None]
+    assert {(r.variant, r.model, r.operation) for r in timed} == {
+        ("numba_floor", STATE_LABEL, operation) for operation in TINY_OPERATIONS
+    }
+    skipped = {r.variant: r.skipped for r in found if isinstance(r, VariantRecord) and r.skipped}
+    assert skipped.keys() == {"c_forward", "jax_scan_bptt"}
+    text = (state_feedback_run / "report.md").read_text()
+    assert f"## Summary at B=1, T=20, model {STATE_LABEL}" in text
+    for name, reason in skipped.items():
+        assert f"`{name}`" in text and reason and reason in text
+    assert "Where the state-feedback model's targets come from" in text

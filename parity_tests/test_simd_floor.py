@@ -10,27 +10,37 @@ vector variants, accurate to a few ulp. Each check is shown to reject a delibera
 SIMD floor. Loading the library leaves the process's floating-point environment alone (a
 library linked with -ffast-math would flush every subnormal in the process to zero). Without
 a C compiler the checks are skipped, and the benchmark skips the variant, saying why.
+
+With state feedback (contract section 1b) the SIMD floor runs the GRU: its outputs, codes,
+decoded sequences, loss and gradients equal the float64 reference's within the suite's
+float32 tolerances, at the same three batch sizes, on the three state configs of the parity
+suite, and it trains as the scalar floor does; each GRU check is shown to reject a floor
+built from ``simd_floor.c`` with one deliberate mistake in the GRU.
 """
 
 from __future__ import annotations
 
 import subprocess
 import sys
+import tempfile
 from collections.abc import Callable
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 import frae
 from frae.data import multi_sine
-from parity_tests.tolerances import Tolerance
+from frae.params import Weights
+from parity_tests.cases import CASES
+from parity_tests.tolerances import Tolerance, assert_close
 
 pytestmark = pytest.mark.project
 numba = pytest.importorskip("numba", reason="the floors need numba: pip install 'frae[bench]'")
 
 from bench.baselines.c_forward import compiler  # noqa: E402
 from bench.baselines.numba_floor import NumbaFloorBackend  # noqa: E402
-from bench.baselines.simd_floor import SimdFloorBackend, compile_simd  # noqa: E402
+from bench.baselines.simd_floor import SOURCE, SimdFloorBackend, compile_simd  # noqa: E402
 
 needs_cc = pytest.mark.skipif(compiler() is None, reason="no C compiler (cc or gcc) on PATH")
 
@@ -44,6 +54,8 @@ WIDE_CONFIG = frae.FRAEConfig(
 )
 """Wider layers than the default (16 units), other sizes everywhere, tanh and sigmoid."""
 CONFIGS = {"default": frae.FRAEConfig(), "wide": WIDE_CONFIG}
+STATE_CONFIGS = {name: CASES[name].config for name in ("state", "state_deep", "state_no_hidden")}
+"""The parity suite's state-feedback configs: H = 8, 11 and 9, two depths and none."""
 BATCHES = (1, 37, 256)
 STEPS = 60
 
@@ -169,6 +181,113 @@ def test_the_checks_reject_a_broken_simd_floor(
     config = frae.FRAEConfig()
     with pytest.raises(AssertionError):
         check(broken(config, seed=3), config, batch)
+
+
+def check_against_the_reference(model: frae.Backend, config: frae.FRAEConfig, batch: int) -> None:
+    """``predict``, ``encode``, ``decode``, the loss and every gradient against the float64
+    reference's, within the suite's float32 tolerances."""
+    reference = frae.create("reference", config, seed=3)
+    x, y = _data(config, batch, seed=1), _data(config, batch, seed=2)
+    assert_close("outputs", model.predict(x), reference.predict(x), "predict")
+    codes = reference.encode(x)
+    assert_close("outputs", model.encode(x), codes, "encode")
+    decoded = reference.decode(codes)
+    assert_close("outputs", model.decode(codes.astype(np.float32)), decoded, "decode")
+    loss, grads = model.loss_and_grads(x, y)
+    expected_loss, expected = reference.loss_and_grads(x, y)
+    assert_close("loss", np.float32(loss), np.float64(expected_loss))
+    assert grads.keys() == expected.keys()
+    for name in expected:
+        assert grads[name].dtype == np.float32, name
+        assert_close("gradients", grads[name], expected[name], name)
+
+
+def broken(*edits: tuple[str, str]) -> type[SimdFloorBackend]:
+    """The SIMD floor built from ``simd_floor.c`` with each ``(old, new)`` of ``edits`` made
+    once."""
+    text = SOURCE.read_text()
+    for old, new in edits:
+        assert text.count(old) == 1, old
+        text = text.replace(old, new)
+    source = Path(tempfile.mkdtemp(prefix="frae-broken-")) / SOURCE.name
+    source.write_text(text)
+
+    class BrokenSimdFloor(SimdFloorBackend):
+        def _build(self, weights: Weights) -> None:
+            super()._build(weights)
+            self._loops = compile_simd(self.config, source)
+
+    return BrokenSimdFloor
+
+
+GRU_MISTAKES = {
+    "the-old-state-not-kept-by-the-update-gate": (
+        [("state[b] = (1.0f - update) * candidate + update * previous[b];", "state[b] = 0.0f;")],
+        37,
+    ),
+    "the-candidates-recurrent-bias-outside-the-reset-gate": (
+        [
+            (
+                "float c_n = theta[GRU_RECURRENT_BIAS + 2 * STATE + j];",
+                "float c_n = 0.0f;\n            a_n += theta[GRU_RECURRENT_BIAS + 2 * STATE + j];",
+            )
+        ],
+        37,
+    ),
+    "no-gradient-through-the-update-gates-direct-path": (
+        [("d_previous[b] += d_state[b] * update;", "")],
+        37,
+    ),
+    "no-carry-from-the-next-step": (
+        [("delta[(long)STATE_ROW * batch + k] += carry[k];", "(void)carry;")],
+        37,
+    ),
+    "recurrent-kernel-gradient-of-the-candidate-without-the-reset-gate": (
+        [("d_u_n[b] += fed[b] * d_c_n[b];", "d_u_n[b] += fed[b] * d_n[b];")],
+        37,
+    ),
+    "B=1-the-update-gate-recorded-as-the-reset-gate": (
+        [("h[GATE_ROW + j] = reset;", "h[GATE_ROW + j] = update;")],
+        1,
+    ),
+    "B=1-no-gradient-into-the-code": (
+        [("delta[CODE_ROW + i] += d_z;", "(void)d_z;")],
+        1,
+    ),
+}
+
+
+@needs_cc
+@pytest.mark.parametrize("batch", BATCHES)
+@pytest.mark.parametrize("config", STATE_CONFIGS.values(), ids=STATE_CONFIGS)
+def test_the_simd_floor_with_a_gru_equals_the_reference(
+    config: frae.FRAEConfig, batch: int
+) -> None:
+    check_against_the_reference(SimdFloorBackend(config, seed=3), config, batch)
+
+
+@needs_cc
+@pytest.mark.parametrize("optimizer", ["adam", "sgd"])
+def test_the_simd_floor_with_a_gru_trains_as_the_scalar_floor(optimizer: str) -> None:
+    """``fit`` in mini-batches of 37 of 74 sequences, on the deep state config."""
+    config = STATE_CONFIGS["state_deep"]
+    x = _data(config, 74, seed=1)
+    options = {"epochs": 10, "batch_size": 37, "optimizer": optimizer, "learning_rate": 1e-2}
+    losses = SimdFloorBackend(config, seed=3).fit(x, **options)["loss"]
+    expected = NumbaFloorBackend(config, seed=3).fit(x, **options)["loss"]
+    assert_within("training", np.array(losses), np.array(expected), f"{optimizer} losses")
+
+
+@needs_cc
+@pytest.mark.parametrize(("edits", "batch"), GRU_MISTAKES.values(), ids=GRU_MISTAKES)
+def test_the_gru_checks_reject_a_broken_simd_floor(
+    edits: list[tuple[str, str]], batch: int
+) -> None:
+    """Each mistake where its code runs: the loops over lanes (B = 37) or over the GRU's
+    columns (B = 1)."""
+    config = STATE_CONFIGS["state_deep"]
+    with pytest.raises(AssertionError):
+        check_against_the_reference(broken(*edits)(config, seed=3), config, batch)
 
 
 @needs_cc

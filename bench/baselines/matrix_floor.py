@@ -13,7 +13,7 @@ without fast math, for the reason ``simd_floor.compile_simd`` gives.
 
 ``MatrixFloorBackend`` is ``NumbaFloorBackend`` with its forward and backward swapped for the
 C ones, which read and write the caller's batch-major arrays; the flat weights and the SGD
-and Adam updates are the Numba floor's.
+and Adam updates are the Numba floor's. It has no GRU, and refuses a state-feedback model.
 """
 
 from __future__ import annotations
@@ -75,6 +75,10 @@ class MatrixFloorBackend(ForwardInC):
     name = "matrix_floor"
 
     def _build(self, weights: Weights) -> None:
+        if self.config.gru is not None:
+            raise NotImplementedError(
+                'the matrix floor has no GRU: it runs feedback="output" models only'
+            )
         self._loops = compile_matrix(self.config)
         self._buffers: dict[tuple[int, int, bool], _Buffers] = {}
         super()._build(weights)

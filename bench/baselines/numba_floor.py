@@ -16,6 +16,10 @@ Written as a performance engineer would write it by hand, for any ``FRAEConfig``
   float64 for the exactness test against the reference). ``error_model="numpy"`` only drops
   the zero-divisor test that Python semantics put before every division.
 
+With state feedback (contract section 1b) the step runs the GRU between the encoder and the
+decoder (``_gru_forward``, ``_gru_backward``), with a time loop of its own that feeds back
+s_t (``_state_forward``, ``_state_backward``); a model with output feedback never reaches them.
+
 ``NumbaFloorBackend`` puts the kernels behind the contract, so the harness times it as
 it times every framework: through ``predict``, ``loss_and_grads`` and ``fit``.
 """
@@ -31,7 +35,7 @@ import numba
 import numpy as np
 import numpy.typing as npt
 
-from bench.baselines.layout import Layer, Plan, flatten, plan, unflatten
+from bench.baselines.layout import GRUPlan, Layer, Plan, flatten, plan, unflatten
 from frae.backend import Array, BaseBackend, TrainStep, kept_slot
 from frae.config import FRAEConfig
 from frae.optimizers import ADAM
@@ -134,6 +138,122 @@ def _dense_backward(layer: Layer) -> Kernel:
     return dense
 
 
+def _gru_forward(gru: GRUPlan, latent: int, code_row: int, one: Any) -> Kernel:
+    """The GRU at one step, for every lane: from z_t and s_{t-1}, the gates
+
+        r = σ(z K_r + b_K,r + s U_r + b_U,r),  p = σ(z K_p + b_K,p + s U_p + b_U,p),
+        c_n = s U_n + b_U,n,  n = tanh(z K_n + b_K,n + r ⊙ c_n),  s_t = (1 − p) ⊙ n + p ⊙ s
+
+    kept in the gate rows (r, p, n, c_n) for the backward pass, and s_t."""
+    state, previous, gates, new = gru.state, gru.previous_row, gru.gate_row, gru.state_row
+    kernel, recurrent, bias, recurrent_bias = (
+        gru.kernel,
+        gru.recurrent_kernel,
+        gru.bias,
+        gru.recurrent_bias,
+    )
+    width = 3 * state
+
+    @_inlined
+    def step(h, theta):  # type: ignore[no-untyped-def]
+        batch = h.shape[1]
+        for j in range(state):
+            r, p, n, c = gates + j, gates + state + j, gates + 2 * state + j, gates + 3 * state + j
+            for b in range(batch):
+                h[r, b] = theta[bias + j] + theta[recurrent_bias + j]
+                h[p, b] = theta[bias + state + j] + theta[recurrent_bias + state + j]
+                h[n, b] = theta[bias + 2 * state + j]
+                h[c, b] = theta[recurrent_bias + 2 * state + j]
+            for i in range(latent):
+                at = kernel + i * width + j
+                k_r, k_p, k_n = theta[at], theta[at + state], theta[at + 2 * state]
+                for b in range(batch):
+                    z = h[code_row + i, b]
+                    h[r, b] += k_r * z
+                    h[p, b] += k_p * z
+                    h[n, b] += k_n * z
+            for i in range(state):
+                at = recurrent + i * width + j
+                u_r, u_p, u_n = theta[at], theta[at + state], theta[at + 2 * state]
+                for b in range(batch):
+                    fed = h[previous + i, b]
+                    h[r, b] += u_r * fed
+                    h[p, b] += u_p * fed
+                    h[c, b] += u_n * fed
+            for b in range(batch):
+                reset = one / (one + math.exp(-h[r, b]))
+                update = one / (one + math.exp(-h[p, b]))
+                candidate = math.tanh(h[n, b] + reset * h[c, b])
+                h[r, b], h[p, b], h[n, b] = reset, update, candidate
+                h[new + j, b] = (one - update) * candidate + update * h[previous + j, b]
+
+    return step
+
+
+def _gru_backward(gru: GRUPlan, latent: int, code_row: int, one: Any) -> Kernel:
+    """The GRU's backward at one step, from d loss/d s_t in ``delta``'s state rows:
+
+        d n = d s ⊙ (1 − p)(1 − n²),  d p = d s ⊙ (s_{t-1} − n) p(1 − p),
+        d r = d n ⊙ c_n r(1 − r),  d a = [d r | d p | d n],  d c = [d r | d p | d n ⊙ r]
+
+    into the per-lane gradients of K (z_t d a), b_K, U (s_{t-1} d c) and b_U; d a @ Kᵀ into
+    z_t's rows, d s ⊙ p + d c @ Uᵀ into s_{t-1}'s. The gate rows of ``delta`` keep d a and
+    d c_n."""
+    state, previous, gates, new = gru.state, gru.previous_row, gru.gate_row, gru.state_row
+    kernel, recurrent, bias, recurrent_bias = (
+        gru.kernel,
+        gru.recurrent_kernel,
+        gru.bias,
+        gru.recurrent_bias,
+    )
+    width = 3 * state
+
+    @_inlined
+    def step(h, delta, lanes, theta):  # type: ignore[no-untyped-def]
+        batch = h.shape[1]
+        for j in range(state):
+            r, p, n, c = gates + j, gates + state + j, gates + 2 * state + j, gates + 3 * state + j
+            for b in range(batch):
+                d_state = delta[new + j, b]
+                reset, update, candidate = h[r, b], h[p, b], h[n, b]
+                d_candidate = d_state * (one - update) * (one - candidate * candidate)
+                d_update = d_state * (h[previous + j, b] - candidate) * update * (one - update)
+                d_reset = d_candidate * h[c, b] * reset * (one - reset)
+                delta[r, b], delta[p, b], delta[n, b] = d_reset, d_update, d_candidate
+                delta[c, b] = d_candidate * reset
+                delta[previous + j, b] += d_state * update
+                lanes[bias + j, b] += d_reset
+                lanes[bias + state + j, b] += d_update
+                lanes[bias + 2 * state + j, b] += d_candidate
+                lanes[recurrent_bias + j, b] += d_reset
+                lanes[recurrent_bias + state + j, b] += d_update
+                lanes[recurrent_bias + 2 * state + j, b] += delta[c, b]
+            for i in range(latent):
+                at = kernel + i * width + j
+                k_r, k_p, k_n = theta[at], theta[at + state], theta[at + 2 * state]
+                for b in range(batch):
+                    z = h[code_row + i, b]
+                    lanes[at, b] += z * delta[r, b]
+                    lanes[at + state, b] += z * delta[p, b]
+                    lanes[at + 2 * state, b] += z * delta[n, b]
+                    delta[code_row + i, b] += (
+                        k_r * delta[r, b] + k_p * delta[p, b] + k_n * delta[n, b]
+                    )
+            for i in range(state):
+                at = recurrent + i * width + j
+                u_r, u_p, u_n = theta[at], theta[at + state], theta[at + 2 * state]
+                for b in range(batch):
+                    fed = h[previous + i, b]
+                    lanes[at, b] += fed * delta[r, b]
+                    lanes[at + state, b] += fed * delta[p, b]
+                    lanes[at + 2 * state, b] += fed * delta[c, b]
+                    delta[previous + i, b] += (
+                        u_r * delta[r, b] + u_p * delta[p, b] + u_n * delta[c, b]
+                    )
+
+    return step
+
+
 def _in_turn(calls: list[Kernel], arity: int) -> Kernel:
     """One inlined function making each of ``calls``, in order, with the same arguments."""
     if len(calls) == 1:
@@ -232,6 +352,82 @@ def _backward(layout: Plan, layers: Kernel, zero: Any) -> Kernel:
     return backward
 
 
+def _state_forward(
+    layout: Plan, encoder: Kernel, gru: Kernel, decoder: Kernel, zero: Any
+) -> Kernel:
+    """``_forward`` with state feedback: the ``encoder`` layers, the ``gru``, the ``decoder``
+    layers, s_t fed back into the encoder input (where the GRU reads s_{t-1} too)."""
+    assert layout.gru is not None
+    features, latent, state = layout.features, layout.latent, layout.gru.state
+    code_row, output_row = layout.code_row, layout.output_row
+    previous, new = layout.gru.previous_row, layout.gru.state_row
+
+    @_compiled
+    def forward(inputs, codes_given, theta, work, slopes, outputs, codes):  # type: ignore[no-untyped-def]
+        """``_forward``'s arguments and results, from s₀ = 0."""
+        steps, width, batch = inputs.shape
+        span = work.shape[0]
+        input_row = code_row if codes_given else 0
+        for t in range(steps):
+            h = work[t % span]
+            last = work[(t - 1) % span]
+            for i in range(state):
+                for b in range(batch):
+                    h[previous + i, b] = last[new + i, b] if t > 0 else zero
+            for w in range(width):
+                for b in range(batch):
+                    h[input_row + w, b] = inputs[t, w, b]
+            if not codes_given:
+                encoder(h, slopes[t % span], theta)
+            gru(h, theta)
+            decoder(h, slopes[t % span], theta)
+            for f in range(features):
+                for b in range(batch):
+                    outputs[t, f, b] = h[output_row + f, b]
+            for c in range(latent):
+                for b in range(batch):
+                    codes[t, c, b] = h[code_row + c, b]
+
+    return forward
+
+
+def _state_backward(
+    layout: Plan, decoder: Kernel, gru: Kernel, encoder: Kernel, zero: Any
+) -> Kernel:
+    """``_backward`` with state feedback: through the ``decoder`` layers to s_t, where
+    ``carry`` (d loss/d s_t from step t+1) joins, through the ``gru`` and the ``encoder``
+    layers; the new ``carry`` is what reached s_{t-1} through both."""
+    assert layout.gru is not None
+    features, output_row, state = layout.features, layout.output_row, layout.gru.state
+    previous, new = layout.gru.previous_row, layout.gru.state_row
+
+    @_compiled
+    def backward(work, slopes, outputs, targets, scale, theta, delta, carry, lanes, loss):  # type: ignore[no-untyped-def]
+        """``_backward``'s arguments and results; ``carry`` is (H, B)."""
+        steps, _, batch = outputs.shape
+        lanes[:, :] = zero
+        carry[:, :] = zero
+        loss[:] = 0.0
+        for t in range(steps - 1, -1, -1):
+            delta[:, :] = zero
+            for f in range(features):
+                for b in range(batch):
+                    error = outputs[t, f, b] - targets[t, f, b]
+                    loss[b] += error * error
+                    delta[output_row + f, b] = scale * error
+            decoder(work[t], slopes[t], delta, lanes, theta)
+            for i in range(state):
+                for b in range(batch):
+                    delta[new + i, b] += carry[i, b]
+            gru(work[t], delta, lanes, theta)
+            encoder(work[t], slopes[t], delta, lanes, theta)
+            for i in range(state):
+                for b in range(batch):
+                    carry[i, b] = delta[previous + i, b]
+
+    return backward
+
+
 @_compiled
 def _adam(theta, grads, first, second, rate, beta_1, beta_2, epsilon, count):  # type: ignore[no-untyped-def]
     """The contract's Adam, ε outside the root: w ← w − lr·m̂/(√v̂ + ε) at step ``count``."""
@@ -256,6 +452,9 @@ def kernels(config: FRAEConfig, dtype_name: str) -> Kernels:
     zero, one = dtype(0.0), dtype(1.0)
     activate = _activation(one)
 
+    if layout.gru is not None:
+        return _state_kernels(layout, activate, zero, one)
+
     def loop(record: bool) -> Kernel:
         layers = [_dense_forward(layer, record, activate) for layer in layout.layers]
         encoder, decoder = layers[: layout.encoder_layers], layers[layout.encoder_layers :]
@@ -266,6 +465,32 @@ def kernels(config: FRAEConfig, dtype_name: str) -> Kernels:
         forward=loop(record=False),
         forward_recorded=loop(record=True),
         backward=_backward(layout, _in_turn(backward, 5), zero),
+        adam=_adam,
+    )
+
+
+def _state_kernels(layout: Plan, activate: Kernel, zero: Any, one: Any) -> Kernels:
+    """``kernels`` of a state-feedback model: the GRU between the encoder and the decoder."""
+    assert layout.gru is not None
+    split = layout.encoder_layers
+    gru_forward = _gru_forward(layout.gru, layout.latent, layout.code_row, one)
+
+    def loop(record: bool) -> Kernel:
+        layers = [_dense_forward(layer, record, activate) for layer in layout.layers]
+        encoder, decoder = _in_turn(layers[:split], 3), _in_turn(layers[split:], 3)
+        return _state_forward(layout, encoder, gru_forward, decoder, zero)
+
+    backward = [_dense_backward(layer) for layer in layout.layers]
+    return Kernels(
+        forward=loop(record=False),
+        forward_recorded=loop(record=True),
+        backward=_state_backward(
+            layout,
+            _in_turn(backward[split:][::-1], 5),
+            _gru_backward(layout.gru, layout.latent, layout.code_row, one),
+            _in_turn(backward[:split][::-1], 5),
+            zero,
+        ),
         adam=_adam,
     )
 
@@ -321,7 +546,7 @@ class NumbaFloorBackend(BaseBackend):
                 outputs=np.empty((steps, layout.features, batch), dtype),
                 codes=np.empty((steps, layout.latent, batch), dtype),
                 delta=np.empty((layout.rows, batch), dtype),
-                carry=np.empty((layout.features, batch), dtype),
+                carry=np.empty((layout.feedback_width, batch), dtype),
                 lanes=np.empty((layout.size, batch), dtype),
                 loss=np.empty(batch, np.float64),
             )

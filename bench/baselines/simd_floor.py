@@ -8,7 +8,9 @@ through time on the same arrays (``layout.plan``), every loop over the batch mar
 
     cc -O3 -march=native -ffast-math -fopenmp-simd [-mprefer-vector-width=512] ... -lm
 
-so glibc's vector expf and tanhf (libmvec) activate 8 or 16 lanes a call. Fast math allows
+so glibc's vector expf and tanhf (libmvec) activate 8 or 16 lanes a call. A state-feedback
+model's header defines ``FRAE_GRU`` (``gru_header``), which compiles the GRU's forward and
+backward between the encoder and the decoder. Fast math allows
 what the frameworks and the scalar floor do not: sums reassociated, approximate vector exp
 and tanh, no NaN or infinity semantics. ``SimdFloorBackend`` is ``NumbaFloorBackend`` with its
 forward and backward swapped for the C ones; the workspaces, the sum of the per-lane
@@ -26,7 +28,7 @@ from pathlib import Path
 import numpy as np
 
 from bench.baselines.c_forward import build_folder, plan_header
-from bench.baselines.layout import Layer, Plan, plan
+from bench.baselines.layout import GRUPlan, Layer, Plan, plan
 from bench.baselines.numba_floor import NumbaFloorBackend
 from frae.backend import Array
 from frae.config import FRAEConfig
@@ -48,7 +50,8 @@ def flags() -> tuple[str, ...]:
 
 def simd_header(layout: Plan) -> str:
     """``frae_plan.h``: ``c_forward``'s constants, plus the encoder's and decoder's layers apart
-    (``decode`` runs the decoder alone) and all layers reversed (for the backward pass)."""
+    (``decode`` runs the decoder alone) and all layers reversed (for the backward pass); with
+    state feedback, ``gru_header``'s too."""
 
     def table(layers: tuple[Layer, ...]) -> str:
         return " ".join(f"X({', '.join(map(str, layer))})" for layer in layers)
@@ -63,9 +66,32 @@ def simd_header(layout: Plan) -> str:
             f"#define FRAE_ENCODER_LAYERS(X) {table(encoder)}",
             f"#define FRAE_DECODER_LAYERS(X) {table(decoder)}",
             f"#define FRAE_LAYERS_REVERSED(X) {table(layout.layers[::-1])}",
+            *(
+                gru_header(layout.gru, table(encoder[::-1]), table(decoder[::-1]))
+                if layout.gru
+                else []
+            ),
             "",
         ]
     )
+
+
+def gru_header(gru: GRUPlan, encoder_reversed: str, decoder_reversed: str) -> list[str]:
+    """The lines of ``frae_plan.h`` a state-feedback model adds: ``FRAE_GRU``, the GRU's rows
+    and weights, and each side's layers reversed (the GRU's backward runs between them)."""
+    return [
+        "#define FRAE_GRU 1",
+        f"#define STATE {gru.state}",
+        f"#define PREVIOUS_ROW {gru.previous_row}",
+        f"#define GATE_ROW {gru.gate_row}",
+        f"#define STATE_ROW {gru.state_row}",
+        f"#define GRU_KERNEL {gru.kernel}",
+        f"#define GRU_RECURRENT_KERNEL {gru.recurrent_kernel}",
+        f"#define GRU_BIAS {gru.bias}",
+        f"#define GRU_RECURRENT_BIAS {gru.recurrent_bias}",
+        f"#define FRAE_ENCODER_LAYERS_REVERSED(X) {encoder_reversed}",
+        f"#define FRAE_DECODER_LAYERS_REVERSED(X) {decoder_reversed}",
+    ]
 
 
 class _OrNull:
@@ -95,9 +121,10 @@ def build_fast(source: Path, config: FRAEConfig) -> ctypes.CDLL:
 
 
 @functools.cache
-def compile_simd(config: FRAEConfig) -> ctypes.CDLL:
-    """Build ``simd_floor.c`` for ``config``; raises ``RuntimeError`` without a compiler."""
-    loops = build_fast(SOURCE, config)
+def compile_simd(config: FRAEConfig, source: Path = SOURCE) -> ctypes.CDLL:
+    """Build ``source`` (``simd_floor.c``, or a variant of it that the tests break on purpose)
+    for ``config``; raises ``RuntimeError`` without a compiler."""
+    loops = build_fast(source, config)
     floats = np.ctypeslib.ndpointer(np.float32, flags="C_CONTIGUOUS")
     doubles = np.ctypeslib.ndpointer(np.float64, flags="C_CONTIGUOUS")
     loops.frae_forward.argtypes = [floats, ctypes.c_int, *[floats] * 3]
