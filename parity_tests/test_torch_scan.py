@@ -1,7 +1,8 @@
-"""PyTorch-specific promises of ``torch_scan``: the ``nn.Linear`` layout and its one
-transpose, the scan equal to the cell stepped in Python, float32, one compilation for
-every shape, and nothing global changed in the user's process; of ``torch_scan_bptt``,
-that autograd's gradient calls run its hand-written backward."""
+"""PyTorch-specific promises of ``torch_scan``: the ``nn.Linear`` and ``nn.GRUCell`` layouts
+and their one transpose, the scan equal to the cell stepped in Python, float32, one
+compilation for every shape, and nothing global changed in the user's process; of
+``torch_scan_bptt``, that autograd's gradient calls run its hand-written backward (with
+output feedback; autograd's own with state feedback)."""
 
 from __future__ import annotations
 
@@ -16,7 +17,8 @@ import numpy as np
 import pytest
 
 import frae
-from parity_tests.tolerances import assert_close
+from impls.reference.model import gru_step
+from parity_tests.tolerances import TOLERANCES, assert_close
 
 pytestmark = pytest.mark.backend_specific("torch_scan")
 torch = pytest.importorskip("torch")
@@ -26,6 +28,10 @@ torch_train = pytest.importorskip("impls.torch_scan.train")
 
 # every size different, no square kernel: a swapped axis or transposed kernel fails
 CONFIG = frae.FRAEConfig(input_dim=3, encoder_units=(5,), latent_dim=2, decoder_units=(4, 6))
+STATE_CONFIG = frae.FRAEConfig(
+    input_dim=3, encoder_units=(5,), latent_dim=2, decoder_units=(4,), feedback="state", state_dim=6
+)
+CONFIGS = {"output": CONFIG, "state": STATE_CONFIG}
 BATCH, STEPS = 4, 7
 
 
@@ -55,6 +61,77 @@ def test_weights_round_trip_through_the_module() -> None:
         np.testing.assert_array_equal(back[name], value, err_msg=name)
 
 
+def test_gru_weights_round_trip_through_the_module() -> None:
+    """Each canonical GRU parameter is ``nn.GRUCell``'s under its ``GRU_PARAMETERS`` name,
+    the kernels transposed; the whole state model round-trips bit for bit."""
+    weights = frae.initial_weights(STATE_CONFIG, seed=1)
+    module = torch_model.module_for(STATE_CONFIG)
+    torch_model.load_canonical(module, weights)
+    gru = STATE_CONFIG.gru
+    cell = module.decoder_gru
+    assert type(cell) is torch.nn.GRUCell
+    for name, native in [
+        (gru.kernel, cell.weight_ih.T),
+        (gru.recurrent_kernel, cell.weight_hh.T),
+        (gru.bias, cell.bias_ih),
+        (gru.recurrent_bias, cell.bias_hh),
+    ]:
+        np.testing.assert_array_equal(native.detach().numpy(), weights[name], err_msg=name)
+    parameters = torch_model.named_parameters_of(module)
+    assert len(parameters) == len(weights)
+    back = torch_model.to_canonical(STATE_CONFIG, parameters)
+    assert list(back) == list(weights)
+    for name, value in weights.items():
+        np.testing.assert_array_equal(back[name], value, err_msg=name)
+
+
+def _swapped_gates(
+    weights: dict[str, np.ndarray], first: int, second: int
+) -> dict[str, np.ndarray]:
+    """``weights`` with the GRU's gate blocks ``first`` and ``second`` (of [r | p | n])
+    exchanged in K, U, b_K and b_U alike."""
+    swapped = {}
+    for name, value in weights.items():
+        blocks = np.split(value, 3, axis=-1)
+        blocks[first], blocks[second] = blocks[second], blocks[first]
+        swapped[name] = np.concatenate(blocks, axis=-1)
+    return swapped
+
+
+@pytest.mark.parametrize("first, second", [(0, 1), (1, 2), (0, 2)], ids=["rp", "pn", "rn"])
+def test_a_stock_gru_cell_steps_as_the_reference(first: int, second: int) -> None:
+    """Random, non-symmetric canonical GRU weights loaded by ``load_canonical`` into the
+    module's ``nn.GRUCell`` step it as the reference's ``gru_step``, for several steps; the
+    check is sharp: the same weights with two gate blocks swapped are loaded just as well
+    but miss the reference by over a thousand times the tolerance."""
+    gru = STATE_CONFIG.gru
+    rng = np.random.default_rng(12)
+    # N(0, 1), not the initial N(0, 0.05): gates far from σ(0) = 1/2, so blocks differ
+    weights = {name: rng.normal(0.0, 1.0, shape) for name, shape in gru.parameter_shapes().items()}
+    codes = rng.uniform(-1.0, 1.0, size=(STEPS, BATCH, gru.input_dim))
+    expected, state = [], np.zeros((BATCH, gru.state_dim))
+    for code in codes:
+        state, _ = gru_step(weights, gru, code, state)
+        expected.append(state)
+
+    def stepped(canonical: dict[str, np.ndarray]) -> np.ndarray:
+        """The states of the module's own ``nn.GRUCell`` loaded with ``canonical``."""
+        module = torch_model.module_for(STATE_CONFIG)
+        torch_model.load_canonical(module, {k: np.float32(v) for k, v in canonical.items()})
+        cell, state = module.decoder_gru, torch.zeros(BATCH, gru.state_dim)
+        assert type(cell) is torch.nn.GRUCell
+        states = []
+        with torch.no_grad():
+            for code in torch.from_numpy(np.float32(codes)):
+                state = cell(code, state)
+                states.append(state.numpy())
+        return np.stack(states)
+
+    assert_close("outputs", stepped(weights), np.stack(expected))
+    wrong = stepped(_swapped_gates(weights, first, second))
+    assert TOLERANCES["outputs"].fraction_used(wrong, np.stack(expected)) > 1000
+
+
 def test_a_square_kernel_left_untransposed_fails_parity(monkeypatch: pytest.MonkeyPatch) -> None:
     """The boundary's one transpose is checked: a port that skipped it for square kernels
     (the shape check cannot see those) in both directions round-trips its weights bit for
@@ -80,14 +157,15 @@ def test_a_square_kernel_left_untransposed_fails_parity(monkeypatch: pytest.Monk
         assert_close("outputs", model.predict(x), expected)
 
 
-def test_scan_equals_the_cell_stepped_in_a_python_loop() -> None:
-    weights = frae.initial_weights(CONFIG, seed=2)
-    module = torch_model.FRAE(CONFIG)
+@pytest.mark.parametrize("config", CONFIGS.values(), ids=CONFIGS)
+def test_scan_equals_the_cell_stepped_in_a_python_loop(config: frae.FRAEConfig) -> None:
+    weights = frae.initial_weights(config, seed=2)
+    module = torch_model.module_for(config)
     torch_model.load_canonical(module, weights)
     x = torch.from_numpy(_inputs(seed=3))
     with torch.no_grad():
-        outputs, codes = torch_model.unroll(CONFIG, module, x)
-        feedback = torch.zeros(BATCH, CONFIG.input_dim)
+        outputs, codes = torch_model.unroll(config, module, x)
+        feedback = torch.zeros(BATCH, config.feedback_dim)
         for t in range(STEPS):
             feedback, (output, code) = module.step(feedback, x[:, t])
             assert_close("self", output.numpy(), outputs[:, t].numpy(), f"x̂ at {t}")
@@ -136,6 +214,22 @@ def test_autograd_runs_the_hand_written_backward(monkeypatch: pytest.MonkeyPatch
         assert_close("sgd weights", value, expected, name)
 
 
+@pytest.mark.backend_specific("torch_scan_bptt")
+def test_state_feedback_is_differentiated_by_autograd() -> None:
+    """The hand-written backward is the output model's: with state feedback,
+    ``torch_scan_bptt``'s loss is autograd's through the scan, its gradients the reference's."""
+    weights = frae.initial_weights(STATE_CONFIG, seed=8)
+    x, y = _inputs(seed=9), _inputs(seed=10)
+    model = frae.create("torch_scan_bptt", STATE_CONFIG, weights=weights)
+    assert not isinstance(model._loss(x, y).grad_fn, torch_train.HandWrittenBPTT._backward_cls)
+    loss, grads = model.loss_and_grads(x, y)
+    reference = frae.create("reference", STATE_CONFIG, weights=weights)
+    expected_loss, expected = reference.loss_and_grads(x, y)
+    assert_close("loss", np.float32(loss), np.float64(expected_loss))
+    for name, grad in expected.items():
+        assert_close("gradients", grads[name], grad, name)
+
+
 COMPILED_CALLS: dict[str, Callable[[frae.Backend, np.ndarray], object]] = {
     "predict": lambda model, x: model.predict(x),
     "decode": lambda model, x: model.decode(x[..., : CONFIG.latent_dim]),
@@ -156,20 +250,21 @@ def test_an_adam_step_beyond_float32_ends_as_divergence() -> None:
         np.testing.assert_array_equal(value, start[name], err_msg=name)
 
 
+@pytest.mark.parametrize("config", CONFIGS.values(), ids=CONFIGS)
 @pytest.mark.parametrize("call", COMPILED_CALLS.values(), ids=COMPILED_CALLS)
 def test_one_compilation_for_every_shape(
-    call: Callable[[frae.Backend, np.ndarray], object],
+    call: Callable[[frae.Backend, np.ndarray], object], config: frae.FRAEConfig
 ) -> None:
     """New values, new weights, a new instance and a new T reuse the compiled code; B = 1,
     which Dynamo specializes, compiles once more."""
     torch._dynamo.reset()  # forget the code compiled so far, so that the first call compiles
     graphs = torch._dynamo.utils.counters["stats"]
-    model = frae.create("torch_scan", CONFIG, seed=4)
+    model = frae.create("torch_scan", config, seed=4)
     before = graphs["unique_graphs"]
     for seed in range(3):
         call(model, _inputs(seed=seed))
-        model.set_weights(frae.initial_weights(CONFIG, seed=seed))
-    call(frae.create("torch_scan", CONFIG, seed=5), _inputs(seed=4))
+        model.set_weights(frae.initial_weights(config, seed=seed))
+    call(frae.create("torch_scan", config, seed=5), _inputs(seed=4))
     call(model, _inputs(seed=5)[:, :3])
     call(model, _inputs(seed=6, batch=3))
     assert graphs["unique_graphs"] - before == 1

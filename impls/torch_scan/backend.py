@@ -59,7 +59,7 @@ class Functions:
     """How a backend runs the loop: ``unroll`` maps ``(module, x)`` to ``(x̂, z)`` and
     ``decode`` maps ``(module, z)`` to x̂ (``model.unroll`` with ``codes_given``)."""
 
-    unroll: Callable[[model.FRAE, torch.Tensor], tuple[torch.Tensor, torch.Tensor]]
+    unroll: Callable[[model.Module, torch.Tensor], tuple[torch.Tensor, torch.Tensor]]
     decode: Unroll
 
 
@@ -124,7 +124,7 @@ class TorchScanBackend(BaseBackend):
         self.rank = process_group_rank(devices)
 
     def _build(self, weights: Weights) -> None:
-        self.module = model.FRAE(self.config)
+        self.module = model.module_for(self.config)
         self.compiled = self.functions()
         self.compiled_for_gradients = self.gradient_functions()
         self._write_weights(weights)
@@ -298,13 +298,18 @@ class TorchScanBPTTBackend(TorchScanBackend):
     same ``torch.optim`` update) differentiate ``train.hand_written_loss``, whose
     ``torch.autograd.Function`` runs one reverse loop carrying only the feedback's gradient
     and forms each weight's gradient as one product over all steps. Inference, weights and
-    the rollback are ``torch_scan``'s.
+    the rollback are ``torch_scan``'s. The hand-written backward is the output-feedback
+    model's: with ``feedback="state"`` the gradient is ``torch_scan``'s, by autograd
+    through the compiled scan.
     """
 
     name = "torch_scan_bptt"
 
     def _tensor_loss(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-        """The loss, with autograd's record of it: one ``HandWrittenBPTT`` node."""
+        """The loss, with autograd's record of it: one ``HandWrittenBPTT`` node (output
+        feedback), or ``torch_scan``'s (state feedback)."""
+        if self.config.state_dim is not None:
+            return super()._tensor_loss(x, y)
         functions = compiled_hand_written(self.config)
         return train.hand_written_loss(
             functions.recorded_unroll, functions.reverse_loop, self.module, x, y

@@ -3,8 +3,10 @@
 The encoder and decoder are ``nn.ModuleDict`` stacks of ``nn.Linear`` layers under their
 short names, so a parameter's name is its canonical name with ``.`` for ``/`` and ``weight``
 for ``kernel``: ``encoder.dense_0.weight``. ``nn.Linear`` stores the kernel as
-``(out, in)``, the canonical kernel transposed; ``to_canonical`` and ``load_canonical`` are
-the one conversion between the two.
+``(out, in)``, the canonical kernel transposed. With state feedback the decoder's GRU is
+PyTorch's own ``nn.GRUCell``, whose layout is the canonical one transposed too
+(``GRU_PARAMETERS``). ``parameter_name``, ``to_canonical`` and ``load_canonical`` are the one
+conversion between the two.
 
 The time loop is ``torch._higher_order_ops.scan`` (PyTorch's ``lax.scan``, a prototype
 operator): under ``torch.compile`` Dynamo traces the cell once and Inductor lowers the
@@ -40,7 +42,8 @@ from torch._higher_order_ops.scan import scan
 from frae.config import FRAEConfig, Layer
 
 Step = tuple[torch.Tensor, tuple[torch.Tensor, torch.Tensor]]
-"""A step's ``(carry, y)``: the new feedback x̂_t, and ``(x̂_t, z_t)`` to stack over time."""
+"""A step's ``(carry, y)``: the new feedback x̂_t (or s_t), and ``(x̂_t, z_t)`` to stack over
+time."""
 
 ACTIVATIONS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
     "swish": nn.functional.silu,  # a·sigmoid(a)
@@ -50,9 +53,24 @@ ACTIVATIONS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
 }
 
 
+GRU_PARAMETERS = {
+    "kernel": "weight_ih",  # K (L, 3H) = weight_ih.T
+    "recurrent_kernel": "weight_hh",  # U (H, 3H) = weight_hh.T
+    "bias": "bias_ih",  # b_K
+    "recurrent_bias": "bias_hh",  # b_U
+}
+"""``nn.GRUCell``'s name for each of the GRU's canonical parameters. Its gate blocks are the
+contract's, in the same order (reset r, update z, candidate n) and with the reset gate
+applied to the recurrent product after its bias; its kernels are ``(3H, in)``, the
+canonical ``(in, 3H)`` transposed, as ``nn.Linear``'s are."""
+
+
 def parameter_name(canonical: str) -> str:
-    """``"encoder/dense_0/kernel"`` -> ``"encoder.dense_0.weight"``."""
+    """``"encoder/dense_0/kernel"`` -> ``"encoder.dense_0.weight"``; the GRU's
+    ``"decoder/gru/kernel"`` -> ``"decoder_gru.weight_ih"`` (``GRU_PARAMETERS``)."""
     layer, _, kind = canonical.rpartition("/")
+    if layer == "decoder/gru":
+        return f"decoder_gru.{GRU_PARAMETERS[kind]}"
     return f"{layer.replace('/', '.')}.{'weight' if kind == 'kernel' else kind}"
 
 
@@ -111,7 +129,62 @@ class FRAE(nn.Module):
         return unroll(self.config, self, sequences, codes_given=codes_given)
 
 
-def named_parameters_of(module: FRAE) -> dict[str, nn.Parameter]:
+class StateFRAE(nn.Module):
+    """The state-feedback FRAE (contract section 1b): encoder, the decoder's GRU
+    (``nn.GRUCell``) and its dense layers; ``step`` is the recurrent cell.
+
+    The carry is the GRU's state s_{t-1} of shape ``(B, H)``, s₀ = 0::
+
+        z_t = encoder(concat(x_t, s_{t-1}))                       # (B, L)
+        a = z_t @ K + b_K;  c = s_{t-1} @ U + b_U                 # (B, 3H): [r | p | n]
+        r = σ(a_r + c_r);  p = σ(a_p + c_p);  n = tanh(a_n + r ⊙ c_n)
+        s_t = (1 - p) ⊙ n + p ⊙ s_{t-1}                          # (B, H)
+        x̂_t = decoder(s_t)                                      # (B, F)
+    """
+
+    def __init__(self, config: FRAEConfig) -> None:
+        super().__init__()
+        gru = config.gru
+        if gru is None:
+            raise ValueError(f'StateFRAE needs feedback="state", got {config.feedback!r}')
+        self.config = config
+        self.encoder = DenseStack(config.encoder_layers)
+        self.decoder_gru = nn.GRUCell(gru.input_dim, gru.state_dim)
+        self.decoder = DenseStack(config.decoder_layers)
+
+    def step(self, state: torch.Tensor, x_t: torch.Tensor) -> Step:
+        """s_{t-1}, x_t -> s_t, (x̂_t, z_t)."""
+        z_t = self.encoder(torch.cat([x_t, state], dim=-1))
+        state = self.decoder_gru(z_t, state)
+        output = self.decoder(state)
+        # copies, as in ``FRAE.step``: the state is saved for the gradient of the decoder's
+        # first product, the code for the GRU's
+        return state.clone(), (output.clone(), z_t.clone())
+
+    def decode_step(
+        self, state: torch.Tensor, z_t: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """s_{t-1}, z_t -> s_t, x̂_t: the GRU and the decoder alone, on a given code."""
+        state = self.decoder_gru(z_t, state)
+        return state.clone(), self.decoder(state).clone()
+
+    def forward(
+        self, sequences: torch.Tensor, codes_given: bool = False
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """``unroll(config, self, sequences, codes_given=codes_given)``: x̂ and z."""
+        return unroll(self.config, self, sequences, codes_given=codes_given)
+
+
+Module = FRAE | StateFRAE
+"""The module of either feedback; ``module_for`` builds the one a config asks for."""
+
+
+def module_for(config: FRAEConfig) -> Module:
+    """``FRAE`` for output feedback, ``StateFRAE`` for state feedback."""
+    return FRAE(config) if config.gru is None else StateFRAE(config)
+
+
+def named_parameters_of(module: Module) -> dict[str, nn.Parameter]:
     """The module's parameters by name, with the ``layers`` level of ``DenseStack`` elided:
     ``encoder.dense_0.weight``."""
     return {
@@ -121,37 +194,39 @@ def named_parameters_of(module: FRAE) -> dict[str, nn.Parameter]:
 
 def to_canonical(config: FRAEConfig, tensors: Mapping[str, torch.Tensor]) -> dict[str, np.ndarray]:
     """Parameters (or their gradients) by the module's names -> NumPy by canonical name,
-    each kernel transposed from ``(out, in)`` to ``(in, out)``."""
+    each kernel (the GRU's recurrent kernel too) transposed from ``(out, in)`` to
+    ``(in, out)``."""
     canonical = {}
     for name in config.parameter_shapes():
         value = tensors[parameter_name(name)].detach().numpy()
-        canonical[name] = value.T if name.endswith("/kernel") else value
+        canonical[name] = value.T if name.endswith("kernel") else value
     return canonical
 
 
-def load_canonical(module: FRAE, weights: Mapping[str, np.ndarray]) -> None:
+def load_canonical(module: Module, weights: Mapping[str, np.ndarray]) -> None:
     """Copy canonical weights into ``module``, each kernel transposed to ``(out, in)``."""
     parameters = named_parameters_of(module)
     with torch.no_grad():
         for name, value in weights.items():
-            source = value.T if name.endswith("/kernel") else value
+            source = value.T if name.endswith("kernel") else value
             parameters[parameter_name(name)].copy_(torch.from_numpy(np.ascontiguousarray(source)))
 
 
 def unroll(
     config: FRAEConfig,
-    weights: FRAE,
+    weights: Module,
     sequences: torch.Tensor,
     *,
     codes_given: bool = False,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Step the recurrence from x̂₀ = 0; returns ``(x̂, z)``, each ``(B, T, ·)``.
+    """Step the recurrence from x̂₀ = 0 (or s₀ = 0); returns ``(x̂, z)``, each ``(B, T, ·)``.
 
-    ``weights`` is the module that holds them; ``sequences`` is x, or with ``codes_given``
-    the codes z for the decoder alone (then returned as z). The one transpose of each array:
-    batch-major at the edges, time-major for the scan.
+    ``weights`` is the module that holds them, ``FRAE`` or ``StateFRAE``: its cell defines
+    the feedback; ``sequences`` is x, or with ``codes_given`` the codes z for the decoder
+    alone (then returned as z). The one transpose of each array: batch-major at the edges,
+    time-major for the scan.
     """
-    feedback = sequences.new_zeros(sequences.shape[0], config.input_dim)
+    feedback = sequences.new_zeros(sequences.shape[0], config.feedback_dim)
     time_major = sequences.transpose(0, 1)
     if codes_given:
         _, outputs = scan(weights.decode_step, feedback, time_major)

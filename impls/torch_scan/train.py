@@ -1,5 +1,6 @@
 """Training in PyTorch: the loss, its gradient by autograd through the scan, and the
-contract's SGD and Adam from ``torch.optim``."""
+contract's SGD and Adam from ``torch.optim``; then, for output feedback only, the
+back-propagation through time written by hand."""
 
 from __future__ import annotations
 
@@ -14,12 +15,12 @@ from frae.config import Layer
 from frae.optimizers import ADAM
 from impls.torch_scan import model
 
-Unroll = Callable[[model.FRAE, torch.Tensor], torch.Tensor]
+Unroll = Callable[[model.Module, torch.Tensor], torch.Tensor]
 """``module, x -> x̂``: ``model.unroll``'s outputs, compiled."""
 
 
 def mean_squared_error(
-    unrolled: Unroll, module: model.FRAE, x: torch.Tensor, y: torch.Tensor
+    unrolled: Unroll, module: model.Module, x: torch.Tensor, y: torch.Tensor
 ) -> torch.Tensor:
     """mean((x̂ - y)²) over every element of ``(B, T, F)``, x̂ from ``unrolled`` (``unroll``
     compiled: the loss outside it, since Inductor's C++ wrapper fails to compile a graph
@@ -36,7 +37,7 @@ class LossModule(nn.Module):
     ``DistributedDataParallel`` wraps. DDP averages the gradients of the parameters of the
     module it wraps, by hooks on their accumulation, once per forward it runs."""
 
-    def __init__(self, frae: model.FRAE, loss: Loss) -> None:
+    def __init__(self, frae: model.Module, loss: Loss) -> None:
         super().__init__()
         self.frae = frae
         self.loss = loss
@@ -45,7 +46,7 @@ class LossModule(nn.Module):
         return self.loss(x, y)
 
 
-def optimizer(name: str, module: model.FRAE, learning_rate: float) -> torch.optim.Optimizer:
+def optimizer(name: str, module: model.Module, learning_rate: float) -> torch.optim.Optimizer:
     """The contract's optimizers over ``module``'s parameters: ``"sgd"``, w ← w - lr·g, or
     ``"adam"``, w ← w - lr·m̂/(√v̂ + ε), with ε outside the root as ``torch.optim.Adam``
     places it.
@@ -81,7 +82,7 @@ def apply_update(update: torch.optim.Optimizer) -> None:
                     parameter.fill_(math.nan)
 
 
-# --- Back-propagation through time written by hand ------------------------------------------
+# --- Back-propagation through time written by hand (output feedback) -------------------------
 
 Records = tuple[tuple[torch.Tensor, ...], tuple[torch.Tensor, ...]]
 """What the forward keeps for the backward, per layer in ``config.layers`` order, time-major:
