@@ -38,6 +38,10 @@ def python_loop_functions(
     config: FRAEConfig, step: Cell = model.FRAE.step, decode_step: Cell = model.FRAE.decode_step
 ) -> Functions:
     """``Functions`` that run ``python_loop`` over ``step`` (or, decoding, ``decode_step``)."""
+    if config.gru is not None:
+        raise NotImplementedError(
+            'the Python loop has no GRU: it runs feedback="output" models only'
+        )
     return Functions(
         unroll=lambda module, x: python_loop(config, module, x, step, False),
         decode=lambda module, z: python_loop(config, module, z, decode_step, True)[0],

@@ -127,6 +127,10 @@ def script_loop() -> Any:
 
 def scripted_functions(config: FRAEConfig) -> Functions:
     """``Functions`` running the TorchScript loop over a module's parameters."""
+    if config.gru is not None:
+        raise NotImplementedError(
+            'the TorchScript loop has no GRU: it runs feedback="output" models only'
+        )
     encoder_codes, decoder_codes = (
         [ACTIVATION_CODES[layer.activation] for layer in layers]
         for layers in (config.encoder_layers, config.decoder_layers)
