@@ -1,7 +1,8 @@
-"""TensorFlow-specific promises of ``tf_while``: one trace per shape, a quiet terminal, and a
-gradient loop that copies nothing T long and saves no weights per step; of ``tf_while_bptt``:
-the tape's gradient is the backward pass written by hand, whose reverse loop carries only the
-feedback's gradient."""
+"""TensorFlow-specific promises of ``tf_while``: one trace per shape, a quiet terminal, a
+gradient loop that copies nothing T long and saves no weights per step, and GRU weights that
+Keras' own ``GRUCell`` steps as the reference does; of ``tf_while_bptt``: the tape's gradient
+is the backward pass written by hand, whose reverse loop carries only the feedback's
+gradient."""
 
 from __future__ import annotations
 
@@ -40,6 +41,7 @@ def _exercise(model: frae.Backend, x: np.ndarray) -> None:
     ("name", "config"),
     [
         ("tf_while", frae.FRAEConfig(encoder_units=(7,))),  # configs no other test traces
+        ("tf_while", frae.FRAEConfig(encoder_units=(7,), feedback="state", state_dim=6)),
         pytest.param(
             "tf_while_bptt",
             frae.FRAEConfig(encoder_units=(7,), latent_dim=2),
@@ -94,14 +96,18 @@ def test_tensorflow_start_up_and_tracing_say_nothing() -> None:
     assert result.stderr == ""
 
 
-def _gradient_loops(loss: object = None) -> str:
-    """The optimized HLO of tf_while's ``loss_and_grads`` at T=37 (a length no weight has),
-    with ``train.mean_squared_error`` replaced by ``loss`` if given."""
+STATE_FEEDBACK = frae.FRAEConfig(feedback="state", state_dim=5)
+
+
+def _gradient_loops(loss: object = None, config: frae.FRAEConfig | None = None) -> str:
+    """The optimized HLO of tf_while's ``loss_and_grads`` at T=37 (a length no weight has) and
+    B=2, for ``config`` (by default the default model), with ``train.mean_squared_error``
+    replaced by ``loss`` if given."""
     from impls.tf_while import model as tf_model
     from impls.tf_while import train as tf_train
     from impls.tf_while.model import tf
 
-    config, steps = frae.FRAEConfig(), 37
+    config, steps = config or frae.FRAEConfig(), 37
     x = tf.constant(frae.data.multi_sine(batch=2, steps=steps))
     variables = tf_model.create_variables(config)
 
@@ -136,14 +142,19 @@ def test_the_gradient_loop_copies_no_time_long_array() -> None:
     """
     assert _t_long_copies_in_loops(_gradient_loops()) == []
     assert _t_long_copies_in_loops(_gradient_loops(_loss_through_the_outputs))
+    assert _t_long_copies_in_loops(_gradient_loops(config=STATE_FEEDBACK)) == []
 
 
-def test_no_copy_of_a_kernel_is_saved_per_time_step() -> None:
+@pytest.mark.parametrize("config", [frae.FRAEConfig(), STATE_FEEDBACK], ids=["output", "state"])
+def test_no_copy_of_a_kernel_is_saved_per_time_step(config: frae.FRAEConfig) -> None:
     """The weights are read outside the loop: no (T, in, out) stack of a kernel exists.
 
     Read inside the body, each read is a new tensor per iteration, which the gradient saves.
     """
-    assert not re.search(r"f32\[37,4,4\]", _gradient_loops())
+    hlo = _gradient_loops(config=config)
+    kernels = [shape for shape in config.parameter_shapes().values() if len(shape) == 2]
+    saved = [shape for shape in kernels if f"f32[37,{shape[0]},{shape[1]}]" in hlo]
+    assert saved == []
 
 
 def _loss_by_hand(config, variables, x, y):  # type: ignore[no-untyped-def]
@@ -247,3 +258,80 @@ def test_the_reverse_loop_carries_only_the_feedback_gradient() -> None:
     weights = {f"f32[{rows},{cols}]" for rows, cols in [(4, 4), (4, 3), (3, 1), (3, 3), (3, 2)]}
     autodiff = unexpected(_gradient_loops())
     assert weights <= {shape for shapes in autodiff for shape in shapes}, autodiff
+
+
+def _random_gru(seed: int) -> tuple[frae.config.GRU, dict[str, np.ndarray]]:
+    """A GRU of L=3 inputs and H=5 units with canonical weights N(0, 0.5): every block and
+    bias different, so a swapped gate changes the state."""
+    gru = frae.FRAEConfig(latent_dim=3, feedback="state", state_dim=5).gru
+    assert gru is not None
+    rng = np.random.default_rng(seed)
+    weights = {
+        name: rng.normal(0.0, 0.5, size=shape).astype(np.float32)
+        for name, shape in gru.parameter_shapes().items()
+    }
+    return gru, weights
+
+
+def _swap_reset_and_update(weights: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """``weights`` with the reset and update column blocks exchanged (a mapping's likely slip)."""
+    swapped = {}
+    for name, array in weights.items():
+        reset, update, candidate = np.split(array, 3, axis=-1)
+        swapped[name] = np.concatenate([update, reset, candidate], axis=-1)
+    return swapped
+
+
+def _keras_states(
+    gru: frae.config.GRU, canonical: dict[str, np.ndarray], codes: np.ndarray
+) -> np.ndarray:
+    """The states s_1..s_T of ``tf.keras.layers.GRUCell(reset_after=True)`` holding
+    ``canonical`` through ``gru_to_keras``, stepped from s_0 = 0 over ``codes`` (B, T, L)."""
+    from impls.tf_while import model as tf_model
+    from impls.tf_while.model import tf
+
+    cell = tf.keras.layers.GRUCell(gru.state_dim, reset_after=True)
+    cell.build((None, gru.input_dim))
+    cell.set_weights(tf_model.gru_to_keras(canonical, gru))
+    state = np.zeros((codes.shape[0], gru.state_dim), np.float32)
+    states = []
+    for t in range(codes.shape[1]):
+        state, _ = cell(codes[:, t], state)
+        states.append(np.asarray(state))
+    return np.stack(states, axis=1)
+
+
+def _reference_states(
+    gru: frae.config.GRU, canonical: dict[str, np.ndarray], codes: np.ndarray
+) -> np.ndarray:
+    """The float64 reference's ``gru_step`` over ``codes`` from s_0 = 0, states (B, T, H)."""
+    from impls.reference.model import gru_step
+
+    params = {name: array.astype(np.float64) for name, array in canonical.items()}
+    state = np.zeros((codes.shape[0], gru.state_dim))
+    states = []
+    for t in range(codes.shape[1]):
+        state, _ = gru_step(params, gru, codes[:, t].astype(np.float64), state)
+        states.append(state)
+    return np.stack(states, axis=1)
+
+
+def test_keras_gru_cell_steps_the_canonical_gru_through_the_mapping() -> None:
+    """Canonical GRU weights, loaded by ``gru_to_keras`` into Keras' stock ``GRUCell``, step
+    as the reference's ``gru_step`` does (B=4, T=6, L=3, H=5); with the reset and update
+    blocks swapped the same comparison misses by far more than the tolerance, so the check
+    would catch a mapping that swaps them; and the mapping's inverse recovers the weights."""
+    from impls.tf_while import model as tf_model
+
+    gru, canonical = _random_gru(seed=6)
+    codes = np.random.default_rng(7).normal(0.0, 1.0, size=(4, 6, 3)).astype(np.float32)
+    expected = _reference_states(gru, canonical, codes)
+    assert_close("outputs", _keras_states(gru, canonical, codes), expected)
+
+    swapped = _keras_states(gru, _swap_reset_and_update(canonical), codes)
+    assert np.abs(swapped - expected).max() > 1e-2  # 10⁴ times the tolerance's atol
+
+    round_trip = tf_model.gru_from_keras(tf_model.gru_to_keras(canonical, gru), gru)
+    assert round_trip.keys() == canonical.keys()
+    for name, array in canonical.items():
+        np.testing.assert_array_equal(round_trip[name], array, err_msg=name)

@@ -1,16 +1,20 @@
 """The FRAE recurrence in TensorFlow: the cell and ``tf.while_loop`` over time, XLA-compiled.
 
-The feedback x̂_{t-1} is a loop variable of the ``tf.while_loop``, never an attribute, and
-every ``TensorArray.write`` result is reassigned: the two mistakes that disconnect the loss
-from the weights ("No gradients provided for any variable") cannot happen here.
+The feedback (x̂_{t-1}, or the GRU state s_{t-1}) is a loop variable of the
+``tf.while_loop``, never an attribute, and every ``TensorArray.write`` result is reassigned:
+the two mistakes that disconnect the loss from the weights ("No gradients provided for any
+variable") cannot happen here.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from frae.config import FUSED_PRODUCT_MAX_SIZE, FRAEConfig, Layer
+import numpy as np
+import numpy.typing as npt
+
+from frae.config import FUSED_PRODUCT_MAX_SIZE, GRU, FRAEConfig, Layer
 from frae.quiet import import_quietly
 
 if TYPE_CHECKING:
@@ -51,8 +55,28 @@ def dense_stack(weights: dict[str, tf.Tensor], layers: Iterable[Layer], h: tf.Te
     return h
 
 
-Cell = Callable[[tf.Tensor, tf.Tensor], tuple[tf.Tensor, tf.Tensor]]
-"""``(fresh, x̂_{t-1}) -> (z_t, x̂_t)``: one time step, ``fresh`` being x_t or a given z_t."""
+def gru_step(
+    weights: dict[str, tf.Tensor], gru: GRU, code: tf.Tensor, state: tf.Tensor
+) -> tf.Tensor:
+    """s_t from z_t and s_{t-1} (contract section 1b), column blocks [r | p | n]:
+
+    a = z_t K + b_K;  c = s_{t-1} U + b_U;  r = σ(a_r + c_r);  p = σ(a_p + c_p);
+    n = tanh(a_n + r ⊙ c_n);  s_t = (1 − p) ⊙ n + p ⊙ s_{t-1}.
+    """
+    a = product(code, weights[gru.kernel]) + weights[gru.bias]
+    c = product(state, weights[gru.recurrent_kernel]) + weights[gru.recurrent_bias]
+    a_reset, a_update, a_candidate = tf.split(a, 3, axis=1)
+    c_reset, c_update, c_candidate = tf.split(c, 3, axis=1)
+    reset = tf.sigmoid(a_reset + c_reset)
+    update = tf.sigmoid(a_update + c_update)
+    candidate = tf.tanh(a_candidate + reset * c_candidate)
+    return (1.0 - update) * candidate + update * state
+
+
+Step = tuple[tf.Tensor, tf.Tensor, tf.Tensor]
+Cell = Callable[[tf.Tensor, tf.Tensor], Step]
+"""``(fresh, feedback) -> (z_t, x̂_t, feedback_t)``: one time step, ``fresh`` being x_t or a
+given z_t, the feedback x̂ (output feedback, where ``feedback_t`` is x̂_t) or the GRU state s."""
 
 
 def make_cell(config: FRAEConfig, variables: Variables, *, codes_given: bool = False) -> Cell:
@@ -63,22 +87,31 @@ def make_cell(config: FRAEConfig, variables: Variables, *, codes_given: bool = F
     kernel per step); a tensor from outside is a loop invariant, read where it is.
     """
     weights = {name: tf.convert_to_tensor(variable) for name, variable in variables.items()}
+    gru = config.gru
 
-    def cell(fresh: tf.Tensor, feedback: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
-        code = (
-            fresh
-            if codes_given
-            else dense_stack(weights, config.encoder_layers, tf.concat([fresh, feedback], axis=1))
-        )
-        return code, dense_stack(weights, config.decoder_layers, tf.concat([code, feedback], 1))
+    def encode(fresh: tf.Tensor, feedback: tf.Tensor) -> tf.Tensor:
+        if codes_given:
+            return fresh
+        return dense_stack(weights, config.encoder_layers, tf.concat([fresh, feedback], axis=1))
 
-    return cell
+    def output_feedback_cell(fresh: tf.Tensor, feedback: tf.Tensor) -> Step:
+        code = encode(fresh, feedback)
+        reconstruction = dense_stack(weights, config.decoder_layers, tf.concat([code, feedback], 1))
+        return code, reconstruction, reconstruction
+
+    def state_feedback_cell(fresh: tf.Tensor, state: tf.Tensor) -> Step:
+        assert gru is not None
+        code = encode(fresh, state)
+        state = gru_step(weights, gru, code, state)
+        return code, dense_stack(weights, config.decoder_layers, state), state
+
+    return output_feedback_cell if gru is None else state_feedback_cell
 
 
 def unroll(
     config: FRAEConfig, weights: Variables, sequences: tf.Tensor, *, codes_given: bool = False
 ) -> tuple[tf.Tensor, tf.Tensor]:
-    """Run the recurrence from x̂₀ = 0 over batch-major ``sequences`` (static shape).
+    """Run the recurrence from x̂₀ = 0 (or s₀ = 0) over batch-major ``sequences`` (static shape).
 
     Args:
         config: the model's sizes and activations.
@@ -96,16 +129,58 @@ def unroll(
     codes = tf.TensorArray(tf.float32, size=steps)
 
     def step(t, feedback, outputs, codes):
-        code, reconstruction = cell(inputs.read(t), feedback)
-        return t + 1, reconstruction, outputs.write(t, reconstruction), codes.write(t, code)
+        code, reconstruction, feedback = cell(inputs.read(t), feedback)
+        return t + 1, feedback, outputs.write(t, reconstruction), codes.write(t, code)
 
     _, _, outputs, codes = tf.while_loop(
         lambda t, *_: t < steps,
         step,
-        (tf.constant(0), tf.zeros([batch, config.input_dim]), outputs, codes),
+        (tf.constant(0), tf.zeros([batch, config.feedback_dim]), outputs, codes),
         maximum_iterations=steps,  # a static trip count: XLA needs it to compile the loop
     )
     return (
         tf.transpose(outputs.stack(), [1, 0, 2]),
         tf.transpose(codes.stack(), [1, 0, 2]),
     )
+
+
+KERAS_GATE_ORDER = ("update", "reset", "candidate")
+"""The column blocks of ``tf.keras.layers.GRUCell`` (z, r, h), by the names of ``GRU.GATES``."""
+
+
+def gru_to_keras(weights: Mapping[str, npt.ArrayLike], gru: GRU) -> list[npt.NDArray[np.float32]]:
+    """Canonical K, U, b_K, b_U as ``tf.keras.layers.GRUCell(reset_after=True)``'s weights.
+
+    Returns:
+        ``[kernel (L, 3H), recurrent_kernel (H, 3H), bias (2, 3H)]``, the bias's row 0 b_K
+        and row 1 b_U, each column block moved from ``GRU.GATES``'s order to
+        ``KERAS_GATE_ORDER``'s (the reset and update blocks swap).
+    """
+    order = [GRU.GATES.index(gate) for gate in KERAS_GATE_ORDER]
+    arrays = [
+        weights[gru.kernel],
+        weights[gru.recurrent_kernel],
+        np.stack([weights[gru.bias], weights[gru.recurrent_bias]]),
+    ]
+    return [_reorder_blocks(array, order) for array in arrays]
+
+
+def gru_from_keras(
+    keras_weights: Sequence[npt.ArrayLike], gru: GRU
+) -> dict[str, npt.NDArray[np.float32]]:
+    """``gru_to_keras``'s inverse: a Keras ``GRUCell(reset_after=True)``'s
+    ``[kernel, recurrent_kernel, bias]`` as the canonical K, U, b_K, b_U."""
+    order = [KERAS_GATE_ORDER.index(gate) for gate in GRU.GATES]
+    kernel, recurrent_kernel, bias = (_reorder_blocks(array, order) for array in keras_weights)
+    return {
+        gru.kernel: kernel,
+        gru.recurrent_kernel: recurrent_kernel,
+        gru.bias: bias[0],
+        gru.recurrent_bias: bias[1],
+    }
+
+
+def _reorder_blocks(array: npt.ArrayLike, order: Sequence[int]) -> npt.NDArray[np.float32]:
+    """The three column blocks of ``array``, ``(…, 3H)``, in ``order``."""
+    blocks = np.split(np.asarray(array, np.float32), 3, axis=-1)
+    return np.concatenate([blocks[index] for index in order], axis=-1)

@@ -36,14 +36,14 @@ def mean_squared_error(
     targets = tf.transpose(y, [1, 0, 2])
 
     def step(t, feedback, total):
-        _, reconstruction = cell(inputs[t], feedback)
+        _, reconstruction, feedback = cell(inputs[t], feedback)
         squares = tf.reduce_sum(tf.square(reconstruction - targets[t]))
-        return t + 1, reconstruction, total + tf.cast(squares, tf.float64)
+        return t + 1, feedback, total + tf.cast(squares, tf.float64)
 
     _, _, total = tf.while_loop(
         lambda t, *_: t < steps,
         step,
-        (tf.constant(0), tf.zeros([batch, config.input_dim]), tf.constant(0.0, tf.float64)),
+        (tf.constant(0), tf.zeros([batch, config.feedback_dim]), tf.constant(0.0, tf.float64)),
         maximum_iterations=steps,
     )
     return tf.cast(total / float(batch * steps * config.input_dim), tf.float32)
@@ -125,7 +125,8 @@ def recorded_forward(
 def backward(
     config: FRAEConfig, weights: dict[str, tf.Tensor], records: Records, d_outputs: tf.Tensor
 ) -> dict[str, tf.Tensor]:
-    """d loss / d weights by back-propagation through time, written out.
+    """d loss / d weights of an output-feedback model by back-propagation through time,
+    written out.
 
     One reverse loop over time carries only g = d loss / d x̂_t, ``(B, F)``: at step t the
     gradient reaching x̂_t is ``d_outputs[t] + g``; through each decoder layer, last first,
@@ -184,7 +185,10 @@ def mean_squared_error_by_hand(
     config: FRAEConfig, variables: Variables, x: tf.Tensor, y: tf.Tensor
 ) -> tf.Tensor:
     """``mean_squared_error``'s value, with ``backward`` as its gradient: ``tf.custom_gradient``
-    makes ``tf.GradientTape.gradient`` call it in place of TensorFlow's own."""
+    makes ``tf.GradientTape.gradient`` call it in place of TensorFlow's own. Output feedback
+    only: ``recorded_forward`` and ``backward`` know no GRU."""
+    if config.gru is not None:
+        raise ValueError('the hand-written backward is for feedback="output" models only')
     names = list(variables)
 
     @tf.custom_gradient
