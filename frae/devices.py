@@ -7,6 +7,7 @@ framework it is asked to start, and only when called.
 
 from __future__ import annotations
 
+import functools
 import importlib
 import json
 import os
@@ -105,4 +106,13 @@ def tensorflow_strategy(devices: int) -> Any:
     kind = "GPU" if tf.config.list_logical_devices("GPU") else "CPU"
     present = tf.config.list_logical_devices(kind)
     check_device_count(devices, len(present), f"TensorFlow's logical {kind} device list")
-    return tf.distribute.MirroredStrategy([device.name for device in present[:devices]])
+    return _mirrored_strategy(tuple(device.name for device in present[:devices]))
+
+
+@functools.cache
+def _mirrored_strategy(devices: tuple[str, ...]) -> Any:
+    """One ``MirroredStrategy`` per set of devices for the whole process. Two strategies over
+    the same devices number their collectives alike: a second model's all-reduce then meets
+    the first's under the same instance key and TensorFlow aborts ("Shape mismatch in the
+    collective instance")."""
+    return importlib.import_module("tensorflow").distribute.MirroredStrategy(list(devices))

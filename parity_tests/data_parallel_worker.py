@@ -5,12 +5,13 @@
         --coordinator localhost:PORT]
 
 Starts the framework as ``examples.data_parallel`` does (``frae.devices.start_devices``:
-virtual CPU devices, the cluster), then trains the same weights on the same data twice, on
-one device (``devices=None``) and on ``--devices``: two SGD steps, then four shuffled Adam
-steps, and writes both runs' losses, weights and predictions to ``--out`` (JSON), with the
-errors the contract names: devices beyond those present, and a mini-batch that does not
-split (with whether that call left the weights as they were). A backend that refuses
-``devices`` in ``create`` writes only the refusal.
+virtual CPU devices, the cluster), then, for each model of ``MODELS`` (output and state
+feedback), trains the same weights on the same data twice, on one device (``devices=None``)
+and on ``--devices``: two SGD steps, then four shuffled Adam steps, and writes both runs'
+losses, weights and predictions to ``--out`` (JSON, by model), with the errors the contract
+names: devices beyond those present, and a mini-batch that does not split (with whether
+that call left the weights as they were). A backend that refuses ``devices`` in ``create``
+writes only the refusal.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from frae.devices import create_in, start_devices
 
 SEQUENCES, STEPS = 16, 24
 """The data: 16 sequences, mini-batches of 8 (all split over 1, 2, 4 or 8 devices)."""
+MODELS = {"output": frae.FRAEConfig(), "state": frae.FRAEConfig(feedback="state", state_dim=8)}
 
 
 def train(model: frae.Backend, x: np.ndarray) -> dict[str, Any]:
@@ -48,6 +50,23 @@ def refusal(call: Any) -> str | None:
     return None
 
 
+def runs(context: Any, backend: str, model: frae.Backend, devices: int, x: Any) -> dict[str, Any]:
+    """``model`` (on ``devices``) and its twin on one device trained alike; the errors."""
+    start_weights = model.get_weights()
+    result: dict[str, Any] = {"many": train(model, x)}
+    result["one"] = train(frae.create(backend, model.config, weights=start_weights), x)
+    model.set_weights(start_weights)
+    result["uneven"] = refusal(lambda: model.fit(x, batch_size=devices + 1))
+    after = model.get_weights()
+    result["uneven_kept_weights"] = all(
+        np.array_equal(after[name], start_weights[name]) for name in after
+    )
+    result["too_many"] = refusal(
+        lambda: create_in(context, backend, config=model.config, devices=devices * 64)
+    )
+    return result
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--backend", required=True)
@@ -68,23 +87,13 @@ def main() -> None:
     )
     x = frae.data.multi_sine(SEQUENCES, STEPS, seed=7)
     result: dict[str, Any] = {}
-    try:
-        model = create_in(context, args.backend, devices=args.devices)
-    except ValueError as error:
-        result["refused"] = str(error)
-    else:
-        start_weights = model.get_weights()
-        result["many"] = train(model, x)
-        result["one"] = train(frae.create(args.backend, weights=start_weights), x)
-        model.set_weights(start_weights)
-        result["uneven"] = refusal(lambda: model.fit(x, batch_size=args.devices + 1))
-        after = model.get_weights()
-        result["uneven_kept_weights"] = all(
-            np.array_equal(after[name], start_weights[name]) for name in after
-        )
-        result["too_many"] = refusal(
-            lambda: create_in(context, args.backend, devices=args.devices * 64)
-        )
+    for label, config in MODELS.items():
+        try:
+            model = create_in(context, args.backend, config=config, devices=args.devices)
+        except ValueError as error:
+            result = {"refused": str(error)}
+            break
+        result[label] = runs(context, args.backend, model, args.devices, x)
     with open(args.out, "w") as file:
         json.dump(result, file)
 

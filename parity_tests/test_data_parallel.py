@@ -100,14 +100,18 @@ def float32(run: dict[str, Any], quantity: str) -> np.ndarray:
 
 
 def assert_same_training(result: dict[str, Any], devices: int) -> None:
-    """N devices' run equals one device's within summation order; the contract's errors."""
+    """For each model (output and state feedback), N devices' run equals one device's within
+    summation order; the contract's errors."""
     assert "refused" not in result, result.get("refused")
-    many, one = result["many"], result["one"]
-    for quantity in ("loss", "predict", *(f"weights/{name}" for name in one["weights"])):
-        assert_close("devices", float32(many, quantity), float32(one, quantity), quantity)
-    assert f"devices={devices}" in result["uneven"] and str(devices + 1) in result["uneven"]
-    assert result["uneven_kept_weights"]
-    assert f"devices={devices * 64}" in result["too_many"]
+    for model in ("output", "state"):
+        runs = result[model]
+        many, one = runs["many"], runs["one"]
+        for quantity in ("loss", "predict", *(f"weights/{name}" for name in one["weights"])):
+            what = f"{model}: {quantity}"
+            assert_close("devices", float32(many, quantity), float32(one, quantity), what)
+        assert f"devices={devices}" in runs["uneven"] and str(devices + 1) in runs["uneven"]
+        assert runs["uneven_kept_weights"]
+        assert f"devices={devices * 64}" in runs["too_many"]
 
 
 def test_data_parallel_equals_one_device(backend_spec: str, tmp_path: Path) -> None:
