@@ -220,14 +220,14 @@ def _by_hand(backend: str, mechanism: str) -> Variant:
 
 
 PYTHON_LOOP = "its loop over time is written for output feedback (x̂_{t-1} fed back)"
-"""Why PyTorch's other routes run no state-feedback model: they step the cell from Python
-(``bench.baselines.torch_eager``) or script it."""
+"""Why the PyTorch routes that step a cell from Python (``bench.baselines.torch_eager``) or
+script the loop run no state-feedback model; those that compile torch_scan's scan run it."""
 
 
 def _torch_routes() -> tuple[Variant, ...]:
     """The other ways to run the loop in PyTorch (``bench.baselines.torch_routes``)."""
     routes = f"{BASELINES}.torch_routes"
-    variants = (
+    return (
         Variant(
             "torch_scan[python_wrapper]",
             f"{routes}:TorchScanPythonWrapperBackend",
@@ -252,6 +252,7 @@ def _torch_routes() -> tuple[Variant, ...]:
             needs=("torch",),
             slow=True,
             optional=True,
+            no_state_feedback=PYTHON_LOOP,
         ),
         Variant(
             "torch_script",
@@ -261,6 +262,7 @@ def _torch_routes() -> tuple[Variant, ...]:
             needs=("torch",),
             slow=True,
             optional=True,
+            no_state_feedback=PYTHON_LOOP,
         ),
         Variant(
             "torch_aoti",
@@ -274,7 +276,6 @@ def _torch_routes() -> tuple[Variant, ...]:
             optional=True,
         ),
     )
-    return tuple(replace(variant, no_state_feedback=PYTHON_LOOP) for variant in variants)
 
 
 DEVICE_COUNTS = (2,)
