@@ -12,8 +12,10 @@ import numpy as np
 import pytest
 
 import frae
+from frae.config import GRU
+from impls.reference import model as reference_model
 from parity_tests.cases import CASES
-from parity_tests.tolerances import assert_close
+from parity_tests.tolerances import TOLERANCES, assert_close
 
 pytestmark = pytest.mark.backend_specific("keras_rnn")
 
@@ -47,10 +49,11 @@ def test_metadata_names_the_keras_backend() -> None:
     assert model.metadata["keras_backend"] == keras.backend.backend()
 
 
-def test_variables_map_one_to_one_onto_canonical_names() -> None:
-    model = frae.create("keras_rnn", CASES["latent_2"].config, seed=2)
+@pytest.mark.parametrize("case_name", ["latent_2", "state_deep"])
+def test_variables_map_one_to_one_onto_canonical_names(case_name: str) -> None:
+    model = frae.create("keras_rnn", CASES[case_name].config, seed=2)
     names = [keras_model.canonical_name(v) for v in model.keras_model.weights]
-    assert names == list(CASES["latent_2"].config.parameter_shapes())
+    assert names == list(CASES[case_name].config.parameter_shapes())
     for variable in model.keras_model.weights:
         canonical = keras_model.canonical_name(variable)
         value = keras_model.to_numpy(variable.value)
@@ -60,17 +63,18 @@ def test_variables_map_one_to_one_onto_canonical_names() -> None:
 @pytest.mark.skipif(
     keras.backend.backend() == "torch", reason="on torch keras_rnn runs eagerly: nothing is traced"
 )
-def test_repeated_calls_do_not_retrace(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The cell's Python ``call`` runs only while Keras traces; compiled calls skip it."""
+@pytest.mark.parametrize("case_name", ["default", "state"])
+def test_repeated_calls_do_not_retrace(monkeypatch: pytest.MonkeyPatch, case_name: str) -> None:
+    """The cell's Python ``step`` runs only while Keras traces; compiled calls skip it."""
     calls = {"count": 0}
-    original = keras_model.FRAECell.call
+    original = keras_model.FRAECell.step
 
-    def counting(self, inputs, states):
+    def counting(self, inputs, feedback):
         calls["count"] += 1
-        return original(self, inputs, states)
+        return original(self, inputs, feedback)
 
-    monkeypatch.setattr(keras_model.FRAECell, "call", counting)
-    model = frae.create("keras_rnn", seed=1)
+    monkeypatch.setattr(keras_model.FRAECell, "step", counting)
+    model = frae.create("keras_rnn", CASES[case_name].config, seed=1)
     x = frae.data.multi_sine(batch=2, steps=9, seed=1)
 
     def exercise() -> None:
@@ -87,8 +91,9 @@ def test_repeated_calls_do_not_retrace(monkeypatch: pytest.MonkeyPatch) -> None:
     assert calls["count"] == traced, "a repeated call with the same shapes traced again"
 
 
-def test_keras_file_round_trip(tmp_path: Path) -> None:
-    case = CASES["features_3"]
+@pytest.mark.parametrize("case_name", ["features_3", "state"])
+def test_keras_file_round_trip(tmp_path: Path, case_name: str) -> None:
+    case = CASES[case_name]
     model = frae.create("keras_rnn", case.config, seed=3)
     model.fit(case.inputs(seed=1), epochs=2, learning_rate=1e-2)
     x = case.inputs(seed=2)
@@ -99,7 +104,7 @@ def test_keras_file_round_trip(tmp_path: Path) -> None:
         assert saved.name == restored.name
         restored_value, saved_value = (keras_model.to_numpy(v.value) for v in (restored, saved))
         np.testing.assert_array_equal(restored_value, saved_value)
-    loaded.jit_compile = True  # compiled like the backend: XLA fuses differently, by an ulp
+    loaded.jit_compile = model.jit_compile  # run as the backend runs: compiling moves ulps
     predicted = np.asarray(loaded.predict_on_batch(x))  # NumPy on every Keras backend
     np.testing.assert_array_equal(predicted, model.predict(x))
 
@@ -112,6 +117,60 @@ def test_canonical_weights_load_into_the_keras_model() -> None:
     expected = frae.create("reference", case.config, weights=weights).predict(x)
     predicted = np.asarray(model.keras_model.predict_on_batch(x))
     assert_close("outputs", predicted, expected)
+
+
+def _stock_gru_steps(gru: GRU, weights: dict[str, np.ndarray], codes: np.ndarray) -> np.ndarray:
+    """s_1 … s_T of Keras' own ``GRUCell(reset_after=True)`` holding canonical ``weights``
+    (through ``gru_from_canonical``), stepped from s₀ = 0 on ``codes`` (T, B, L)."""
+    cell = keras.layers.GRUCell(gru.state_dim, reset_after=True)
+    cell.build((None, gru.input_dim))
+    cell.set_weights(keras_model.gru_from_canonical(gru, weights))
+    state = keras.ops.zeros((codes.shape[1], gru.state_dim))
+    states = []
+    for code in codes:
+        _, (state,) = cell(keras.ops.convert_to_tensor(code), [state])
+        states.append(keras_model.to_numpy(state))
+    return np.stack(states)
+
+
+def _reference_gru_steps(gru: GRU, weights: dict[str, np.ndarray], codes: np.ndarray) -> np.ndarray:
+    """The same steps by the float64 reference's ``gru_step``."""
+    params = {name: value.astype(np.float64) for name, value in weights.items()}
+    state = np.zeros((codes.shape[1], gru.state_dim))
+    states = []
+    for code in codes.astype(np.float64):
+        state, _ = reference_model.gru_step(params, gru, code, state)
+        states.append(state)
+    return np.stack(states)
+
+
+def test_canonical_gru_weights_map_onto_keras_gru_cell() -> None:
+    """Canonical GRU weights loaded into Keras' stock ``GRUCell`` (gate blocks z, r, h; bias
+    rows b_K, b_U) step as the reference steps them; with the reset and update blocks of the
+    canonical weights swapped, the states differ by far more than the tolerance, so a
+    mapping that swapped them would fail. Sizes all differ: T 4, B 3, L 2, H 5."""
+    gru = GRU("decoder/gru", input_dim=2, state_dim=5)
+    rng = np.random.default_rng(11)
+    weights = {
+        name: rng.normal(0.0, 0.8, size=shape).astype(np.float32)
+        for name, shape in gru.parameter_shapes().items()
+    }
+    codes = rng.normal(0.0, 1.0, size=(4, 3, gru.input_dim)).astype(np.float32)
+    expected = _reference_gru_steps(gru, weights, codes)
+    assert_close("outputs", _stock_gru_steps(gru, weights, codes), expected, "stock GRUCell")
+
+    round_trip = keras_model.gru_to_canonical(gru, keras_model.gru_from_canonical(gru, weights))
+    assert round_trip.keys() == weights.keys()
+    for name, value in weights.items():
+        np.testing.assert_array_equal(round_trip[name], value, err_msg=name)
+
+    def reset_and_update_swapped(value: np.ndarray) -> np.ndarray:
+        reset, update, candidate = np.split(value, 3, axis=-1)
+        return np.concatenate([update, reset, candidate], axis=-1)
+
+    swapped = {name: reset_and_update_swapped(value) for name, value in weights.items()}
+    difference = np.abs(_stock_gru_steps(gru, swapped, codes) - expected).max()
+    assert difference > 1000 * TOLERANCES["outputs"].atol, difference
 
 
 def test_keras_defaults_baseline_equals_the_compiled_backend() -> None:

@@ -1,20 +1,22 @@
 """The FRAE step as a Keras RNN cell, written only with ``keras.ops``.
 
 The cell contract: ``call(inputs, states) -> (output, new_states)`` with ``state_size`` and
-``output_size``. Here the state is the feedback x̂_{t-1} (size F) and the output is
-``[x̂_t, z_t]`` (size F + L), so one ``keras.layers.RNN`` gives reconstructions and codes.
-``DecoderCell`` runs the same weights from given codes (``decode``). Keras supplies the
-loop: ``tf.while_loop`` on TensorFlow, ``lax.scan`` on JAX.
+``output_size``. Here the state is the feedback, x̂_{t-1} (size F) or with state feedback the
+GRU's state s_{t-1} (size H), and the output is ``[x̂_t, z_t]`` (size F + L), so one
+``keras.layers.RNN`` gives reconstructions and codes. ``DecoderCell`` runs the same weights
+from given codes (``decode``). Keras supplies the loop: ``tf.while_loop`` on TensorFlow,
+``lax.scan`` on JAX.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
 
-from frae.config import FUSED_PRODUCT_MAX_SIZE, FRAEConfig
+from frae.config import FUSED_PRODUCT_MAX_SIZE, GRU, FRAEConfig
 from frae.quiet import import_quietly
 
 if TYPE_CHECKING:
@@ -52,6 +54,45 @@ ACTIVATIONS = {
 }
 
 
+KERAS_GATE_ORDER = (1, 0, 2)
+"""Keras' ``GRUCell`` holds the gate blocks [update | reset | candidate]: the canonical
+[reset | update | candidate] (``GRU.GATES``) with the first two swapped. The permutation is
+its own inverse."""
+
+
+def gru_from_canonical(gru: GRU, weights: Mapping[str, np.ndarray]) -> list[np.ndarray]:
+    """The canonical GRU weights as ``keras.layers.GRUCell(reset_after=True)``'s
+    ``[kernel, recurrent_kernel, bias]``: gate blocks in Keras' order, and ``bias`` of shape
+    (2, 3H) with b_K in row 0 and b_U in row 1."""
+    kernel, recurrent_kernel, bias, recurrent_bias = (
+        _swap_gate_blocks(weights[name]) for name in gru.parameter_shapes()
+    )
+    return [kernel, recurrent_kernel, np.stack([bias, recurrent_bias])]
+
+
+def gru_to_canonical(gru: GRU, keras_weights: Sequence[np.ndarray]) -> dict[str, np.ndarray]:
+    """``keras.layers.GRUCell(reset_after=True)``'s ``[kernel, recurrent_kernel, bias]`` by
+    canonical name: the inverse of ``gru_from_canonical``."""
+    kernel, recurrent_kernel, (bias, recurrent_bias) = keras_weights
+    values = (kernel, recurrent_kernel, bias, recurrent_bias)
+    return {
+        name: _swap_gate_blocks(value)
+        for name, value in zip(gru.parameter_shapes(), values, strict=True)
+    }
+
+
+def _swap_gate_blocks(value: np.ndarray) -> np.ndarray:
+    blocks = np.split(np.asarray(value), 3, axis=-1)
+    return np.concatenate([blocks[i] for i in KERAS_GATE_ORDER], axis=-1)
+
+
+def product(h, kernel):
+    """``h @ kernel``; tiny kernels as a fused product (``FUSED_PRODUCT_MAX_SIZE``)."""
+    if math.prod(kernel.shape) <= FUSED_PRODUCT_MAX_SIZE:
+        return ops.sum(h[..., :, None] * kernel, axis=-2)
+    return ops.matmul(h, kernel)
+
+
 @keras.saving.register_keras_serializable(package=PACKAGE)
 class FRAECell(keras.layers.Layer):
     """One time step of the FRAE; every canonical weight is a variable of this layer."""
@@ -59,7 +100,7 @@ class FRAECell(keras.layers.Layer):
     def __init__(self, frae_config: dict, **kwargs) -> None:
         super().__init__(**kwargs)
         self.frae_config = FRAEConfig.from_dict(frae_config)
-        self.state_size = self.frae_config.input_dim
+        self.state_size = self.frae_config.feedback_dim
         self.output_size = self.frae_config.input_dim + self.frae_config.latent_dim
 
     def build(self, input_shape) -> None:
@@ -69,30 +110,50 @@ class FRAECell(keras.layers.Layer):
         }
 
     def dense_stack(self, layers, h):
-        """``h ← act(h @ kernel + bias)`` for each layer; tiny kernels as a fused product."""
+        """``h ← act(h @ kernel + bias)`` for each layer."""
         for layer in layers:
-            kernel = self.weights_by_name[layer.kernel]
-            product = (
-                ops.sum(h[..., :, None] * kernel, axis=-2)
-                if math.prod(kernel.shape) <= FUSED_PRODUCT_MAX_SIZE
-                else ops.matmul(h, kernel)
-            )
-            h = ACTIVATIONS[layer.activation](product + self.weights_by_name[layer.bias])
+            pre = product(h, self.weights_by_name[layer.kernel])
+            h = ACTIVATIONS[layer.activation](pre + self.weights_by_name[layer.bias])
         return h
 
-    def decode_step(self, code, feedback):
-        """x̂_t from z_t and x̂_{t-1}."""
-        return self.dense_stack(
-            self.frae_config.decoder_layers, ops.concatenate([code, feedback], axis=-1)
-        )
+    def gru_step(self, code, state):
+        """s_t from z_t and s_{t-1} (contract section 1b), blocks [r | p | n]:
 
-    def call(self, inputs, states):
-        feedback = states[0]
+        a = z_t K + b_K,  c = s_{t-1} U + b_U,  r = σ(a_r + c_r),  p = σ(a_p + c_p),
+        n = tanh(a_n + r ⊙ c_n),  s_t = (1 − p) ⊙ n + p ⊙ s_{t-1}.
+        """
+        gru, weights = self.frae_config.gru, self.weights_by_name
+        width = gru.state_dim
+        a = product(code, weights[gru.kernel]) + weights[gru.bias]
+        c = product(state, weights[gru.recurrent_kernel]) + weights[gru.recurrent_bias]
+        reset = ops.sigmoid(a[..., :width] + c[..., :width])
+        update = ops.sigmoid(a[..., width : 2 * width] + c[..., width : 2 * width])
+        candidate = ops.tanh(a[..., 2 * width :] + reset * c[..., 2 * width :])
+        return (1.0 - update) * candidate + update * state
+
+    def decode_step(self, code, feedback):
+        """``(x̂_t, what is fed back at t + 1)`` from z_t and the feedback: x̂_t from
+        ``[z_t, x̂_{t-1}]``, fed back itself; or with state feedback s_t from z_t and
+        s_{t-1}, x̂_t from s_t, and s_t fed back."""
+        if self.frae_config.gru is None:
+            reconstruction = self.dense_stack(
+                self.frae_config.decoder_layers, ops.concatenate([code, feedback], axis=-1)
+            )
+            return reconstruction, reconstruction
+        state = self.gru_step(code, feedback)
+        return self.dense_stack(self.frae_config.decoder_layers, state), state
+
+    def step(self, inputs, feedback):
+        """``(x̂_t, z_t, what is fed back at t + 1)`` from x_t and the feedback."""
         code = self.dense_stack(
             self.frae_config.encoder_layers, ops.concatenate([inputs, feedback], axis=-1)
         )
-        reconstruction = self.decode_step(code, feedback)
-        return ops.concatenate([reconstruction, code], axis=-1), [reconstruction]
+        reconstruction, fed_back = self.decode_step(code, feedback)
+        return reconstruction, code, fed_back
+
+    def call(self, inputs, states):
+        reconstruction, code, fed_back = self.step(inputs, states[0])
+        return ops.concatenate([reconstruction, code], axis=-1), [fed_back]
 
     def get_config(self) -> dict:
         return {**super().get_config(), "frae_config": self.frae_config.to_dict()}
@@ -109,12 +170,13 @@ class DecoderCell(keras.layers.Layer):
         self.output_size = cell.frae_config.input_dim
 
     def call(self, inputs, states):
-        reconstruction = self.cell.decode_step(inputs, states[0])
-        return reconstruction, [reconstruction]
+        reconstruction, fed_back = self.cell.decode_step(inputs, states[0])
+        return reconstruction, [fed_back]
 
 
 def unroll(config: FRAEConfig, weights: FRAECell, sequences, *, codes_given: bool = False):
-    """The recurrence over symbolic batch-major ``sequences`` from x̂₀ = 0: ``(x̂, z)``.
+    """The recurrence over symbolic batch-major ``sequences`` from x̂₀ = 0 (or s₀ = 0):
+    ``(x̂, z)``.
 
     ``weights`` is the ``FRAECell``, the layer that holds every canonical weight (a Keras
     cell owns its variables); ``keras.layers.RNN`` supplies the loop. ``sequences`` is x,

@@ -86,27 +86,27 @@ class SpecAdam(KeepsWeights, keras.optimizers.Adam):
 class SquaredErrorCell(keras.layers.Layer):
     """The FRAE step that also sums its own squared error, so training needs no T-long output.
 
-    Input ``[x_t, y_t]``; states ``[x̂_{t-1}, e_{t-1}]`` with e_t = e_{t-1} + Σ_f (x̂_t - y_t)²
-    per sequence; output e_t. Differentiating the mean of x̂ over the stacked sequence
-    instead, TensorFlow's XLA copies the T-long gradient arrays of the outputs at every
-    backward step, and a step costs time proportional to T (the same mechanism as
-    ``tf_while``'s ``mean_squared_error``): with the error summed in the loop, nothing T long
-    crosses the loop's gradient.
+    Input ``[x_t, y_t]``; states ``[feedback, e_{t-1}]`` (the feedback x̂_{t-1}, or s_{t-1}
+    with state feedback) with e_t = e_{t-1} + Σ_f (x̂_t - y_t)² per sequence; output e_t.
+    Differentiating the mean of x̂ over the stacked sequence instead, TensorFlow's XLA copies
+    the T-long gradient arrays of the outputs at every backward step, and a step costs time
+    proportional to T (the same mechanism as ``tf_while``'s ``mean_squared_error``): with the
+    error summed in the loop, nothing T long crosses the loop's gradient.
     """
 
     def __init__(self, cell: FRAECell, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.cell = cell
         self.features = cell.frae_config.input_dim
-        self.state_size = [self.features, 1]
+        self.state_size = [cell.state_size, 1]
         self.output_size = 1
 
     def call(self, inputs, states):
         feedback, total = states
-        _, (reconstruction,) = self.cell.call(inputs[..., : self.features], [feedback])
+        reconstruction, _, fed_back = self.cell.step(inputs[..., : self.features], feedback)
         error = ops.square(reconstruction - inputs[..., self.features :])
         total = total + ops.sum(error, axis=-1, keepdims=True)
-        return total, [reconstruction, total]
+        return total, [fed_back, total]
 
 
 @keras.saving.register_keras_serializable(package=PACKAGE)
