@@ -87,23 +87,45 @@ def _check_importable(option: str, spec: str) -> None:
         raise pytest.UsageError(f"{option} {spec!r} cannot be imported: {reason}")
 
 
+HAND_WRITTEN_TWINS = {"tf_while_bptt", "jax_scan_bptt", "torch_scan_bptt"}
+"""Registered backends that differ from their twin (``tf_while`` …) only in a backward pass
+written by hand for output feedback: with state feedback they run their twin's functions,
+inference included, so only the state-feedback tests of what they train are theirs to run."""
+TRAINING_PROPERTIES = ("gradients", "sgd", "adam", "learning", "random_configs", "data_parallel")
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """With ``--backend``, run the contract's tests for those backends and nothing else;
-    under ``pytest -n`` (``make test``), keep each backend's tests on one worker, where its
-    compiled functions are cached (a torch_scan config compiles for some 17 s)."""
+    leave out the state-feedback inference tests of ``HAND_WRITTEN_TWINS`` unless they are
+    named; under ``pytest -n`` (``make test``), keep each backend's tests on one worker, where
+    its compiled functions are cached (a torch_scan config compiles for some 17 s)."""
+    from parity_tests.properties import PROPERTIES
+
     chosen = config.getoption("backend")
+    training = [PROPERTIES[key] for key in TRAINING_PROPERTIES]
+
+    def twin_runs_it(item: pytest.Item) -> bool:
+        test_id = item.name
+        return (
+            not chosen
+            and backend_of(item) in HAND_WRITTEN_TWINS
+            and item.get_closest_marker("backend_specific") is None
+            and "state" in test_id.partition("[")[2]
+            and not any(prop.selects(test_id) for prop in training)
+        )
 
     def wanted(item: pytest.Item) -> bool:
+        if twin_runs_it(item):
+            return False
         specific = item.get_closest_marker("backend_specific")
-        if specific is not None:
+        if chosen and specific is not None:
             return specific.args[0] in chosen
-        return item.get_closest_marker("project") is None
+        return not chosen or item.get_closest_marker("project") is None
 
-    if chosen:
-        deselected = [item for item in items if not wanted(item)]
-        if deselected:
-            config.hook.pytest_deselected(items=deselected)
-            items[:] = [item for item in items if wanted(item)]
+    deselected = [item for item in items if not wanted(item)]
+    if deselected:
+        config.hook.pytest_deselected(items=deselected)
+        items[:] = [item for item in items if wanted(item)]
     for item in items:
         if item.get_closest_marker("nested") is None and (backend := backend_of(item)):
             item.add_marker(pytest.mark.xdist_group(backend))
