@@ -60,9 +60,7 @@ StepTraces = tuple[list[LayerTrace], list[LayerTrace], GRUTrace | None]
 """One time step's encoder and decoder layer traces, and its GRU's with state feedback."""
 
 
-def gru_step(
-    params: Params, gru: GRU, code: Array, state: Array
-) -> tuple[Array, GRUTrace]:
+def gru_step(params: Params, gru: GRU, code: Array, state: Array) -> tuple[Array, GRUTrace]:
     """s_t from z_t and s_{t-1}: gate blocks [reset | update | candidate], the reset gate
     applied to the recurrent product after its bias (contract section 1b)."""
     a = code @ params[gru.kernel] + params[gru.bias]
@@ -99,9 +97,9 @@ def unroll(
     """Step the recurrence from x̂₀ = 0 (or s₀ = 0); returns ``(x̂, z)``, each ``(B, T, ·)``.
 
     ``weights`` are float64 arrays by canonical name; ``sequences`` is x, from which the
-    encoder makes each code from ``[x_t, x̂_{t-1}]`` (or ``[x_t, s_{t-1}]``); or, with ``codes_given``, the codes z
-    for the decoder alone (``decode``). ``traces``, when a list, receives each step's layer
-    traces for back-propagation through time.
+    encoder makes each code from ``[x_t, x̂_{t-1}]`` (or ``[x_t, s_{t-1}]``); or, with
+    ``codes_given``, the codes z for the decoder alone (``decode``). ``traces``, when a list,
+    receives each step's layer traces for back-propagation through time.
     """
     batch, steps, _ = sequences.shape
     dtype = sequences.dtype  # float64 in the reference; float32 for a float32 yardstick
