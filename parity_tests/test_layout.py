@@ -41,6 +41,19 @@ def reaches_into(source: str, packages: tuple[str, ...]) -> list[str]:
     )
 
 
+def imported_by_name(source: str) -> list[str]:
+    """Modules ``source`` imports by ``importlib.import_module("name")``, a literal name."""
+    return sorted(
+        node.args[0].value
+        for node in ast.walk(ast.parse(source))
+        if isinstance(node, ast.Call)
+        and getattr(node.func, "attr", getattr(node.func, "id", "")) == "import_module"
+        and node.args
+        and isinstance(node.args[0], ast.Constant)
+        and isinstance(node.args[0].value, str)
+    )
+
+
 def private_attributes(source: str) -> list[str]:
     """``x._name`` reads of another object's ``_``-prefixed attribute (not ``self``'s,
     ``cls``'s or ``super()``'s, and not dunders)."""
@@ -91,10 +104,19 @@ def test_a_backend_uses_frae_and_nothing_else_of_the_project(folder: Path) -> No
         assert reaches_into(source, ("bench", "parity_tests", "examples", *others)) == [], path
 
 
-def test_the_core_uses_bench_and_impls_only_in_its_command_line() -> None:
+COMPOSERS = {
+    "frae/cli.py": ("bench", "impls"),
+    "frae/demo.py": ("impls.reference",),  # runs the quantised loop through the oracle's steps
+}
+"""The core's modules that compose it with the rest, and what each may reach."""
+
+
+def test_the_core_uses_bench_and_impls_only_in_its_command_line_and_demo() -> None:
     for path, source in _sources(ROOT / "frae").items():
-        if path != "frae/cli.py":
-            assert reaches_into(source, ("bench", "impls", "parity_tests")) == [], path
+        allowed = COMPOSERS.get(path, ())
+        reached = reaches_into(source, ("bench", "impls", "parity_tests"))
+        reached += [name for name in imported_by_name(source) if name.startswith("impls")]
+        assert [name for name in reached if not name.startswith(allowed)] == [], path
 
 
 def test_bench_reads_no_private_attribute_of_another_object() -> None:
