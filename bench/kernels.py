@@ -7,6 +7,10 @@ time step, not arithmetic, sets the cost per step; the Numba floor is one functi
 none. ``docs/performance.md`` reads these counts next to the measured times.
 
     python -m bench.kernels [--batch B] [--steps T] [--backends tf_while jax_scan]
+                            [--config JSON_OR_FILE]
+
+``--config`` counts another model's, as ``python -m bench`` reads it (the state-feedback
+model: ``'{"feedback": "state", "state_dim": 8}'``).
 """
 
 from __future__ import annotations
@@ -131,10 +135,17 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--batch", type=int, default=1)
     parser.add_argument("--steps", type=int, default=1000)
     parser.add_argument("--backends", nargs="+", choices=sorted(PROGRAMS), default=list(PROGRAMS))
+    parser.add_argument("--config", metavar="JSON_OR_FILE", help="a model other than the default")
     args = parser.parse_args(argv)
-    config = frae.FRAEConfig()
-    x = frae.data.multi_sine(batch=args.batch, steps=args.steps)
-    print(f"default config, B={args.batch}, T={args.steps}: kernels per loop iteration")
+    from bench.harness import model_label, read_config
+
+    try:
+        config = read_config(args.config) if args.config else frae.FRAEConfig()
+    except (ValueError, TypeError) as error:
+        parser.error(str(error))
+    x = frae.data.multi_sine(batch=args.batch, steps=args.steps, features=config.input_dim)
+    label = "default config" if args.config is None else f"model {model_label(config)}"
+    print(f"{label}, B={args.batch}, T={args.steps}: kernels per loop iteration")
     for backend in args.backends:
         for operation, (hlo, steps) in PROGRAMS[backend](config, x).items():
             print(f"{backend:<9} {operation:<15} {describe(loop_kernels(hlo), steps)}")

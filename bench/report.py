@@ -260,12 +260,12 @@ STATE_TARGETS = (
     Target(STATE + "every compiled backend's predict ≤ {limit:g}× the floor per step ({at})", 3.0),
     Target(
         STATE + "the best compiled predict ≤ {limit:g}× the floor per step ({at})",
-        1.5,
+        1.25,
         every=False,
     ),
     Target(
         STATE + "the best training step ≤ {limit:g}× the floor's forward + BPTT per step ({at})",
-        3.0,
+        2.5,
         "train_step",
         every=False,
         over_operation="loss_and_grads",
@@ -285,7 +285,7 @@ STATE_TARGETS = (
     ),
     Target(
         STATE + "the best training step ≤ {limit:g}× the floor's forward + BPTT per step ({at})",
-        3.0,
+        4.0,
         "train_step",
         every=False,
         over_operation="loss_and_grads",
@@ -294,7 +294,8 @@ STATE_TARGETS = (
 )
 """The state-feedback model's targets: predict and a training step at the output model's
 two shapes, over the floors with the GRU, limits set from this machine's measurements
-(``STATE_TARGETS_ORIGIN``)."""
+(``STATE_TARGETS_ORIGIN``). The output model's other targets are not repeated: the textbook
+fix, batching and length measure the loop, which the GRU does not change."""
 
 
 def targets_of(pivot: Pivot) -> tuple[Target, ...]:
@@ -885,11 +886,17 @@ TARGETS_ORIGIN = (
 
 STATE_TARGETS_ORIGIN = (
     "Where the state-feedback model's targets come from: the **floor** runs the GRU too "
-    "(`numba_floor`, `simd_floor`: the same forward and BPTT, the GRU between the encoder "
-    "and the decoder; the matrix floor and the C check have none and are left out); the "
-    "limits were set from this benchmark's measurements of the backends on this machine "
-    '(docs/performance.md, "State feedback: the GRU\'s cost"), not carried over from the '
-    "output-feedback model."
+    "(`numba_floor`, and `simd_floor`, which vectorises the GRU over its 3H columns at B = 1 "
+    "and over the batch above; the matrix floor and the C check have no GRU and are left "
+    "out), so a ratio says what a framework pays beyond the GRU's own arithmetic. The limits "
+    "come from this benchmark's runs of the model with H = 8 on a 2-core machine "
+    '(docs/performance.md, "State feedback: the GRU\'s cost"): at B = 1 the best predict was '
+    "at the floor (0.9–1.0×: 1.25× asked) and the best training step 1.4–1.9× (2.5× asked); "
+    "at B = 256 the best predict 1.35–1.7× (2× asked) and the best training step 3.1–3.6× "
+    "(4× asked, where the output model asks 3×: the frameworks' GRU backward at B = 256 "
+    "costs them 2.5× what it costs the floor). The targets over every compiled backend keep "
+    "the output model's limits (3× predict, 6× training), which the state model's slowest "
+    "backends miss as the output model's do."
 )
 
 
