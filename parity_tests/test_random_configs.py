@@ -32,27 +32,17 @@ STATE_EXAMPLES = max(1, settings.default.max_examples // 4)
 
 widths = st.lists(st.integers(1, 8), max_size=3)
 activations = st.sampled_from(frae.ACTIVATIONS)
-configs = st.builds(
-    frae.FRAEConfig,
-    input_dim=st.integers(1, 4),
-    encoder_units=widths,
-    latent_dim=st.integers(1, 3),
-    decoder_units=widths,
-    activation=activations,
-    output_activation=activations,
-)
-
-
+fields = {
+    "input_dim": st.integers(1, 4),
+    "encoder_units": widths,
+    "latent_dim": st.integers(1, 3),
+    "decoder_units": widths,
+    "activation": activations,
+    "output_activation": activations,
+}
+configs = st.builds(frae.FRAEConfig, **fields)
 state_configs = st.builds(
-    frae.FRAEConfig,
-    input_dim=st.integers(1, 4),
-    encoder_units=widths,
-    latent_dim=st.integers(1, 3),
-    decoder_units=widths,
-    activation=activations,
-    output_activation=activations,
-    feedback=st.just("state"),
-    state_dim=st.integers(1, 16),
+    frae.FRAEConfig, **fields, feedback=st.just("state"), state_dim=st.integers(1, 16)
 )
 sizes = {"batch": st.integers(1, 4), "steps": st.integers(1, 12), "seed": st.integers(0, 999)}
 
