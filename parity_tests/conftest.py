@@ -91,7 +91,7 @@ HAND_WRITTEN_TWINS = {"tf_while_bptt", "jax_scan_bptt", "torch_scan_bptt"}
 """Registered backends that differ from their twin (``tf_while`` …) only in a backward pass
 written by hand for output feedback: with state feedback they run their twin's functions,
 inference included, so only the state-feedback tests of what they train are theirs to run."""
-TRAINING_PROPERTIES = ("gradients", "sgd", "adam", "learning", "random_configs", "data_parallel")
+TRAINING_PROPERTIES = ("gradients", "sgd", "adam", "data_parallel")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -108,9 +108,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         test_id = item.name
         return (
             not chosen
+            and "state" in test_id
             and backend_of(item) in HAND_WRITTEN_TWINS
             and item.get_closest_marker("backend_specific") is None
-            and "state" in test_id.partition("[")[2]
             and not any(prop.selects(test_id) for prop in training)
         )
 
