@@ -891,7 +891,7 @@ STATE_TARGETS_ORIGIN = (
     "out), so a ratio says what a framework pays beyond the GRU's own arithmetic. The limits "
     "come from this benchmark's runs of the model with H = 8 on a 2-core machine "
     '(docs/performance.md, "State feedback: the GRU\'s cost"): at B = 1 the best predict was '
-    "at the floor (0.9–1.0×: 1.25× asked) and the best training step 1.4–1.9× (2.5× asked); "
+    "at the floor (within 10%: 1.25× asked) and the best training step 1.4–1.9× (2.5× asked); "
     "at B = 256 the best predict 1.35–1.7× (2× asked) and the best training step 3.1–3.6× "
     "(4× asked, where the output model asks 3×: the frameworks' GRU backward at B = 256 "
     "costs them 2.5× what it costs the floor). The targets over every compiled backend keep "

@@ -1,4 +1,4 @@
-"""A port of the FRAE in plain ``jax.numpy``: no Flax, about sixty lines.
+"""A port of the FRAE in plain ``jax.numpy``, both feedbacks: no Flax, about seventy lines.
 
 It shows what a port of your own needs to pass the parity suite:
 
@@ -37,14 +37,25 @@ def run(config: frae.FRAEConfig, params: dict, seq: jax.Array, codes_given: bool
             h = ACTIVATIONS[layer.activation](h @ params[layer.kernel] + params[layer.bias])
         return h
 
+    def gru(code, state):  # blocks [reset | update | candidate], reset after U's product
+        gru = config.gru
+        a = jnp.split(code @ params[gru.kernel] + params[gru.bias], 3, -1)
+        c = jnp.split(state @ params[gru.recurrent_kernel] + params[gru.recurrent_bias], 3, -1)
+        reset, update = jax.nn.sigmoid(a[0] + c[0]), jax.nn.sigmoid(a[1] + c[1])
+        return (1 - update) * jnp.tanh(a[2] + reset * c[2]) + update * state
+
     def step(feedback, fresh):
         code = fresh
         if not codes_given:
             code = stack(config.encoder_layers, jnp.concatenate([fresh, feedback], -1))
-        output = stack(config.decoder_layers, jnp.concatenate([code, feedback], -1))
-        return output, (output, code)
+        if config.gru is None:  # output feedback: x̂_t goes back
+            feedback = output = stack(config.decoder_layers, jnp.concatenate([code, feedback], -1))
+        else:  # state feedback: the GRU's s_t goes back
+            feedback = gru(code, feedback)
+            output = stack(config.decoder_layers, feedback)
+        return feedback, (output, code)
 
-    start = jnp.zeros((seq.shape[0], config.input_dim), seq.dtype)
+    start = jnp.zeros((seq.shape[0], config.feedback_dim), seq.dtype)
     _, (outputs, codes) = jax.lax.scan(step, start, jnp.swapaxes(seq, 0, 1))
     return jnp.swapaxes(outputs, 0, 1), jnp.swapaxes(codes, 0, 1)
 
