@@ -67,8 +67,9 @@ Programs = dict[str, tuple[str, int]]
 
 
 def jax_scan_programs(config: frae.FRAEConfig, x: np.ndarray) -> Programs:
-    """jax_scan's predict, loss_and_grads and Adam step on ``x``; below ``REMAT_MIN_BATCH``
-    sequences the scans of a gradient run ``GRADIENT_UNROLL`` steps per iteration."""
+    """jax_scan's predict, loss_and_grads and Adam step on ``x``; unless a gradient recomputes
+    each step (``train.recomputes``: output feedback from ``REMAT_MIN_BATCH`` sequences), its
+    scans run ``GRADIENT_UNROLL`` steps per iteration."""
     from impls.jax_scan import backend, train
 
     compiled = backend.compiled(config)
@@ -80,7 +81,7 @@ def jax_scan_programs(config: frae.FRAEConfig, x: np.ndarray) -> Programs:
         "loss_and_grads": compiled.loss_and_grads.lower(weights, x, x),
         "train_step": compiled.train_steps["adam"].lower(weights, state, rate, x, x),
     }
-    gradient = 1 if len(x) >= train.REMAT_MIN_BATCH else train.GRADIENT_UNROLL
+    gradient = 1 if train.recomputes(config, len(x)) else train.GRADIENT_UNROLL
     return {
         name: (program.compile().as_text(), 1 if name == "predict" else gradient)
         for name, program in lowered.items()
