@@ -46,7 +46,7 @@ import tempfile
 import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -74,25 +74,17 @@ CODE_STEPS = tuple(2.0**k for k in range(1, -9, -1))
 outputs in (−1, 1), so Δ = 2 leaves one symbol (0 bits) and 1/256 about 9 bits a dimension."""
 KERAS_BACKENDS = ("tensorflow", "jax", "torch")
 """The Keras backends ``keras_rnn`` runs on, each in its own process (``KERAS_BACKEND``)."""
+OUTPUT_FEEDBACK = FRAEConfig(
+    input_dim=CHANNELS,
+    encoder_units=(32,),
+    latent_dim=4,
+    decoder_units=(32,),
+    activation="tanh",
+    output_activation="linear",
+)
 MODELS = {
-    "output": FRAEConfig(
-        input_dim=CHANNELS,
-        encoder_units=(32,),
-        latent_dim=4,
-        decoder_units=(32,),
-        activation="tanh",
-        output_activation="linear",
-    ),
-    "state": FRAEConfig(
-        input_dim=CHANNELS,
-        encoder_units=(32,),
-        latent_dim=4,
-        decoder_units=(32,),
-        activation="tanh",
-        output_activation="linear",
-        feedback="state",
-        state_dim=16,
-    ),
+    "output": OUTPUT_FEEDBACK,
+    "state": replace(OUTPUT_FEEDBACK, feedback="state", state_dim=16),
 }
 """Both models by the feedback they use: 12 channels through a code of 4, one hidden layer
 of 32 a side, tanh inside; the state model's GRU has 16 units."""
