@@ -23,8 +23,6 @@ from frae.quiet import load_triton_before_tensorflow
 load_triton_before_tensorflow()
 
 MakeBackend = Callable[..., frae.Backend]
-MUTANT_VERDICTS = pytest.StashKey[dict[str, bool]]()
-"""Mutant name -> whether the suite rejected it, filled by ``test_mutants.py``."""
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -50,20 +48,6 @@ def selected_backends(config: pytest.Config) -> list[str]:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line(
-        "markers", "backend_specific(name): checks only the named backend's own promises"
-    )
-    config.addinivalue_line(
-        "markers", "project: checks this project itself (the oracle, tooling), not a backend"
-    )
-    config.addinivalue_line(  # pytest-xdist's, declared for runs without it (-p no:xdist)
-        "markers", "xdist_group(name): tests that share one pytest-xdist worker"
-    )
-    config.addinivalue_line(
-        "markers",
-        "nested: runs the suite or the main job again in a subprocess (minutes); "
-        "'make test-fast' leaves these out",
-    )
     # as `python -m pytest` does, and as the `pythonpath` ini option does for the project root
     started_in = str(config.invocation_params.dir)
     if started_in not in sys.path:
@@ -110,34 +94,24 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             not chosen
             and "state" in test_id
             and backend_of(item) in HAND_WRITTEN_TWINS
-            and item.get_closest_marker("backend_specific") is None
             and not any(prop.selects(test_id) for prop in training)
         )
 
-    def wanted(item: pytest.Item) -> bool:
-        if twin_runs_it(item):
-            return False
-        specific = item.get_closest_marker("backend_specific")
-        if chosen and specific is not None:
-            return specific.args[0] in chosen
-        return not chosen or item.get_closest_marker("project") is None
-
-    deselected = [item for item in items if not wanted(item)]
+    deselected = [item for item in items if twin_runs_it(item)]
     if deselected:
         config.hook.pytest_deselected(items=deselected)
-        items[:] = [item for item in items if wanted(item)]
+        items[:] = [item for item in items if not twin_runs_it(item)]
     for item in items:
         if item.get_closest_marker("nested") is None and (backend := backend_of(item)):
             item.add_marker(pytest.mark.xdist_group(backend))
 
 
 def backend_of(item: pytest.Item) -> str | None:
-    """The backend a test checks: its ``backend_spec`` or its ``backend_specific`` name."""
+    """The backend a test checks: its ``backend_spec``."""
     callspec = getattr(item, "callspec", None)
     if callspec is not None and "backend_spec" in callspec.params:
         return callspec.params["backend_spec"]
-    specific = item.get_closest_marker("backend_specific")
-    return specific.args[0] if specific is not None else None
+    return None
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:
@@ -179,34 +153,3 @@ def other_backend(other_spec: str) -> MakeBackend:
 def reference() -> MakeBackend:
     """The float64 oracle, built like the backend under test."""
     return functools.partial(frae.create, "reference")
-
-
-@pytest.fixture
-def mutant_verdicts(request: pytest.FixtureRequest) -> dict[str, bool]:
-    return request.config.stash.setdefault(MUTANT_VERDICTS, {})
-
-
-def pytest_sessionfinish(session: pytest.Session) -> None:
-    """On a ``pytest -n`` worker, hand the mutant verdicts to the controller."""
-    if hasattr(session.config, "workeroutput"):
-        session.config.workeroutput["mutant_verdicts"] = session.config.stash.get(
-            MUTANT_VERDICTS, {}
-        )
-
-
-@pytest.hookimpl(optionalhook=True)
-def pytest_testnodedown(node: object, error: object) -> None:
-    """pytest-xdist's controller: gather each worker's mutant verdicts for the summary."""
-    verdicts = getattr(node, "workeroutput", {}).get("mutant_verdicts", {})
-    node.config.stash.setdefault(MUTANT_VERDICTS, {}).update(verdicts)  # type: ignore[attr-defined]
-
-
-def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
-    verdicts = terminalreporter.config.stash.get(MUTANT_VERDICTS, {})
-    if verdicts:
-        killed = sum(verdicts.values())
-        terminalreporter.write_line(
-            f"mutants rejected by the suite: {killed}/{len(verdicts)} "
-            f"({100 * killed / len(verdicts):.0f}%)"
-            + "".join(f"; survived: {name}" for name, dead in verdicts.items() if not dead)
-        )

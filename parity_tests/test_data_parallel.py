@@ -148,15 +148,3 @@ def test_devices_refused_without_engine(backend_spec: str) -> None:
     with pytest.raises(ValueError, match="devices must be None or 1, got 2"):
         frae.create(backend_spec, devices=2)
     assert frae.create(backend_spec, devices=1).get_weights().keys()
-
-
-@pytest.mark.project
-def test_example_launcher_trains_on_two_devices() -> None:
-    """The README's one-process command: ``examples/data_parallel.py`` on two virtual CPU
-    devices."""
-    pytest.importorskip("jax")
-    command = [sys.executable, "-m", "examples.data_parallel", "--backend", "jax_scan"]
-    command += ["--devices", "2", "--cpu-devices", "2", "--epochs", "1"]
-    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr[-2000:]
-    assert "jax_scan on 2 devices: loss" in done.stdout

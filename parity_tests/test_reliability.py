@@ -89,20 +89,6 @@ def test_overflowing_last_update_holds_the_weights_before_it(
     assert math.isfinite(model.fit(X, epochs=1)["loss"][0])
 
 
-@pytest.mark.project
-def test_fit_draws_each_epochs_order_as_it_goes() -> None:
-    """A million epochs cost nothing before the first step (all indices up front: 1.2 GiB)."""
-    tracemalloc.start()
-    try:
-        batches = minibatches(3, 1, 10**6, shuffle=True, seed=0)
-        first = [next(batches) for _ in range(6)]
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
-    assert peak < 1 << 20, f"{peak} bytes"
-    assert sorted(np.concatenate(first[:3])) == [0, 1, 2] == sorted(np.concatenate(first[3:]))
-
-
 def _run_together(calls: list[Callable[[], None]]) -> list[BaseException]:
     """Start every call at once, one thread each; the exceptions they raised."""
     barrier = threading.Barrier(len(calls))
@@ -158,32 +144,3 @@ def test_calls_from_threads_take_turns(make_backend: MakeBackend, feedback: str)
     _assert_weights_equal(model.get_weights(), versions[23 % 3], "the last swap")
     torn = [i for i, out in enumerate(seen) if not any(np.array_equal(out, o) for o in outputs)]
     assert not torn, f"predict calls {torn} match no whole set of weights"
-
-
-def hostile_input_counts() -> dict[str, int]:
-    """How many hostile inputs each catalogue of the suite tries."""
-    from parity_tests import test_bad_input, test_weights_files
-
-    return {
-        "calls": len(test_bad_input.BAD_CALLS) + len(test_bad_input.BEYOND_CALLS),
-        "configs": len(test_bad_input.BAD_CONFIGS),
-        "import paths": len(test_bad_input.NOT_BACKENDS),
-        "unreadable files": len(test_weights_files.UNREADABLE) + 1,  # + an object member
-        "wrong entries": len(test_weights_files.ONE_WRONG_ENTRY),
-        "oversized members": len(test_weights_files.HUGE),
-    }
-
-
-@pytest.mark.project
-def test_readme_states_the_hostile_input_counts() -> None:
-    """The README's figures are the catalogues' sizes: a case removed shows in its diff."""
-    counts = hostile_input_counts()
-    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
-    expected = (
-        f"{sum(counts.values())} hostile inputs: {counts['calls']} bad calls on every "
-        f"backend, {counts['configs']} bad configs, {counts['import paths']} import paths "
-        f"that name no backend, {counts['unreadable files']} unreadable weights files, "
-        f"{counts['wrong entries']} files with one wrong entry and "
-        f"{counts['oversized members']} with an oversized member"
-    )
-    assert expected in " ".join(readme.split()), expected

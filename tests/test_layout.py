@@ -14,7 +14,6 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.project
 
 ROOT = Path(__file__).resolve().parent.parent
 BACKEND_FOLDERS = sorted(p for p in (ROOT / "impls").iterdir() if (p / "__init__.py").exists())

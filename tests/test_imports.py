@@ -10,7 +10,6 @@ import pytest
 
 import frae
 
-pytestmark = pytest.mark.project
 
 FRAMEWORKS = ("tensorflow", "jax", "flax", "optax", "keras", "torch", "numba")
 

@@ -38,7 +38,6 @@ from frae.data import multi_sine
 from parity_tests.cases import CASES
 from parity_tests.tolerances import assert_close
 
-pytestmark = pytest.mark.project
 numba = pytest.importorskip("numba", reason="the floor needs numba: pip install 'frae[bench]'")
 
 from bench.baselines import numba_floor as floor  # noqa: E402

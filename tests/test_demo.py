@@ -10,7 +10,6 @@ import pytest
 import frae
 from frae import demo
 
-pytestmark = pytest.mark.project
 
 needs_sktime = pytest.mark.skipif(
     importlib.util.find_spec("sktime") is None, reason="sktime (the demo extra) is not installed"

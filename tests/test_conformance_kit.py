@@ -14,10 +14,9 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.project
 
-SUITE = Path(__file__).parent
-REPOSITORY = SUITE.parent
+REPOSITORY = Path(__file__).resolve().parent.parent
+SUITE = REPOSITORY / "parity_tests"
 
 
 def _run_suite(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:

@@ -23,7 +23,6 @@ import pytest
 import frae
 from frae.params import infer_config
 
-pytestmark = pytest.mark.project
 
 CONFIGS = {
     "default": frae.FRAEConfig(),

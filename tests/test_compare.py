@@ -14,7 +14,6 @@ from frae.compare import QUANTITIES, Comparison, compare_backend, format_table, 
 from frae.data import multi_sine, original_problem
 from frae.tolerances import TOLERANCES, Tolerance
 
-pytestmark = pytest.mark.project
 
 
 def test_multi_sine_is_bounded_smooth_and_seeded() -> None:

@@ -28,7 +28,6 @@ from bench import diff
 from bench.records import ResultRecord, RunRecord, to_json
 from frae.cli import main as frae_main
 
-pytestmark = pytest.mark.project
 
 VERSIONS = {"numpy": "2.5.5", "jax": "0.12.0", "torch": "2.14.1"}
 Spread = tuple[float, float, float]

@@ -18,18 +18,9 @@ import pytest
 from parity_tests.mutants import MUTANTS
 from parity_tests.properties import PROPERTIES, markdown_table
 
-pytestmark = pytest.mark.project
 
 ROOT = Path(__file__).resolve().parent.parent
-GENERIC_TESTS = [
-    "parity_tests/test_parity.py",
-    "parity_tests/test_interface.py",
-    "parity_tests/test_bad_input.py",
-    "parity_tests/test_weights.py",
-    "parity_tests/test_random_configs.py",
-    "parity_tests/test_reliability.py",
-    "parity_tests/test_data_parallel.py",
-]
+KIT = ROOT / "parity_tests"
 DATA_PARALLEL_MUTANTS = ("GradientsSummedOverDevices", "LastShardDropped")
 """``parity_tests.data_parallel_mutants``: ``jax_scan`` averaging the devices' gradients
 wrongly (named here, so that collecting this file imports no framework)."""
@@ -45,7 +36,7 @@ TARGETS = {
 
 def run_suite(backend: str, junit: Path, names: list[str] | None = None) -> dict[str, bool]:
     """Run the generic tests against ``backend``; test id -> passed."""
-    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *GENERIC_TESTS]
+    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(KIT)]
     command += ["--backend", backend, "--other-backend", "reference", f"--junitxml={junit}"]
     if names:
         command += ["-k", " or ".join(names)]

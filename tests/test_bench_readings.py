@@ -18,7 +18,6 @@ import pytest
 import frae
 from bench.records import ResultRecord, RunRecord
 
-pytestmark = pytest.mark.project
 pytest.importorskip("matplotlib", reason="the report needs matplotlib: pip install 'frae[bench]'")
 
 from bench import report  # noqa: E402

@@ -28,7 +28,6 @@ from frae.data import multi_sine
 from frae.params import Weights
 from parity_tests.tolerances import assert_close
 
-pytestmark = pytest.mark.project
 numba = pytest.importorskip("numba", reason="the floors need numba: pip install 'frae[bench]'")
 
 from bench.baselines.c_forward import compiler  # noqa: E402

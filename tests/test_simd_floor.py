@@ -35,7 +35,6 @@ from frae.params import Weights
 from parity_tests.cases import CASES
 from parity_tests.tolerances import Tolerance, assert_close
 
-pytestmark = pytest.mark.project
 numba = pytest.importorskip("numba", reason="the floors need numba: pip install 'frae[bench]'")
 
 from bench.baselines.c_forward import compiler  # noqa: E402

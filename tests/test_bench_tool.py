@@ -19,7 +19,7 @@ import pytest
 
 from bench.records import ResultRecord, RunRecord, read
 
-pytestmark = [pytest.mark.project, pytest.mark.nested]
+pytestmark = pytest.mark.nested
 pytest.importorskip("flax", reason="the example port needs jax: pip install 'frae[jax]'")
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -11,7 +11,6 @@ import pytest
 import frae
 from parity_tests.cases import CASES
 
-pytestmark = pytest.mark.project
 
 
 @pytest.mark.parametrize("name", CASES)

@@ -1,0 +1,34 @@
+"""The README's figures come from the suite's own catalogues."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+def hostile_input_counts() -> dict[str, int]:
+    """How many hostile inputs each catalogue of the suite tries."""
+    from parity_tests import test_bad_input
+    from tests import test_weights_files
+
+    return {
+        "calls": len(test_bad_input.BAD_CALLS) + len(test_bad_input.BEYOND_CALLS),
+        "configs": len(test_bad_input.BAD_CONFIGS),
+        "import paths": len(test_bad_input.NOT_BACKENDS),
+        "unreadable files": len(test_weights_files.UNREADABLE) + 1,  # + an object member
+        "wrong entries": len(test_weights_files.ONE_WRONG_ENTRY),
+        "oversized members": len(test_weights_files.HUGE),
+    }
+
+
+def test_readme_states_the_hostile_input_counts() -> None:
+    """The README's figures are the catalogues' sizes: a case removed shows in its diff."""
+    counts = hostile_input_counts()
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    expected = (
+        f"{sum(counts.values())} hostile inputs: {counts['calls']} bad calls on every "
+        f"backend, {counts['configs']} bad configs, {counts['import paths']} import paths "
+        f"that name no backend, {counts['unreadable files']} unreadable weights files, "
+        f"{counts['wrong entries']} files with one wrong entry and "
+        f"{counts['oversized members']} with an oversized member"
+    )
+    assert expected in " ".join(readme.split()), expected
