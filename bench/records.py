@@ -32,6 +32,12 @@ class Listing:
     about: str
     env: dict[str, str] = field(default_factory=dict)
     slow: bool = False
+    twin_of: str | None = None
+    """The variant this one is with its backward pass written by hand (role ``by_hand``)."""
+    devices: int | None = None
+    """The devices it trains data-parallel on (role ``devices``)."""
+    of: str | None = None
+    """The variant it is, on one device (role ``devices``)."""
 
 
 @dataclass(frozen=True)
