@@ -12,6 +12,7 @@ import zipfile
 import zlib
 from collections import Counter
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -76,6 +77,41 @@ def infer_config(weights: Mapping[str, object]) -> FRAEConfig:
     return config
 
 
+@dataclass(frozen=True)
+class _Votes:
+    """The widths that the entries of ``shapes`` (canonical name -> shape) vote for."""
+
+    shapes: Mapping[str, object]
+
+    def size(self, name: str, axis: int, rank: int, divisor: int = 1) -> int | None:
+        """Axis ``axis`` of ``name``'s shape divided by ``divisor``, if it has rank ``rank``
+        and divides; ``None`` (no vote) otherwise."""
+        shape = self.shapes.get(name)
+        if not isinstance(shape, tuple) or len(shape) != rank:
+            return None
+        value = shape[axis]
+        return value // divisor if isinstance(value, int) and value % divisor == 0 else None
+
+    def layers(self, side: str, last: str) -> list[str]:
+        """The dense layers of ``side`` named in ``shapes``, then ``side/last``."""
+        count = 0
+        while any(f"{side}/dense_{count}/{part}" in self.shapes for part in ("kernel", "bias")):
+            count += 1
+        return [f"{side}/dense_{i}" for i in range(count)] + [f"{side}/{last}"]
+
+    def units(self, layer: str, *more: int | None) -> int:
+        """``layer``'s width: its bias length, its kernel's columns and ``more`` votes."""
+        bias, kernel = self.size(f"{layer}/bias", 0, 1), self.size(f"{layer}/kernel", 1, 2)
+        return _majority((bias, kernel, *more))
+
+    def hidden(self, side: list[str]) -> tuple[int, ...]:
+        """The hidden widths of ``side``, each also voted by the next kernel's rows."""
+        return tuple(
+            self.units(layer, self.size(f"{after}/kernel", 0, 2))
+            for layer, after in itertools.pairwise(side)
+        )
+
+
 def _infer_config(shapes: Mapping[str, object]) -> FRAEConfig:
     """The config that most of ``shapes`` (canonical name -> shape) agree on.
 
@@ -91,28 +127,9 @@ def _infer_config(shapes: Mapping[str, object]) -> FRAEConfig:
     alone, so names without shapes give them too.
     """
 
-    def size(name: str, axis: int, rank: int, divisor: int = 1) -> int | None:
-        shape = shapes.get(name)
-        if not isinstance(shape, tuple) or len(shape) != rank:
-            return None
-        value = shape[axis]
-        return value // divisor if isinstance(value, int) and value % divisor == 0 else None
-
-    def layers(side: str, last: str) -> list[str]:
-        count = 0
-        while any(f"{side}/dense_{count}/{part}" in shapes for part in ("kernel", "bias")):
-            count += 1
-        return [f"{side}/dense_{i}" for i in range(count)] + [f"{side}/{last}"]
-
-    def units(layer: str, *more: int | None) -> int:
-        return _majority((size(f"{layer}/bias", 0, 1), size(f"{layer}/kernel", 1, 2), *more))
-
-    def hidden(side: list[str]) -> tuple[int, ...]:
-        return tuple(
-            units(layer, size(f"{after}/kernel", 0, 2)) for layer, after in itertools.pairwise(side)
-        )
-
-    encoder, decoder = layers("encoder", "latent"), layers("decoder", "output")
+    votes = _Votes(shapes)
+    size, units, hidden = votes.size, votes.units, votes.hidden
+    encoder, decoder = votes.layers("encoder", "latent"), votes.layers("decoder", "output")
     encoder_rows = size(f"{encoder[0]}/kernel", 0, 2)
     decoder_rows = size(f"{decoder[0]}/kernel", 0, 2)
     gru = GRU("decoder/gru", 1, 1)
