@@ -1,0 +1,69 @@
+"""What the benchmark's tests share: configs of other sizes, the reference checks a
+baseline is held to, and a timed measurement made from its figure."""
+
+from __future__ import annotations
+
+import numpy as np
+
+import frae
+from bench.records import ResultRecord
+from frae.data import multi_sine
+from parity_tests.cases import CASES
+from parity_tests.tolerances import assert_close
+
+OTHER_CONFIG = frae.FRAEConfig(
+    input_dim=3,
+    encoder_units=(5,),
+    latent_dim=2,
+    decoder_units=(4, 6),
+    activation="tanh",
+    output_activation="sigmoid",
+)
+"""Different sizes everywhere (so a swapped axis or offset fails) and other activations."""
+NO_HIDDEN_CONFIG = frae.FRAEConfig(
+    encoder_units=(), decoder_units=(), activation="linear", output_activation="swish"
+)
+
+STATE_CONFIGS = {name: CASES[name].config for name in ("state", "state_deep", "state_no_hidden")}
+"""The parity suite's state-feedback configs: H = 8, 11 and 9, two depths and none."""
+STATE_CONFIG = STATE_CONFIGS["state"]
+
+STATE_LABEL = "2-4-3-1-gru8-3-2"
+"""The label of ``STATE_CONFIG`` in the results."""
+
+
+def sequences(config: frae.FRAEConfig, seed: int) -> np.ndarray:
+    """Three sequences of seven steps of ``config``'s features."""
+    return multi_sine(batch=3, steps=7, features=config.input_dim, seed=seed)
+
+
+def check_forward(model: frae.Backend, config: frae.FRAEConfig) -> None:
+    """``predict``, ``encode`` and ``decode`` of ``model`` against the reference."""
+    oracle = frae.create("reference", config, seed=3)
+    x = sequences(config, seed=1)
+    assert_close("outputs", model.predict(x), oracle.predict(x), "predict")
+    assert_close("outputs", model.encode(x), oracle.encode(x), "encode")
+    z = oracle.encode(x)
+    assert_close("outputs", model.decode(z), oracle.decode(z), "decode")
+
+
+def check_gradients(model: frae.Backend, config: frae.FRAEConfig) -> None:
+    """Loss and every gradient of ``model`` against the reference, with y ≠ x."""
+    oracle = frae.create("reference", config, seed=3)
+    x, y = sequences(config, seed=1), sequences(config, seed=2)
+    loss, grads = model.loss_and_grads(x, y)
+    expected_loss, expected = oracle.loss_and_grads(x, y)
+    dtype = next(iter(grads.values())).dtype  # the loss is compared in the model's precision
+    assert_close("loss", np.asarray(loss, dtype), np.asarray(expected_loss))
+    assert grads.keys() == expected.keys()
+    for name in expected:
+        assert_close("gradients", grads[name], expected[name], name)
+
+
+def measured(
+    variant: str, role: str, operation: str, batch: int, steps: int, us_per_step: float
+) -> ResultRecord:
+    """A timed measurement of ``us_per_step`` µs per time step."""
+    median = us_per_step * steps / 1e6
+    timing = {"median_s": median, "q1_s": median, "q3_s": median}
+    return ResultRecord(variant, operation, batch, steps, role, first_call_s=1.0, **timing)

@@ -1,0 +1,199 @@
+"""The floors compute the model.
+
+- The Numba floor (``bench.baselines.numba_floor``), in float64, equals the reference's
+  outputs, codes, loss and gradients to float64 rounding, on the default config, on one
+  with other sizes and activations and on the parity suite's three state-feedback configs
+  (the GRU between the encoder and the decoder, contract section 1b); in float32, as the
+  benchmark runs it, within the float32 tolerances.
+- The floor's flat layout reads the concatenation directly and places the GRU.
+- The C forward (``bench.baselines.c_forward``) equals the reference's outputs (skipped
+  without ``cc``); the floors without a GRU refuse a state-feedback model.
+
+Each check is shown to reject a deliberately broken floor.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pytest
+
+import frae
+from parity_tests.tolerances import assert_close
+from tests.bench_cases import (
+    NO_HIDDEN_CONFIG,
+    OTHER_CONFIG,
+    STATE_CONFIG,
+    STATE_CONFIGS,
+    check_forward,
+    check_gradients,
+    sequences,
+)
+
+numba = pytest.importorskip("numba", reason="the floor needs numba: pip install 'frae[bench]'")
+
+from bench.baselines import numba_floor as floor  # noqa: E402
+from bench.baselines.c_forward import CForwardBackend, compiler  # noqa: E402
+from bench.baselines.layout import flatten, plan, unflatten  # noqa: E402
+
+needs_cc = pytest.mark.skipif(compiler() is None, reason="no C compiler (cc or gcc)")
+
+
+class DroppedBiasFloor(floor.NumbaFloor64Backend):
+    """Broken: the output layer's bias is lost on the way in (a forgotten offset)."""
+
+    def _write_weights(self, weights: dict[str, Any]) -> None:
+        super()._write_weights(
+            {**weights, "decoder/output/bias": 0 * weights["decoder/output/bias"]}
+        )
+
+
+class DroppedRecurrentBiasFloor(floor.NumbaFloor64Backend):
+    """Broken: the GRU's recurrent bias is lost on the way in."""
+
+    def _write_weights(self, weights: dict[str, Any]) -> None:
+        bias = "decoder/gru/recurrent_bias"
+        super()._write_weights({**weights, bias: 0 * weights[bias]})
+
+
+class ShiftedGradientFloor(floor.NumbaFloor64Backend):
+    """Broken: gradients read one slot off in the flat vector."""
+
+    def _flat_loss_and_grads(self, x: np.ndarray, y: np.ndarray) -> tuple[float, np.ndarray]:
+        loss, grads = super()._flat_loss_and_grads(x, y)
+        return loss, np.roll(grads, 1)
+
+
+class TruncatedFloor(floor.NumbaFloor64Backend):
+    """Broken: back-propagation through the last three steps only (truncated BPTT)."""
+
+    def _flat_loss_and_grads(self, x: np.ndarray, y: np.ndarray) -> tuple[float, np.ndarray]:
+        loss, _ = super()._flat_loss_and_grads(x, y)
+        tail = slice(x.shape[1] - 3, None)
+        _, grads = super()._flat_loss_and_grads(x[:, tail], y[:, tail])
+        return loss, grads
+
+
+FLOAT64_CONFIGS = {"default": frae.FRAEConfig(), "other": OTHER_CONFIG, **STATE_CONFIGS}
+
+
+@pytest.mark.parametrize("config", FLOAT64_CONFIGS.values(), ids=FLOAT64_CONFIGS)
+def test_numba_floor_float64_equals_the_reference(config: frae.FRAEConfig) -> None:
+    model = floor.NumbaFloor64Backend(config, seed=3)
+    check_forward(model, config)
+    check_gradients(model, config)
+
+
+@pytest.mark.parametrize("config", [frae.FRAEConfig(), STATE_CONFIG], ids=["default", "state"])
+def test_numba_floor_float32_is_within_float32_tolerances(config: frae.FRAEConfig) -> None:
+    """As the benchmark runs it; also a 30-step Adam trajectory through ``fit``."""
+    model = floor.NumbaFloorBackend(config, seed=3)
+    assert model.predict(sequences(config, 1)).dtype == np.float32
+    check_forward(model, config)
+    check_gradients(model, config)
+    x = sequences(config, seed=1)
+    trajectory = model.fit(x, epochs=30, learning_rate=1e-2)["loss"]
+    expected = frae.create("reference", config, seed=3).fit(x, epochs=30, learning_rate=1e-2)
+    assert_close("adam", np.array(trajectory, np.float32), np.array(expected["loss"]))
+
+
+@pytest.mark.parametrize(
+    ("broken", "check", "config"),
+    [
+        (DroppedBiasFloor, check_forward, frae.FRAEConfig()),
+        (ShiftedGradientFloor, check_gradients, frae.FRAEConfig()),
+        (TruncatedFloor, check_gradients, frae.FRAEConfig()),
+        (DroppedRecurrentBiasFloor, check_forward, STATE_CONFIG),
+        (ShiftedGradientFloor, check_gradients, STATE_CONFIG),
+        (TruncatedFloor, check_gradients, STATE_CONFIG),
+    ],
+    ids=[
+        "dropped-bias",
+        "shifted-gradient",
+        "truncated-bptt",
+        "state-dropped-recurrent-bias",
+        "state-shifted-gradient",
+        "state-truncated-bptt",
+    ],
+)
+def test_the_floor_checks_reject_a_broken_floor(
+    broken: type[floor.NumbaFloor64Backend], check: Callable[..., None], config: frae.FRAEConfig
+) -> None:
+    with pytest.raises(AssertionError):
+        check(broken(config, seed=3), config)
+
+
+def test_the_floor_layout_reads_the_concatenation_directly_without_hidden_units() -> None:
+    """With no hidden layers the latent and output layers read their inputs' blocks."""
+    layout = plan(NO_HIDDEN_CONFIG)
+    latent, output = layout.layers
+    assert latent[:2] == (0, 4)  # [x_t, x̂_{t-1}]
+    assert output[:2] == (layout.code_row, 3)  # [z_t, x̂_{t-1}]
+    weights = frae.initial_weights(NO_HIDDEN_CONFIG, seed=5)
+    assert all(
+        np.array_equal(a, weights[k])
+        for k, a in unflatten(flatten(weights, layout, np.float32), layout).items()
+    )
+
+
+def test_the_floor_layout_places_the_gru_between_the_encoder_and_the_decoder() -> None:
+    """[x_t, s_{t-1}] in, z_t, the GRU's four blocks and s_t, then the decoder reading s_t;
+    s_{t-1} is the one block fed back, and the flat weights hold the GRU's four tensors."""
+    config = STATE_CONFIGS["state_deep"]  # F = 3, encoder (12, 6), L = 2, decoder (10, 5), H = 11
+    layout = plan(config)
+    gru = layout.gru
+    assert gru is not None and gru.state == 11
+    assert layout.layers[0][:2] == (0, 3 + 11)  # [x_t, s_{t-1}]
+    assert layout.code_row == 3 + 11 + 12 + 6
+    assert (gru.previous_row, gru.gate_row) == (3, layout.code_row + 2)
+    assert gru.state_row == gru.gate_row + 4 * 11
+    assert layout.layers[layout.encoder_layers][:2] == (gru.state_row, 11)  # reads s_t
+    assert layout.feedback_rows == (3,) and layout.feedback_width == 11
+    assert (layout.output_row, layout.rows) == (layout.rows - 3, gru.state_row + 11 + 10 + 5 + 3)
+    weights = frae.initial_weights(config, seed=5)
+    assert (
+        gru.recurrent_kernel == gru.kernel + 2 * 33 and gru.bias == gru.recurrent_kernel + 11 * 33
+    )
+    round_trip = unflatten(flatten(weights, layout, np.float64), layout)
+    assert all(np.array_equal(a, weights[k]) for k, a in round_trip.items())
+    assert round_trip.keys() == weights.keys()
+
+
+@needs_cc
+@pytest.mark.parametrize(
+    "config",
+    [frae.FRAEConfig(), OTHER_CONFIG, NO_HIDDEN_CONFIG],
+    ids=["default", "other", "no-hidden"],
+)
+def test_c_forward_equals_the_reference(config: frae.FRAEConfig) -> None:
+    model = CForwardBackend(config, seed=3)
+    x = sequences(config, seed=1)
+    assert_close("outputs", model.predict(x), frae.create("reference", config, seed=3).predict(x))
+
+
+@needs_cc
+def test_the_floors_without_a_gru_refuse_a_state_feedback_model() -> None:
+    from bench.baselines.matrix_floor import MatrixFloorBackend
+
+    for backend in (CForwardBackend, MatrixFloorBackend):
+        with pytest.raises(NotImplementedError, match="no GRU"):
+            backend(STATE_CONFIG, seed=3)
+
+
+@needs_cc
+def test_the_c_check_rejects_a_broken_forward() -> None:
+    class DroppedBiasC(CForwardBackend):
+        def _write_weights(self, weights: dict[str, Any]) -> None:
+            bias = weights["decoder/output/bias"]
+            super()._write_weights({**weights, "decoder/output/bias": 0 * bias})
+
+    config = frae.FRAEConfig()
+    x = sequences(config, seed=1)
+    with pytest.raises(AssertionError):
+        assert_close(
+            "outputs",
+            DroppedBiasC(config, seed=3).predict(x),
+            frae.create("reference", config, seed=3).predict(x),
+        )
