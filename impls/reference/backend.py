@@ -10,7 +10,7 @@ import numpy as np
 from frae.backend import Array, BaseBackend, TrainStep, kept_slot
 from frae.params import Weights
 from impls.reference import train
-from impls.reference.model import unroll
+from impls.reference.model import Params, unroll
 
 
 class ReferenceBackend(BaseBackend):
@@ -33,7 +33,7 @@ class ReferenceBackend(BaseBackend):
         return self.params
 
     def _write_weights(self, weights: Weights) -> None:
-        self.params = {name: value.astype(np.float64) for name, value in weights.items()}
+        self.params: Params = {name: value.astype(np.float64) for name, value in weights.items()}
 
     def _predict(self, x: Array) -> Array:
         return unroll(self.config, self.params, x)[0]

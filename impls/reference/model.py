@@ -8,13 +8,15 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from frae.config import GRU, FRAEConfig, Layer
 
-Array = npt.NDArray[np.float64]
+Array = npt.NDArray[np.floating[Any]]
+"""float64 in the reference; float32 when a float32 yardstick runs the same steps."""
 Params = dict[str, Array]
 
 
@@ -109,7 +111,8 @@ def unroll(
     outputs = np.empty((batch, steps, config.input_dim), dtype)
     codes = np.empty((batch, steps, config.latent_dim), dtype)
     for t in range(steps):
-        encoder_trace, decoder_trace = (None, None) if traces is None else ([], [])
+        encoder_trace: list[LayerTrace] | None = None if traces is None else []
+        decoder_trace: list[LayerTrace] | None = None if traces is None else []
         if codes_given:
             code = sequences[:, t]
         else:

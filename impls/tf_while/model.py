@@ -128,7 +128,9 @@ def unroll(
     outputs = tf.TensorArray(tf.float32, size=steps)
     codes = tf.TensorArray(tf.float32, size=steps)
 
-    def step(t, feedback, outputs, codes):
+    def step(
+        t: tf.Tensor, feedback: tf.Tensor, outputs: tf.TensorArray, codes: tf.TensorArray
+    ) -> tuple[tf.Tensor, tf.Tensor, tf.TensorArray, tf.TensorArray]:
         code, reconstruction, feedback = cell(inputs.read(t), feedback)
         return t + 1, feedback, outputs.write(t, reconstruction), codes.write(t, code)
 

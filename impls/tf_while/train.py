@@ -35,7 +35,7 @@ def mean_squared_error(
     inputs = tf.transpose(x, [1, 0, 2])
     targets = tf.transpose(y, [1, 0, 2])
 
-    def step(t, feedback, total):
+    def step(t: tf.Tensor, feedback: tf.Tensor, total: tf.Tensor) -> tuple[tf.Tensor, ...]:
         _, reconstruction, feedback = cell(inputs[t], feedback)
         squares = tf.reduce_sum(tf.square(reconstruction - targets[t]))
         return t + 1, feedback, total + tf.cast(squares, tf.float64)
@@ -94,7 +94,9 @@ def recorded_forward(
             h = out
         return h
 
-    def step(t, feedback, total, arrays):
+    def step(
+        t: tf.Tensor, feedback: tf.Tensor, total: tf.Tensor, arrays: dict[str, tf.TensorArray]
+    ) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor, dict[str, tf.TensorArray]]:
         seen: dict[str, tf.Tensor] = {}
         code = through(config.encoder_layers, tf.concat([inputs[t], feedback], 1), seen)
         reconstruction = through(config.decoder_layers, tf.concat([code, feedback], 1), seen)
@@ -155,7 +157,9 @@ def backward(
             d_out = product(d_pre, backward_kernels[layer.name])
         return d_out
 
-    def step(t, d_feedback, arrays):
+    def step(
+        t: tf.Tensor, d_feedback: tf.Tensor, arrays: dict[str, tf.TensorArray]
+    ) -> tuple[tf.Tensor, tf.Tensor, dict[str, tf.TensorArray]]:
         d_pres: dict[str, tf.Tensor] = {}
         d_decoder_in = back_through(config.decoder_layers, d_outputs[t] + d_feedback, t, d_pres)
         d_encoder_feedback = back_through(

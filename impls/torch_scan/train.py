@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from typing import cast
 
 import torch
 from torch import nn
@@ -104,10 +105,11 @@ def activation_slope(name: str, pre: torch.Tensor, out: torch.Tensor) -> torch.T
 
 def _linears(module: model.FRAE) -> list[nn.Linear]:
     """The module's layers in ``config.layers`` order: the encoder's, then the decoder's."""
-    return [*module.encoder.layers.values(), *module.decoder.layers.values()]
+    layers = [*module.encoder.layers.values(), *module.decoder.layers.values()]
+    return cast(list[nn.Linear], layers)  # a ModuleDict's values are typed as any Module
 
 
-def parameters_in_layer_order(module: model.FRAE) -> list[nn.Parameter]:
+def parameters_in_layer_order(module: model.FRAE) -> list[torch.Tensor]:
     """Each layer's weight and then its bias, in ``config.layers`` order: the order of
     ``module.parameters()`` and of the gradients ``reverse_loop`` returns."""
     return [p for linear in _linears(module) for p in (linear.weight, linear.bias)]
@@ -242,7 +244,7 @@ class HandWrittenBPTT(torch.autograd.Function):
     """
 
     @staticmethod
-    def forward(  # type: ignore[override]
+    def forward(
         ctx: torch.autograd.function.FunctionCtx,
         forward: RecordedUnroll,
         backward: ReverseLoop,
@@ -259,7 +261,7 @@ class HandWrittenBPTT(torch.autograd.Function):
 
     @staticmethod
     @torch.autograd.function.once_differentiable
-    def backward(  # type: ignore[override]
+    def backward(
         ctx: torch.autograd.function.FunctionCtx, d_loss: torch.Tensor
     ) -> tuple[torch.Tensor | None, ...]:
         error, *records = ctx.saved_tensors  # type: ignore[attr-defined]
