@@ -74,7 +74,9 @@ def _recorded_forward(
     config: FRAEConfig, params: Params, x: Array, y: Array
 ) -> tuple[Array, tuple[Params, Residuals]]:
     """The loss, and what the backward needs: each step's layer inputs and slopes."""
-    cell = nnx.merge(model.graphdef(config), model.state_from_weights(params)).traced_step
+    module = nnx.merge(model.graphdef(config), model.state_from_weights(params))
+    assert isinstance(module, model.FRAE)  # the backward written here is output feedback's
+    cell = module.traced_step
     feedback = jnp.zeros((x.shape[0], config.input_dim), x.dtype)
     # unrolled as autodiff's stored gradient; at T=1000 neither other unrolls of either loop
     # (1, 4, 8) nor forming the slopes after a plain forward loop, over all steps at once,

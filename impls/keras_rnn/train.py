@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import contextlib
 import math
-from collections.abc import Callable
-from typing import Any, Protocol
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
@@ -18,10 +18,17 @@ from frae.devices import tensorflow_strategy
 from frae.optimizers import ADAM
 from impls.keras_rnn.model import PACKAGE, FRAECell, keras, ops
 
-Gradients = Callable[[Any, Any], tuple[Any, list[Any]]]
+Tensor = Any
+"""A tensor of the Keras backend in use (TensorFlow's, JAX's or torch's)."""
+Gradients = Callable[[Tensor, Tensor], tuple[Tensor, Sequence[Tensor]]]
+
+if TYPE_CHECKING:  # the optimizers the mixin joins, for the attributes it reads
+    from keras.optimizers import Optimizer as OptimizerMixin
+else:
+    OptimizerMixin = object
 
 
-class KeepsWeights:
+class KeepsWeights(OptimizerMixin):
     """A Keras optimizer that also keeps, inside its own compiled update, the weights after
     each step k (W_{k+1}) in row ``kept_slot(k + 1)`` of ``kept`` (``frae.backend``), flat
     in the order of the variables it was built on (``offsets``), and counts in
@@ -30,7 +37,7 @@ class KeepsWeights:
     between steps. W₁ goes in row 0 from outside, once per ``fit``.
     """
 
-    def build(self, var_list) -> None:
+    def build(self, var_list: list[keras.Variable]) -> None:
         if self.built:
             return
         super().build(var_list)
@@ -39,7 +46,9 @@ class KeepsWeights:
         self.kept = self.add_variable((KEPT_SLOTS, sum(sizes)), initializer="zeros", name="kept")
         self.non_finite = self.add_variable((), initializer="zeros", name="non_finite")
 
-    def update_step(self, gradient, variable, learning_rate) -> None:
+    def update_step(
+        self, gradient: Tensor, variable: keras.Variable, learning_rate: Tensor
+    ) -> None:
         super().update_step(gradient, variable, learning_rate)
         after = ops.reshape(ops.convert_to_tensor(variable), (1, -1))
         slot = 1 + ops.mod(ops.cast(self.iterations, "int32") + 2, 3)  # k + 1 = iterations + 2
@@ -67,7 +76,9 @@ class SpecAdam(KeepsWeights, keras.optimizers.Adam):
         options = {"beta_1": ADAM.beta_1, "beta_2": ADAM.beta_2, "epsilon": ADAM.epsilon}
         super().__init__(**{**options, **kwargs})
 
-    def update_step(self, gradient, variable, learning_rate) -> None:
+    def update_step(
+        self, gradient: Tensor, variable: keras.Variable, learning_rate: Tensor
+    ) -> None:
         step = ops.cast(self.iterations + 1, variable.dtype)
         # 1 - β and 1 - βᵗ from the same float32 β, so they cancel exactly in m̂ and v̂.
         beta_1 = ops.cast(self.beta_1, variable.dtype)
@@ -101,7 +112,7 @@ class SquaredErrorCell(keras.layers.Layer):
         self.state_size = [cell.state_size, 1]
         self.output_size = 1
 
-    def call(self, inputs, states):
+    def call(self, inputs: Tensor, states: list[Tensor]) -> tuple[Tensor, list[Tensor]]:
         feedback, total = states
         reconstruction, _, fed_back = self.cell.step(inputs[..., : self.features], feedback)
         error = ops.square(reconstruction - inputs[..., self.features :])
@@ -115,7 +126,14 @@ class SquaredErrorModel(keras.Model):
     over B, divided by T·F: mean((x̂ - y)²) over ``(B, T, F)``, with no target ``y`` of its
     own (the target is an input)."""
 
-    def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
+    def compute_loss(
+        self,
+        x: Any = None,
+        y: Any = None,
+        y_pred: Tensor | None = None,
+        sample_weight: Tensor | None = None,
+        training: bool = True,
+    ) -> Tensor:
         return mean_squared_error_of(x[0], y_pred)
 
 
@@ -136,7 +154,7 @@ class ReplicaTrainer(SquaredErrorModel):
     replica_gradients: Gradients
     """One replica's ``(loss, gradients)`` on its part of the mini-batch (``compile_trainer``)."""
 
-    def train_step(self, data):
+    def train_step(self, data: Any) -> dict[str, Tensor]:
         (x, y), _, _ = data
         loss, gradients = self.replica_gradients(x, y)
         share = 1.0 / self.distribute_strategy.num_replicas_in_sync
@@ -145,7 +163,7 @@ class ReplicaTrainer(SquaredErrorModel):
         return {"loss": ops.reshape(loss, (1,))}
 
 
-def mean_squared_error_of(x, squared_error_sums):
+def mean_squared_error_of(x: Tensor, squared_error_sums: Tensor) -> Tensor:
     """mean((x̂ - y)²) from the per-sequence sums ``SquaredErrorModel`` returns."""
     steps, features = ops.shape(x)[1], ops.shape(x)[2]
     return ops.mean(squared_error_sums) / ops.cast(steps * features, squared_error_sums.dtype)
@@ -174,7 +192,7 @@ def gradient_function(model: keras.Model, jit_compile: bool) -> Gradients:
         import tensorflow as tf
 
         @tf.function(jit_compile=jit_compile, autograph=False)
-        def tf_gradients(x, y):
+        def tf_gradients(x: Tensor, y: Tensor) -> tuple[Tensor, Sequence[Tensor]]:
             with tf.GradientTape() as tape:
                 loss = mean_squared_error_of(x, model([x, y]))
             return loss, tape.gradient(loss, model.trainable_variables)
@@ -183,14 +201,16 @@ def gradient_function(model: keras.Model, jit_compile: bool) -> Gradients:
     if name == "jax":
         import jax
 
-        def loss_of(trainable, non_trainable, x, y):
+        def loss_of(
+            trainable: list[Tensor], non_trainable: list[Tensor], x: Tensor, y: Tensor
+        ) -> Tensor:
             sums, _ = model.stateless_call(trainable, non_trainable, [x, y])
             return mean_squared_error_of(x, sums)
 
         value_and_grad = jax.value_and_grad(loss_of)
         compiled = jax.jit(value_and_grad) if jit_compile else value_and_grad
 
-        def jax_gradients(x, y):
+        def jax_gradients(x: Tensor, y: Tensor) -> tuple[Tensor, Sequence[Tensor]]:
             trainable = [v.value for v in model.trainable_variables]
             non_trainable = [v.value for v in model.non_trainable_variables]
             return compiled(trainable, non_trainable, x, y)
@@ -199,7 +219,8 @@ def gradient_function(model: keras.Model, jit_compile: bool) -> Gradients:
     if name == "torch":
         import torch
 
-        def torch_gradients(x, y):  # eager: torch's autograd over Keras' Python loop
+        # eager: torch's autograd over Keras' Python loop
+        def torch_gradients(x: Tensor, y: Tensor) -> tuple[Tensor, Sequence[Tensor]]:
             weights = [v.value for v in model.trainable_variables]
             x = torch.as_tensor(x)
             loss = mean_squared_error_of(x, model([x, torch.as_tensor(y)]))
