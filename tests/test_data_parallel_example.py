@@ -1,4 +1,4 @@
-"""``examples/data_parallel.py``, the README's one-process data-parallel command."""
+"""``examples/data_parallel.py``, the one-process data-parallel command of docs/data_parallel.md."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def test_example_launcher_trains_on_two_devices() -> None:
-    """The README's one-process command: ``examples/data_parallel.py`` on two virtual CPU
-    devices."""
+    """docs/data_parallel.md's one-process command: ``examples/data_parallel.py`` on two virtual
+    CPU devices."""
     pytest.importorskip("jax")
     command = [sys.executable, "-m", "examples.data_parallel", "--backend", "jax_scan"]
     command += ["--devices", "2", "--cpu-devices", "2", "--epochs", "1"]
