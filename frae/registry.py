@@ -7,7 +7,7 @@ import importlib.util
 import inspect
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from frae import validation
 from frae.backend import Array, Backend
@@ -46,6 +46,8 @@ BACKEND_METHODS = (
     "loss_and_grads",
     "fit",
 )
+BACKEND_ATTRIBUTES = ("name", "config")
+"""The members of ``Backend``: its methods, and the attributes it reads as values."""
 
 
 def available_backends() -> list[str]:
@@ -117,9 +119,23 @@ def create(
     _check_factory(backend, factory, devices is not None)
     placement = {} if devices is None else {"devices": devices}
     model = factory(config, seed=seed, weights=weights, **placement)
-    if not isinstance(model, Backend):
-        raise TypeError(f"{backend!r} built a {type(model).__name__}, which lacks the Backend API")
-    return model
+    missing = missing_members(model)
+    if missing:
+        raise TypeError(
+            f"{backend!r} built a {type(model).__name__}, which lacks the Backend API: "
+            f"it has no {', '.join(missing)}"
+        )
+    return cast(Backend, model)
+
+
+def missing_members(model: object) -> list[str]:
+    """The ``Backend`` members ``model`` lacks, looked up as its callers look them up, by
+    ``getattr``: each of ``BACKEND_ATTRIBUTES`` present, each of ``BACKEND_METHODS``
+    callable. An object that delegates through ``__getattr__`` (a logging or caching proxy)
+    has what it delegates, where ``isinstance(model, Backend)`` would refuse it: since
+    Python 3.12 a runtime-checkable protocol looks members up statically."""
+    absent = [name for name in BACKEND_ATTRIBUTES if not hasattr(model, name)]
+    return absent + [name for name in BACKEND_METHODS if not callable(getattr(model, name, None))]
 
 
 def _check_factory(backend: str, factory: object, placed: bool = False) -> None:
