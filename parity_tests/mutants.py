@@ -17,7 +17,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from frae import validation
+from frae import gru_layout, validation
 from frae.backend import Array, TrainStep
 from frae.config import GRU, FRAEConfig
 from frae.optimizers import ADAM
@@ -420,17 +420,6 @@ class StateFedBackFromBeforeGRU(Float32Reference):
         return _state_unroll(self.config, self.params, x, carry_new_state=False)[1]
 
 
-def _reset_and_update_swapped(weights: Mapping[str, Any], gru: GRU) -> dict[str, Any]:
-    """The GRU's first two gate blocks exchanged, as between the canonical [r | p | n] and
-    Keras' [z | r | h]; its own inverse."""
-    swapped = dict(weights)
-    width = gru.state_dim
-    order = np.r_[width : 2 * width, 0:width, 2 * width : 3 * width]
-    for name in (gru.kernel, gru.recurrent_kernel, gru.bias, gru.recurrent_bias):
-        swapped[name] = weights[name][..., order]
-    return swapped
-
-
 class GateBlocksSwappedOnImport(Float32Reference):
     """Canonical GRU weights read as Keras' gate order on import, and written back the same
     way: a round trip is exact, but the model computes with reset and update exchanged."""
@@ -439,12 +428,18 @@ class GateBlocksSwappedOnImport(Float32Reference):
 
     def _write_weights(self, weights: Weights) -> None:
         gru = self.config.gru
-        super()._write_weights(weights if gru is None else _reset_and_update_swapped(weights, gru))
+        if gru is not None:  # the canonical arrays taken for Keras' [z | r | h]
+            keras_weights = gru_layout.to_keras(gru, weights, gates=GRU.GATES)
+            weights = {**weights, **gru_layout.from_keras(gru, keras_weights)}
+        super()._write_weights(weights)
 
     def _read_weights(self) -> Mapping[str, Any]:
         gru = self.config.gru
         weights = super()._read_weights()
-        return weights if gru is None else _reset_and_update_swapped(weights, gru)
+        if gru is None:
+            return weights
+        keras_weights = gru_layout.to_keras(gru, weights)
+        return {**weights, **gru_layout.from_keras(gru, keras_weights, gates=GRU.GATES)}
 
 
 MUTANTS = [

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 import frae
+from frae import gru_layout
 from frae.config import GRU
 from impls.reference import model as reference_model
 from parity_tests.cases import CASES
@@ -121,10 +122,10 @@ def test_canonical_weights_load_into_the_keras_model() -> None:
 
 def _stock_gru_steps(gru: GRU, weights: dict[str, np.ndarray], codes: np.ndarray) -> np.ndarray:
     """s_1 … s_T of Keras' own ``GRUCell(reset_after=True)`` holding canonical ``weights``
-    (through ``gru_from_canonical``), stepped from s₀ = 0 on ``codes`` (T, B, L)."""
+    (through ``gru_layout.to_keras``), stepped from s₀ = 0 on ``codes`` (T, B, L)."""
     cell = keras.layers.GRUCell(gru.state_dim, reset_after=True)
     cell.build((None, gru.input_dim))
-    cell.set_weights(keras_model.gru_from_canonical(gru, weights))
+    cell.set_weights(gru_layout.to_keras(gru, weights))
     state = keras.ops.zeros((codes.shape[1], gru.state_dim))
     states = []
     for code in codes:
@@ -159,7 +160,7 @@ def test_canonical_gru_weights_map_onto_keras_gru_cell() -> None:
     expected = _reference_gru_steps(gru, weights, codes)
     assert_close("outputs", _stock_gru_steps(gru, weights, codes), expected, "stock GRUCell")
 
-    round_trip = keras_model.gru_to_canonical(gru, keras_model.gru_from_canonical(gru, weights))
+    round_trip = gru_layout.from_keras(gru, gru_layout.to_keras(gru, weights))
     assert round_trip.keys() == weights.keys()
     for name, value in weights.items():
         np.testing.assert_array_equal(round_trip[name], value, err_msg=name)

@@ -1,6 +1,6 @@
 """TensorFlow-specific promises of ``tf_while``: one trace per shape, a quiet terminal, a
 gradient loop that copies nothing T long and saves no weights per step, and GRU weights that
-Keras' own ``GRUCell`` steps as the reference does; of ``tf_while_bptt``: the tape's gradient
+Keras' own ``GRUCell`` steps as the reference does; of its twin ``TWIN``: the tape's gradient
 is the backward pass written by hand, whose reverse loop carries only the feedback's
 gradient."""
 
@@ -14,17 +14,19 @@ import numpy as np
 import pytest
 
 import frae
+from frae import gru_layout
 from parity_tests.tolerances import assert_close
 
 pytestmark = pytest.mark.backend_specific("tf_while")
 pytest.importorskip("tensorflow")
 backend = pytest.importorskip("impls.tf_while.backend")
+TWIN = "bench.twins.tf_while:TFWhileBPTTBackend"
+"""The benchmark's hand-written-backward twin, by import path: also the worker group its
+tests share with its kit tests."""
 
 
 def _tracing_counts(jit_compile: bool = True, name: str = "tf_while") -> dict[str, int]:
-    cache = (
-        backend.hand_written_functions if name == "tf_while_bptt" else backend.compiled_functions
-    )
+    cache = backend.hand_written_functions if name == TWIN else backend.compiled_functions
     functions = cache(jit_compile)
     return {name: function.experimental_get_tracing_count() for name, function in functions.items()}
 
@@ -43,9 +45,9 @@ def _exercise(model: frae.Backend, x: np.ndarray) -> None:
         ("tf_while", frae.FRAEConfig(encoder_units=(7,))),  # configs no other test traces
         ("tf_while", frae.FRAEConfig(encoder_units=(7,), feedback="state", state_dim=6)),
         pytest.param(
-            "tf_while_bptt",
+            TWIN,
             frae.FRAEConfig(encoder_units=(7,), latent_dim=2),
-            marks=pytest.mark.backend_specific("tf_while_bptt"),
+            marks=pytest.mark.backend_specific(TWIN),
         ),
     ],
 )
@@ -166,7 +168,7 @@ def _loss_by_hand(config, variables, x, y):  # type: ignore[no-untyped-def]
 _BODY_NAME = re.compile(r"^%?([\w.\-]+) \(", re.MULTILINE)
 
 
-@pytest.mark.backend_specific("tf_while_bptt")
+@pytest.mark.backend_specific(TWIN)
 def test_the_tape_calls_the_hand_written_backward(monkeypatch: pytest.MonkeyPatch) -> None:
     """``tf.GradientTape.gradient`` runs ``train.backward``: the backend's gradients equal the
     autodiff's, the compiled program holds the loop named ``hand_written_backward`` and none
@@ -179,7 +181,7 @@ def test_the_tape_calls_the_hand_written_backward(monkeypatch: pytest.MonkeyPatc
     config = frae.FRAEConfig(encoder_units=(5, 4), decoder_units=(6,))
     x = frae.data.multi_sine(batch=3, steps=17, seed=4)
     y = x[:, ::-1] * 0.5
-    by_hand = frae.create("tf_while_bptt", config, seed=5)
+    by_hand = frae.create(TWIN, config, seed=5)
     loss, grads = by_hand.loss_and_grads(x, y)
     autodiff_loss, autodiff_grads = frae.create("tf_while", config, seed=5).loss_and_grads(x, y)
     assert loss == autodiff_loss  # the same float64 sum inside the forward loop
@@ -231,7 +233,7 @@ def _changed_carries(body: str) -> list[str]:
     ]
 
 
-@pytest.mark.backend_specific("tf_while_bptt")
+@pytest.mark.backend_specific(TWIN)
 def test_the_reverse_loop_carries_only_the_feedback_gradient() -> None:
     """Each iteration of the hand-written program's loops changes only its counter, the
     (B, F) feedback (forward) or its gradient (backward), the loss's float64 sum, and the
@@ -286,13 +288,12 @@ def _keras_states(
     gru: frae.config.GRU, canonical: dict[str, np.ndarray], codes: np.ndarray
 ) -> np.ndarray:
     """The states s_1..s_T of ``tf.keras.layers.GRUCell(reset_after=True)`` holding
-    ``canonical`` through ``gru_to_keras``, stepped from s_0 = 0 over ``codes`` (B, T, L)."""
-    from impls.tf_while import model as tf_model
+    ``canonical`` through ``gru_layout.to_keras``, stepped from s_0 = 0 over ``codes`` (B, T, L)."""
     from impls.tf_while.model import tf
 
     cell = tf.keras.layers.GRUCell(gru.state_dim, reset_after=True)
     cell.build((None, gru.input_dim))
-    cell.set_weights(tf_model.gru_to_keras(canonical, gru))
+    cell.set_weights(gru_layout.to_keras(gru, canonical))
     state = np.zeros((codes.shape[0], gru.state_dim), np.float32)
     states = []
     for t in range(codes.shape[1]):
@@ -317,12 +318,11 @@ def _reference_states(
 
 
 def test_keras_gru_cell_steps_the_canonical_gru_through_the_mapping() -> None:
-    """Canonical GRU weights, loaded by ``gru_to_keras`` into Keras' stock ``GRUCell``, step
-    as the reference's ``gru_step`` does (B=4, T=6, L=3, H=5); with the reset and update
-    blocks swapped the same comparison misses by far more than the tolerance, so the check
-    would catch a mapping that swaps them; and the mapping's inverse recovers the weights."""
-    from impls.tf_while import model as tf_model
-
+    """Canonical GRU weights, loaded by ``gru_layout.to_keras`` into Keras' stock
+    ``GRUCell``, step as the reference's ``gru_step`` does (B=4, T=6, L=3, H=5); with the
+    reset and update blocks swapped the same comparison misses by far more than the
+    tolerance, so the check would catch a mapping that swaps them; and the mapping's
+    inverse recovers the weights."""
     gru, canonical = _random_gru(seed=6)
     codes = np.random.default_rng(7).normal(0.0, 1.0, size=(4, 6, 3)).astype(np.float32)
     expected = _reference_states(gru, canonical, codes)
@@ -331,7 +331,7 @@ def test_keras_gru_cell_steps_the_canonical_gru_through_the_mapping() -> None:
     swapped = _keras_states(gru, _swap_reset_and_update(canonical), codes)
     assert np.abs(swapped - expected).max() > 1e-2  # 10⁴ times the tolerance's atol
 
-    round_trip = tf_model.gru_from_keras(tf_model.gru_to_keras(canonical, gru), gru)
+    round_trip = gru_layout.from_keras(gru, gru_layout.to_keras(gru, canonical))
     assert round_trip.keys() == canonical.keys()
     for name, array in canonical.items():
         np.testing.assert_array_equal(round_trip[name], array, err_msg=name)

@@ -62,7 +62,7 @@ def test_weights_round_trip_through_the_module() -> None:
 
 
 def test_gru_weights_round_trip_through_the_module() -> None:
-    """Each canonical GRU parameter is ``nn.GRUCell``'s under its ``GRU_PARAMETERS`` name,
+    """Each canonical GRU parameter is ``nn.GRUCell``'s under its ``gru_layout.TORCH_NAMES`` name,
     the kernels transposed; the whole state model round-trips bit for bit."""
     weights = frae.initial_weights(STATE_CONFIG, seed=1)
     module = torch_model.module_for(STATE_CONFIG)

@@ -6,7 +6,8 @@ canonical name split at ``/``: ``("encoder", "dense_0", "kernel")``. With state 
 decoder holds a ``GRUCell`` of its own under ``"gru"``, its parameters named as the
 canonical ones: ``("decoder", "gru", "recurrent_kernel")``. ``state_from_weights`` and
 ``weights_from_state`` are the one conversion between the two; ``stock_gru_cell_state``
-maps canonical GRU weights to Flax's own ``nnx.GRUCell``, which cannot hold all of them.
+maps canonical GRU weights to Flax's own ``nnx.GRUCell`` (``frae.gru_layout.to_flax``),
+which cannot hold all of them.
 
 Functions take canonical weights, a plain dict of arrays; inside a trace they become the
 module's ``State`` and ``nnx.merge`` rebuilds the modules from the config's ``GraphDef``
@@ -27,6 +28,7 @@ import jax
 import jax.numpy as jnp
 from flax import nnx
 
+from frae import gru_layout
 from frae.config import FUSED_PRODUCT_MAX_SIZE, GRU, FRAEConfig, Layer
 
 Array = jax.Array
@@ -281,28 +283,17 @@ def weights_from_state(state: nnx.State) -> Params:
 
 
 def stock_gru_cell_state(weights: Mapping[str, Any], gru: GRU) -> nnx.State:
-    """Canonical GRU weights to the state of Flax's ``nnx.GRUCell(L, H)``, whose step is
-    ``dense_i(z) = z @ K_i + b_i`` and ``dense_h(s) = s @ K_h`` in blocks [r | z | n] (the
-    contract's [r | p | n]), ``n = tanh(dense_i_n + r ⊙ dense_h_n)``: K_i = K, K_h = U,
-    b_i = b_K + [b_U,r | b_U,p | 0]. The reset and update blocks of b_U only add to b_K's;
-    its candidate block sits inside r ⊙ (·), where ``nnx.GRUCell`` has no bias, so it must
-    be zero.
+    """Canonical GRU weights as the state of Flax's ``nnx.GRUCell(L, H)``, laid out by
+    ``gru_layout.to_flax``: its ``dense_i`` holds K and b_K with b_U's reset and update
+    blocks, its ``dense_h`` holds U and no bias.
+
+    Raises:
+        ValueError: b_U's candidate block is not zero, which ``nnx.GRUCell`` cannot hold.
     """
-    recurrent_bias = jnp.asarray(weights[gru.recurrent_bias])
-    gate_biases, candidate_bias = jnp.split(recurrent_bias, [2 * gru.state_dim])
-    if jnp.any(candidate_bias != 0):
-        raise ValueError(
-            f"{gru.recurrent_bias}'s candidate block must be zero for nnx.GRUCell, which has "
-            f"no recurrent bias; got largest magnitude {float(jnp.abs(candidate_bias).max())}"
-        )
-    input_bias = jnp.asarray(weights[gru.bias]) + jnp.concatenate(
-        [gate_biases, jnp.zeros_like(candidate_bias)]
-    )
     return nnx.from_flat_state(
         {
-            ("dense_i", "kernel"): nnx.Param(jnp.asarray(weights[gru.kernel])),
-            ("dense_i", "bias"): nnx.Param(input_bias),
-            ("dense_h", "kernel"): nnx.Param(jnp.asarray(weights[gru.recurrent_kernel])),
+            tuple(path.split("/")): nnx.Param(jnp.asarray(value))
+            for path, value in gru_layout.to_flax(gru, weights).items()
         }
     )
 

@@ -11,12 +11,11 @@ from given codes (``decode``). Keras supplies the loop: ``tf.while_loop`` on Ten
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
 
-from frae.config import FUSED_PRODUCT_MAX_SIZE, GRU, FRAEConfig
+from frae.config import FUSED_PRODUCT_MAX_SIZE, FRAEConfig
 from frae.quiet import import_quietly
 
 if TYPE_CHECKING:
@@ -52,38 +51,6 @@ ACTIVATIONS = {
     "sigmoid": keras.activations.sigmoid,
     "linear": keras.activations.linear,
 }
-
-
-KERAS_GATE_ORDER = (1, 0, 2)
-"""Keras' ``GRUCell`` holds the gate blocks [update | reset | candidate]: the canonical
-[reset | update | candidate] (``GRU.GATES``) with the first two swapped. The permutation is
-its own inverse."""
-
-
-def gru_from_canonical(gru: GRU, weights: Mapping[str, np.ndarray]) -> list[np.ndarray]:
-    """The canonical GRU weights as ``keras.layers.GRUCell(reset_after=True)``'s
-    ``[kernel, recurrent_kernel, bias]``: gate blocks in Keras' order, and ``bias`` of shape
-    (2, 3H) with b_K in row 0 and b_U in row 1."""
-    kernel, recurrent_kernel, bias, recurrent_bias = (
-        _swap_gate_blocks(weights[name]) for name in gru.parameter_shapes()
-    )
-    return [kernel, recurrent_kernel, np.stack([bias, recurrent_bias])]
-
-
-def gru_to_canonical(gru: GRU, keras_weights: Sequence[np.ndarray]) -> dict[str, np.ndarray]:
-    """``keras.layers.GRUCell(reset_after=True)``'s ``[kernel, recurrent_kernel, bias]`` by
-    canonical name: the inverse of ``gru_from_canonical``."""
-    kernel, recurrent_kernel, (bias, recurrent_bias) = keras_weights
-    values = (kernel, recurrent_kernel, bias, recurrent_bias)
-    return {
-        name: _swap_gate_blocks(value)
-        for name, value in zip(gru.parameter_shapes(), values, strict=True)
-    }
-
-
-def _swap_gate_blocks(value: np.ndarray) -> np.ndarray:
-    blocks = np.split(np.asarray(value), 3, axis=-1)
-    return np.concatenate([blocks[i] for i in KERAS_GATE_ORDER], axis=-1)
 
 
 def product(h, kernel):

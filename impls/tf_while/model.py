@@ -8,11 +8,8 @@ variable") cannot happen here.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
-
-import numpy as np
-import numpy.typing as npt
 
 from frae.config import FUSED_PRODUCT_MAX_SIZE, GRU, FRAEConfig, Layer
 from frae.quiet import import_quietly
@@ -144,45 +141,3 @@ def unroll(
         tf.transpose(outputs.stack(), [1, 0, 2]),
         tf.transpose(codes.stack(), [1, 0, 2]),
     )
-
-
-KERAS_GATE_ORDER = ("update", "reset", "candidate")
-"""The column blocks of ``tf.keras.layers.GRUCell`` (z, r, h), by the names of ``GRU.GATES``."""
-
-
-def gru_to_keras(weights: Mapping[str, npt.ArrayLike], gru: GRU) -> list[npt.NDArray[np.float32]]:
-    """Canonical K, U, b_K, b_U as ``tf.keras.layers.GRUCell(reset_after=True)``'s weights.
-
-    Returns:
-        ``[kernel (L, 3H), recurrent_kernel (H, 3H), bias (2, 3H)]``, the bias's row 0 b_K
-        and row 1 b_U, each column block moved from ``GRU.GATES``'s order to
-        ``KERAS_GATE_ORDER``'s (the reset and update blocks swap).
-    """
-    order = [GRU.GATES.index(gate) for gate in KERAS_GATE_ORDER]
-    arrays = [
-        weights[gru.kernel],
-        weights[gru.recurrent_kernel],
-        np.stack([weights[gru.bias], weights[gru.recurrent_bias]]),
-    ]
-    return [_reorder_blocks(array, order) for array in arrays]
-
-
-def gru_from_keras(
-    keras_weights: Sequence[npt.ArrayLike], gru: GRU
-) -> dict[str, npt.NDArray[np.float32]]:
-    """``gru_to_keras``'s inverse: a Keras ``GRUCell(reset_after=True)``'s
-    ``[kernel, recurrent_kernel, bias]`` as the canonical K, U, b_K, b_U."""
-    order = [KERAS_GATE_ORDER.index(gate) for gate in GRU.GATES]
-    kernel, recurrent_kernel, bias = (_reorder_blocks(array, order) for array in keras_weights)
-    return {
-        gru.kernel: kernel,
-        gru.recurrent_kernel: recurrent_kernel,
-        gru.bias: bias[0],
-        gru.recurrent_bias: bias[1],
-    }
-
-
-def _reorder_blocks(array: npt.ArrayLike, order: Sequence[int]) -> npt.NDArray[np.float32]:
-    """The three column blocks of ``array``, ``(…, 3H)``, in ``order``."""
-    blocks = np.split(np.asarray(array, np.float32), 3, axis=-1)
-    return np.concatenate([blocks[index] for index in order], axis=-1)

@@ -4,8 +4,8 @@ The encoder and decoder are ``nn.ModuleDict`` stacks of ``nn.Linear`` layers und
 short names, so a parameter's name is its canonical name with ``.`` for ``/`` and ``weight``
 for ``kernel``: ``encoder.dense_0.weight``. ``nn.Linear`` stores the kernel as
 ``(out, in)``, the canonical kernel transposed. With state feedback the decoder's GRU is
-PyTorch's own ``nn.GRUCell``, whose layout is the canonical one transposed too
-(``GRU_PARAMETERS``). ``parameter_name``, ``to_canonical`` and ``load_canonical`` are the one
+PyTorch's own ``nn.GRUCell``, whose layout ``frae.gru_layout`` maps (``to_torch``,
+``from_torch``). ``parameter_name``, ``to_canonical`` and ``load_canonical`` are the one
 conversion between the two.
 
 The time loop is ``torch._higher_order_ops.scan`` (PyTorch's ``lax.scan``, a prototype
@@ -39,6 +39,7 @@ import torch
 from torch import nn
 from torch._higher_order_ops.scan import scan
 
+from frae import gru_layout
 from frae.config import FRAEConfig, Layer
 
 Step = tuple[torch.Tensor, tuple[torch.Tensor, torch.Tensor]]
@@ -53,24 +54,17 @@ ACTIVATIONS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
 }
 
 
-GRU_PARAMETERS = {
-    "kernel": "weight_ih",  # K (L, 3H) = weight_ih.T
-    "recurrent_kernel": "weight_hh",  # U (H, 3H) = weight_hh.T
-    "bias": "bias_ih",  # b_K
-    "recurrent_bias": "bias_hh",  # b_U
-}
-"""``nn.GRUCell``'s name for each of the GRU's canonical parameters. Its gate blocks are the
-contract's, in the same order (reset r, update z, candidate n) and with the reset gate
-applied to the recurrent product after its bias; its kernels are ``(3H, in)``, the
-canonical ``(in, 3H)`` transposed, as ``nn.Linear``'s are."""
+GRU_MODULE = "decoder_gru"
+"""``StateFRAE``'s attribute holding its ``nn.GRUCell``: the prefix of the cell's parameter
+names (``gru_layout.TORCH_NAMES``)."""
 
 
 def parameter_name(canonical: str) -> str:
     """``"encoder/dense_0/kernel"`` -> ``"encoder.dense_0.weight"``; the GRU's
-    ``"decoder/gru/kernel"`` -> ``"decoder_gru.weight_ih"`` (``GRU_PARAMETERS``)."""
+    ``"decoder/gru/kernel"`` -> ``"decoder_gru.weight_ih"`` (``gru_layout.TORCH_NAMES``)."""
     layer, _, kind = canonical.rpartition("/")
     if layer == "decoder/gru":
-        return f"decoder_gru.{GRU_PARAMETERS[kind]}"
+        return f"{GRU_MODULE}.{gru_layout.TORCH_NAMES[kind]}"
     return f"{layer.replace('/', '.')}.{'weight' if kind == 'kernel' else kind}"
 
 
@@ -149,7 +143,7 @@ class StateFRAE(nn.Module):
             raise ValueError(f'StateFRAE needs feedback="state", got {config.feedback!r}')
         self.config = config
         self.encoder = DenseStack(config.encoder_layers)
-        self.decoder_gru = nn.GRUCell(gru.input_dim, gru.state_dim)
+        self.decoder_gru = nn.GRUCell(gru.input_dim, gru.state_dim)  # GRU_MODULE
         self.decoder = DenseStack(config.decoder_layers)
 
     def step(self, state: torch.Tensor, x_t: torch.Tensor) -> Step:
@@ -194,22 +188,42 @@ def named_parameters_of(module: Module) -> dict[str, nn.Parameter]:
 
 def to_canonical(config: FRAEConfig, tensors: Mapping[str, torch.Tensor]) -> dict[str, np.ndarray]:
     """Parameters (or their gradients) by the module's names -> NumPy by canonical name,
-    each kernel (the GRU's recurrent kernel too) transposed from ``(out, in)`` to
-    ``(in, out)``."""
+    each dense kernel transposed from ``(out, in)`` to ``(in, out)``, the GRU's parameters
+    through ``gru_layout.from_torch``."""
+    gru, prefix = config.gru, f"{GRU_MODULE}."
+    cell = {
+        name.removeprefix(prefix): tensor.detach().numpy()
+        for name, tensor in tensors.items()
+        if name.startswith(prefix)
+    }
+    from_cell = {} if gru is None else gru_layout.from_torch(gru, cell)
     canonical = {}
     for name in config.parameter_shapes():
+        if name in from_cell:
+            canonical[name] = from_cell[name]
+            continue
         value = tensors[parameter_name(name)].detach().numpy()
         canonical[name] = value.T if name.endswith("kernel") else value
     return canonical
 
 
 def load_canonical(module: Module, weights: Mapping[str, np.ndarray]) -> None:
-    """Copy canonical weights into ``module``, each kernel transposed to ``(out, in)``."""
+    """Copy canonical weights into ``module``, each dense kernel transposed to ``(out, in)``,
+    the GRU's (all four, if any) through ``gru_layout.to_torch``."""
+    gru = module.config.gru
+    cell_names = () if gru is None else tuple(gru.parameter_shapes())
+    native = {
+        parameter_name(name): value.T if name.endswith("kernel") else value
+        for name, value in weights.items()
+        if name not in cell_names
+    }
+    if gru is not None and any(name in weights for name in cell_names):
+        cell = gru_layout.to_torch(gru, weights)
+        native |= {f"{GRU_MODULE}.{name}": value for name, value in cell.items()}
     parameters = named_parameters_of(module)
     with torch.no_grad():
-        for name, value in weights.items():
-            source = value.T if name.endswith("kernel") else value
-            parameters[parameter_name(name)].copy_(torch.from_numpy(np.ascontiguousarray(source)))
+        for name, value in native.items():
+            parameters[name].copy_(torch.from_numpy(np.ascontiguousarray(value)))
 
 
 def unroll(
