@@ -16,12 +16,13 @@ from pathlib import Path
 import pytest
 
 import frae
-from bench.records import ResultRecord, RunRecord
+from bench.records import Record, ResultRecord, RunRecord
 
 pytest.importorskip("matplotlib", reason="the report needs matplotlib: pip install 'frae[bench]'")
 
-from bench import report  # noqa: E402
-from bench.harness import main, model_label, read_config  # noqa: E402
+from bench import analysis, plots, render, report, tables
+from bench.harness import main, model_label, read_config
+from bench.targets import TARGETS_ORIGIN, measured_targets, targets
 
 
 def timed(
@@ -48,6 +49,16 @@ def timed(
         first_call_s=2.0,
         **quartiles,
     )
+
+
+def markdown(records: list[Record]) -> str:
+    """The Markdown report of ``records``, without plots."""
+    return render.markdown(report.sections(records))
+
+
+def terminal(records: list[Record]) -> str:
+    """What the terminal shows of the report of ``records``."""
+    return render.terminal(report.sections(records))
 
 
 def run_record(models: dict[str, frae.FRAEConfig] | None = None) -> RunRecord:
@@ -85,11 +96,11 @@ def test_no_split_through_two_lengths() -> None:
     """Two T give a line whatever the times: keras_default[jax]'s -8.33 µs per step came
     from such a line. Now no split, and the report says why."""
     records = [timed("keras", "predict", 1, 100, 5e-3), timed("keras", "predict", 1, 1000, 4e-3)]
-    pivot = report.Pivot.of(records)
-    assert report.call_costs(pivot) == [] and report.call_cost_rows(pivot) == []
-    assert "not enough points" in (report.unsplit_reason(pivot) or "")
+    pivot = analysis.Pivot.of(records)
+    assert analysis.call_costs(pivot) == [] and tables.call_cost_rows(pivot) == []
+    assert "not enough points" in (tables.unsplit_reason(pivot) or "")
     three = [*records, timed("keras", "predict", 1, 10_000, 0.04)]
-    assert report.unsplit_reason(report.Pivot.of(three)) is None
+    assert tables.unsplit_reason(analysis.Pivot.of(three)) is None
 
 
 def test_no_split_where_the_line_misses_a_measurement() -> None:
@@ -99,17 +110,17 @@ def test_no_split_where_the_line_misses_a_measurement() -> None:
         timed("bent", "predict", 1, 1000, 1e-3),
         timed("bent", "predict", 1, 10_000, 0.1),
     ]
-    (row,) = report.call_cost_rows(report.Pivot.of(records))
+    (row,) = tables.call_cost_rows(analysis.Pivot.of(records))
     assert row[3].startswith("poor fit") and row[4] == "—"
     straight = [timed("line", "predict", 1, t, 300e-6 + 0.2e-6 * t) for t in (100, 1000, 10_000)]
-    (row,) = report.call_cost_rows(report.Pivot.of(straight))
+    (row,) = tables.call_cost_rows(analysis.Pivot.of(straight))
     assert row[3] == "300" and row[4].startswith("0.2")
 
 
 def test_a_negative_fixed_cost_is_not_printed() -> None:
     """A line that fits but crosses below zero at T = 0 has no fixed cost to show."""
     records = [timed("fast", "predict", 1, t, 1e-6 * t - 20e-6) for t in (100, 1000, 10_000)]
-    (row,) = report.call_cost_rows(report.Pivot.of(records))
+    (row,) = tables.call_cost_rows(analysis.Pivot.of(records))
     assert row[3] == "below resolution" and not row[3].startswith("-")
 
 
@@ -128,13 +139,13 @@ def test_a_part_slower_than_its_whole_is_flagged() -> None:
         timed("steady", "loss_and_grads", 1, 1000, 3e-3),
         timed("steady", "train_step", 1, 1000, 4e-3),
     ]
-    flagged = report.flags(report.Pivot.of(records))
+    flagged = analysis.flags(analysis.Pivot.of(records))
     assert list(flagged) == [("keras_rnn", "loss_and_grads", 1, 1000)]
     assert "train step, which contains it" in flagged["keras_rnn", "loss_and_grads", 1, 1000][0]
-    rows = {row[0]: row for row in report.summary_rows(report.Pivot.of(records))}
-    assert rows["keras_rnn"][3].endswith(report.FLAG) and not rows["steady"][3].endswith("!")
-    assert "keras_rnn loss_and_grads B=1 T=1000" in report.summary(records)
-    assert "## Readings to doubt" in report.markdown(records, [])
+    rows = {row[0]: row for row in tables.summary_rows(analysis.Pivot.of(records))}
+    assert rows["keras_rnn"][3].endswith(tables.FLAG) and not rows["steady"][3].endswith("!")
+    assert "keras_rnn loss_and_grads B=1 T=1000" in terminal(records)
+    assert "## Readings to doubt" in markdown(records)
 
 
 def test_a_wide_spread_is_flagged_and_a_tight_one_is_not() -> None:
@@ -142,7 +153,7 @@ def test_a_wide_spread_is_flagged_and_a_tight_one_is_not() -> None:
         timed("noisy", "predict", 1, 1000, 1e-3, spread=0.6),
         timed("quiet", "predict", 1, 1000, 1e-3, spread=0.05),
     ]
-    flagged = report.flags(report.Pivot.of(records))
+    flagged = analysis.flags(analysis.Pivot.of(records))
     assert list(flagged) == [("noisy", "predict", 1, 1000)]
     assert "IQR 60%" in flagged["noisy", "predict", 1, 1000][0]
 
@@ -167,8 +178,8 @@ def quick_like_records() -> list:
 
 
 def test_the_terminal_summary_fits_100_columns_and_says_its_shape() -> None:
-    text = report.summary(quick_like_records())
-    assert max(len(line) for line in text.splitlines()) <= report.WIDTH
+    text = terminal(quick_like_records())
+    assert max(len(line) for line in text.splitlines()) <= render.WIDTH
     assert text.startswith("B=1, T=1000:")
     assert "not enough points" in text  # two T: no split
 
@@ -180,9 +191,9 @@ def test_the_terminal_call_costs_and_flags_fit_100_columns() -> None:
         for operation in ("predict", "loss_and_grads", "train_step"):
             seconds = 1.23456e-3 * (index + 1) * 100 * (1 + len(operation) / 10)
             records.append(timed(name, operation, 1, 10_000, seconds * (1 + index), spread=0.9))
-    text = report.summary(records)
+    text = terminal(records)
     assert "poor fit" in text and "readings to doubt" in text and "more" in text
-    assert max(len(line) for line in text.splitlines()) <= report.WIDTH
+    assert max(len(line) for line in text.splitlines()) <= render.WIDTH
 
 
 def test_a_wide_models_section_fits_100_columns_too() -> None:
@@ -194,14 +205,14 @@ def test_a_wide_models_section_fits_100_columns_too() -> None:
             for operation in ("predict", "train_step"):
                 seconds = 123.456e-3 * (index + 1) * batch
                 records.append(timed(name, operation, batch, 1000, seconds, model=label))
-    text = report.summary(records)
+    text = terminal(records)
     assert f"model {label}:" in text and "train step B=256" in text
-    assert max(len(line) for line in text.splitlines()) <= report.WIDTH
+    assert max(len(line) for line in text.splitlines()) <= render.WIDTH
 
 
 def test_the_markdown_report_says_where_targets_come_from_and_every_shape() -> None:
-    text = report.markdown(quick_like_records(), [])
-    assert report.TARGETS_ORIGIN in text
+    text = markdown(quick_like_records())
+    assert TARGETS_ORIGIN in text
     assert "## Summary at B=1, T=1000" in text
     assert "not enough points" in text and "## Cost per call and per step (B=1)" in text
 
@@ -212,10 +223,10 @@ def test_the_markdown_report_says_where_targets_come_from_and_every_shape() -> N
 def test_a_panel_of_one_point_per_variant_is_left_out() -> None:
     """Quick mode times the training step at one B: its throughput panel is gone, predict's
     (two B) stays."""
-    pivot = report.Pivot.of(quick_like_records())
-    panels = report.scaling_panels(pivot, by_steps=False, value=1000)
+    pivot = analysis.Pivot.of(quick_like_records())
+    panels = plots.scaling_panels(pivot, by_steps=False, value=1000)
     assert list(panels) == ["predict"]
-    by_steps = report.scaling_panels(pivot, by_steps=True, value=1)
+    by_steps = plots.scaling_panels(pivot, by_steps=True, value=1)
     assert list(by_steps) == ["predict", "train_step"]
 
 
@@ -228,9 +239,9 @@ def test_first_calls_are_points_labelled_with_their_shape() -> None:
     import matplotlib.pyplot as plt
     from matplotlib.patches import Rectangle
 
-    pivot = report.Pivot.of(quick_like_records())
+    pivot = analysis.Pivot.of(quick_like_records())
     assert pivot.first_calls()["numba_floor", "predict"] == (2.0, (1, 100))
-    figure = report.first_call_figure(pivot)
+    figure = plots.first_call_figure(pivot)
     (axis,) = figure.axes
     bars = [p for p in axis.patches if isinstance(p, Rectangle)]
     labels = [text.get_text() for text in axis.texts]
@@ -261,17 +272,17 @@ def test_a_second_model_gets_its_own_section_and_targets() -> None:
             timed("floor", "predict", 1, 1000, 1e-3 * scale, role="floor", model=model),
             timed("fast", "predict", 1, 1000, 2e-3 * scale, model=model),
         ]
-    default, wide = report.Pivot.of(records), report.Pivot.of(records, label)
+    default, wide = analysis.Pivot.of(records), analysis.Pivot.of(records, label)
     assert default.figure(("fast", "predict", 1, 1000)) == pytest.approx(2.0)
     assert wide.figure(("fast", "predict", 1, 1000)) == pytest.approx(20.0)
-    text = report.markdown(records, [])
+    text = markdown(records)
     assert f"## Model {label}" in text and "encoder_units=[64]" in text
-    judged = report.measured_targets(wide)
+    judged = measured_targets(wide)
     assert judged and all("not measured" not in t.verdict for t in judged)
     wide_batch = [timed("fast", "predict", 256, 1000, 0.2, model=label)]
-    judged = report.measured_targets(report.Pivot.of([*records, *wide_batch], label))
+    judged = measured_targets(analysis.Pivot.of([*records, *wide_batch], label))
     assert not [t for t in judged if t.statement.startswith("batching")]
-    assert [t for t in report.targets(default) if t.statement.startswith("batching")]
+    assert [t for t in targets(default) if t.statement.startswith("batching")]
 
 
 def test_config_reads_json_or_a_file(tmp_path: Path) -> None:
@@ -326,7 +337,7 @@ def test_a_figure_far_below_the_floor_is_flagged() -> None:
         timed("blas", "predict", 1, 1000, 1.2e-3),
         timed("close", "predict", 1, 1000, 9e-3),
     ]
-    flagged = report.flags(report.Pivot.of(records))
+    flagged = analysis.flags(analysis.Pivot.of(records))
     assert list(flagged) == [("blas", "predict", 1, 1000)]
     assert "does not bound" in flagged["blas", "predict", 1, 1000][0]
 

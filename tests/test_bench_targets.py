@@ -7,15 +7,22 @@ from __future__ import annotations
 
 import pytest
 
+from bench.analysis import Pivot, Shape
 from bench.records import Record, ResultRecord, RunRecord, VariantRecord
+from bench.roles import Role
+from bench.targets import STATE_TARGETS, TARGETS, Target, judge, targets, targets_of
 from tests.bench_cases import STATE_CONFIG, STATE_LABEL, measured
+
+
+def named(targets: tuple[Target, ...], name: str) -> Target:
+    """The target called ``name``."""
+    (found,) = [target for target in targets if target.name == name]
+    return found
 
 
 def test_targets_find_the_variants_by_role_not_by_name() -> None:
     """A floor, a textbook fix and a compiled backend under names the harness never uses
     are judged: every target over the compiled backends is measured, none is skipped."""
-    from bench.report import Pivot, targets
-
     records = [
         measured("my_floor", "floor", "predict", 1, 1000, 1.0),
         measured("my_floor", "floor", "loss_and_grads", 1, 1000, 2.0),
@@ -38,10 +45,10 @@ def test_targets_find_the_variants_by_role_not_by_name() -> None:
         assert outcome.met is not None, outcome
 
 
-# Each case: a target (by its place in TARGETS), records, the verdict and whether it is met.
+# Each case: a target (by its name in TARGETS), records, the verdict and whether it is met.
 VERDICTS = {
     "every-missed-by-the-worst": (
-        0,
+        "predict_every",
         [
             measured("floor", "floor", "predict", 1, 1000, 1.0),
             measured("a", "compiled", "predict", 1, 1000, 2.0),
@@ -51,7 +58,7 @@ VERDICTS = {
         False,
     ),
     "best-met-by-the-best": (
-        1,
+        "predict_best",
         [
             measured("floor", "floor", "predict", 1, 1000, 1.0),
             measured("a", "compiled", "predict", 1, 1000, 1.2),
@@ -61,7 +68,7 @@ VERDICTS = {
         True,
     ),
     "every-met-only-by-those-measured": (
-        0,
+        "predict_every",
         [
             measured("floor", "floor", "predict", 1, 1000, 1.0),
             measured("a", "compiled", "predict", 1, 1000, 2.0),
@@ -71,7 +78,7 @@ VERDICTS = {
         None,
     ),
     "training-over-the-floor-gradient": (
-        3,
+        "train_every",
         [
             measured("floor", "floor", "loss_and_grads", 1, 1000, 1.0),
             measured("floor", "floor", "train_step", 1, 1000, 100.0),  # not the divisor
@@ -81,7 +88,7 @@ VERDICTS = {
         False,
     ),
     "speed-up-over-the-textbook-fix": (
-        4,
+        "predict_textbook",
         [
             measured("fix", "textbook", "predict", 1, 1000, 200.0),
             measured("a", "compiled", "predict", 1, 1000, 1.0),
@@ -90,7 +97,7 @@ VERDICTS = {
         False,
     ),
     "batching-judges-the-fastest-at-the-large-batch": (
-        6,
+        "batching",
         [
             measured("a", "compiled", "predict", 1, 1000, 1.0),
             measured("a", "compiled", "predict", 256, 1000, 64.0),  # 4× its throughput at B=1
@@ -101,7 +108,7 @@ VERDICTS = {
         False,
     ),
     "floor-check-at-every-shape": (
-        7,
+        "floor_check",
         [
             measured("floor", "floor", "predict", 1, 100, 1.0),
             measured("floor", "floor", "predict", 1, 1000, 2.0),
@@ -112,7 +119,7 @@ VERDICTS = {
         False,
     ),
     "linear-in-T-against-its-own-T=1000": (
-        8,
+        "linear_B1",
         [
             measured("a", "compiled", "train_step", 1, 1000, 2.0),
             measured("a", "compiled", "train_step", 1, 10_000, 2.2),
@@ -123,7 +130,7 @@ VERDICTS = {
         True,
     ),
     "linear-in-T-missed-by-the-worst-at-B=256": (
-        9,
+        "linear_B256",
         [
             measured("a", "compiled", "train_step", 256, 1000, 10.0),
             measured("a", "compiled", "train_step", 256, 10_000, 30.0),
@@ -134,7 +141,7 @@ VERDICTS = {
         False,
     ),
     "best-predict-at-B=256-over-the-simd-floor-not-the-scalar": (
-        10,
+        "predict_best_batched",
         [
             measured("scalar", "floor", "predict", 256, 1000, 10.0),
             measured("vector", "simd_floor", "predict", 256, 1000, 4.0),
@@ -145,7 +152,7 @@ VERDICTS = {
         False,
     ),
     "best-training-at-B=256-over-the-simd-floors-forward-and-bptt": (
-        11,
+        "train_best_batched",
         [
             measured("vector", "simd_floor", "loss_and_grads", 256, 1000, 4.0),
             measured("vector", "simd_floor", "train_step", 256, 1000, 40.0),
@@ -156,7 +163,7 @@ VERDICTS = {
         True,
     ),
     "not-measured-without-a-floor": (
-        0,
+        "predict_every",
         [measured("a", "compiled", "predict", 1, 1000, 2.0)],
         "not measured",
         None,
@@ -164,13 +171,11 @@ VERDICTS = {
 }
 
 
-@pytest.mark.parametrize(("index", "records", "verdict", "met"), VERDICTS.values(), ids=VERDICTS)
+@pytest.mark.parametrize(("name", "records", "verdict", "met"), VERDICTS.values(), ids=VERDICTS)
 def test_a_targets_verdict_follows_the_figures(
-    index: int, records: list[Record], verdict: str, met: bool | None
+    name: str, records: list[Record], verdict: str, met: bool | None
 ) -> None:
-    from bench.report import TARGETS, Pivot, judge
-
-    outcome = judge(TARGETS[index], Pivot.of(records))
+    outcome = judge(named(TARGETS, name), Pivot.of(records))
     assert (outcome.verdict, outcome.met) == (verdict, met), outcome
 
 
@@ -194,8 +199,6 @@ def state_run(records: list[Record]) -> list[Record]:
 def test_a_state_feedback_model_is_judged_by_its_own_targets() -> None:
     """The state model's targets over the floor that runs the GRU, at B=1 and B=256; an
     output-feedback run keeps ``TARGETS``."""
-    from bench.report import STATE_TARGETS, TARGETS, Pivot, targets, targets_of
-
     records = state_run(
         [
             measured("floor", "floor", "predict", 1, 1000, 1.0),
@@ -218,11 +221,11 @@ def test_a_state_feedback_model_is_judged_by_its_own_targets() -> None:
     assert not output.state_feedback and targets_of(output) == TARGETS
 
 
-# Each case: a state target (by its place in STATE_TARGETS), records, the ratio it judges (the
+# Each case: a state target (by its name in STATE_TARGETS), records, the ratio it judges (the
 # worst or the best) and whether it is met.
 STATE_VERDICTS = {
     "every-predict-missed-by-the-worst": (
-        0,
+        "predict_every",
         [
             measured("floor", "floor", "predict", 1, 1000, 1.0),
             measured("a", "compiled", "predict", 1, 1000, 2.0),
@@ -232,7 +235,7 @@ STATE_VERDICTS = {
         False,
     ),
     "best-training-over-the-simd-floors-gradient-at-B=256": (
-        5,
+        "train_best_batched",
         [
             measured("scalar", "floor", "loss_and_grads", 256, 1000, 100.0),
             measured("vector", "simd_floor", "loss_and_grads", 256, 1000, 10.0),
@@ -243,7 +246,7 @@ STATE_VERDICTS = {
         True,
     ),
     "not-measured-without-a-floor": (
-        1,
+        "predict_best",
         [measured("a", "compiled", "predict", 1, 1000, 2.0)],
         "not measured in this run",
         None,
@@ -252,12 +255,75 @@ STATE_VERDICTS = {
 
 
 @pytest.mark.parametrize(
-    ("index", "records", "judged", "met"), STATE_VERDICTS.values(), ids=STATE_VERDICTS
+    ("name", "records", "judged", "met"), STATE_VERDICTS.values(), ids=STATE_VERDICTS
 )
 def test_a_state_targets_verdict_follows_the_figures(
-    index: int, records: list[Record], judged: str, met: bool | None
+    name: str, records: list[Record], judged: str, met: bool | None
 ) -> None:
-    from bench.report import STATE_TARGETS, Pivot, judge
-
-    outcome = judge(STATE_TARGETS[index], Pivot.of(state_run(records)))
+    outcome = judge(named(STATE_TARGETS, name), Pivot.of(state_run(records)))
     assert outcome.met is met and judged in outcome.measured, outcome
+
+
+# The targets as data --------------------------------------------------------------------------
+
+
+def test_the_state_targets_are_the_output_ones_over_the_floor_with_their_own_limits() -> None:
+    """Each state target is an output target over the floor, its statement prefixed, its
+    limit ``STATE_LIMITS``'s where that has one and the output target's elsewhere."""
+    from bench.targets import STATE, STATE_LIMITS, OverFloor
+
+    over_floor = [t for t in TARGETS if isinstance(t.over, OverFloor)]
+    assert [t.name for t in STATE_TARGETS] == [t.name for t in over_floor]
+    assert STATE_LIMITS.keys() <= {t.name for t in over_floor}
+    for state, output in zip(STATE_TARGETS, over_floor, strict=True):
+        assert state.statement == STATE + output.statement
+        assert state.limit == STATE_LIMITS.get(output.name, output.limit)
+        assert (state.operation, state.over, state.shape) == (
+            output.operation,
+            output.over,
+            output.shape,
+        )
+
+
+def test_every_target_has_a_name_of_its_own() -> None:
+    for table in (TARGETS, STATE_TARGETS):
+        names = [target.name for target in table]
+        assert len(set(names)) == len(names)
+
+
+def test_where_the_targets_come_from_is_written_from_their_limits() -> None:
+    """The prose states each limit as the targets hold it: a limit changed in the data is
+    the limit the prose states."""
+    from dataclasses import replace
+
+    from bench.targets import STATE_TARGETS_ORIGIN, TARGETS_ORIGIN, output_origin, state_origin
+
+    assert "(3× for predict, 1.5× for the best" in TARGETS_ORIGIN
+    assert "of which 300× is asked" in TARGETS_ORIGIN and "(1.15×)" in TARGETS_ORIGIN
+    assert "(within 10%: 1.25× asked)" in STATE_TARGETS_ORIGIN
+    assert "(4× asked, where the output model asks 3×" in STATE_TARGETS_ORIGIN
+    changed = tuple(
+        replace(t, limit=4.5) if t.name in ("predict_every", "batching") else t for t in TARGETS
+    )
+    assert "(4.5× for predict," in output_origin(changed)
+    assert "**Batching** (4.5× the throughput" in output_origin(changed)
+    state = tuple(replace(t, limit=1.75) if t.name == "predict_best" else t for t in STATE_TARGETS)
+    assert "(within 10%: 1.75× asked)" in state_origin(state, TARGETS)
+    output = tuple(replace(t, limit=3.5) if t.name == "train_best_batched" else t for t in TARGETS)
+    assert "where the output model asks 3.5×" in state_origin(STATE_TARGETS, output)
+
+
+def test_each_divisor_is_a_kind_of_its_own() -> None:
+    """Over the floor (its gradient for a training step), over a role, over the variant
+    itself at another shape: one field each, no value standing for another kind."""
+    from bench.targets import OverFloor, OverItself, OverRole
+
+    by_name = {target.name: target for target in TARGETS}
+    assert by_name["predict_every"].over == OverFloor()
+    assert by_name["train_every"].over == OverFloor("loss_and_grads")
+    assert by_name["predict_textbook"].over == OverRole(Role.TEXTBOOK)
+    assert by_name["floor_check"].over == OverRole(Role.CHECK)
+    assert by_name["batching"].over == OverItself(Shape(1, 1000))
+    assert by_name["linear_B256"].over == OverItself(Shape(256, 1000))
+    assert by_name["batching"].text().startswith("batching pays: the best backend's predict")
+    assert "at B=256 ≥ 8× its own at B=1" in by_name["batching"].text()

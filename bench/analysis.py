@@ -1,0 +1,294 @@
+"""What a run's records say, before any of it is written out: the pivot, the floors, the call
+costs and the readings to doubt.
+
+Every figure is read through one ``Pivot`` of the records, which finds the variants by their
+role and their identity (``bench.records.Listing``), never by name. The report
+(``bench.report``), the targets (``bench.targets``) and the plots (``bench.plots``) read it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from bench.records import (
+    DEFAULT_MODEL,
+    DoneRecord,
+    EndRecord,
+    Listing,
+    Record,
+    ResultRecord,
+    RunRecord,
+    VariantRecord,
+)
+from bench.roles import FLOORS, Role
+
+
+class Shape(NamedTuple):
+    """An input shape: B sequences of T steps."""
+
+    batch: int
+    steps: int
+
+
+class Key(NamedTuple):
+    """Where one measurement of one model was made."""
+
+    variant: str
+    operation: str
+    batch: int
+    steps: int
+
+    @property
+    def shape(self) -> Shape:
+        return Shape(self.batch, self.steps)
+
+
+class FirstCall(NamedTuple):
+    """The first call of an operation in a variant's process, which traces and compiles."""
+
+    seconds: float
+    shape: Shape
+    """The shape it compiled: the first it ran (later shapes may only retrace)."""
+
+
+TARGET_SHAPE = Shape(1, 1000)
+"""Where the per-step targets are judged."""
+BATCHED_SHAPE = Shape(256, 1000)
+LABELS = {"predict": "predict", "loss_and_grads": "loss_and_grads", "train_step": "train step"}
+"""Each operation as the tables name it."""
+TIME, THROUGHPUT = "us_per_step", "sequence_steps_per_s"
+"""The figures a target divides: µs per time step, sequence-steps per second."""
+
+
+@dataclass
+class Pivot:
+    """One run's records, pivoted once.
+
+    Attributes:
+        results: every measurement, timed or not, by ``Key``, in the order of the run.
+        roles: variant -> role, in the order of the run.
+        listings: variant -> the run's listing of it: its twin, its devices (empty for
+            records without the run's record, as in tests).
+        facts: variant -> its facts from its process, or why it did not run.
+        walls: variant -> seconds its worker took.
+        run: the run's first record (``None`` for records without one, as in tests).
+        wall_s: seconds the whole run took.
+        model: the label of the model whose measurements ``results`` holds.
+    """
+
+    results: dict[Key, ResultRecord] = field(default_factory=dict)
+    roles: dict[str, Role] = field(default_factory=dict)
+    listings: dict[str, Listing] = field(default_factory=dict)
+    facts: dict[str, VariantRecord] = field(default_factory=dict)
+    walls: dict[str, float] = field(default_factory=dict)
+    run: RunRecord | None = None
+    wall_s: float | None = None
+    model: str = DEFAULT_MODEL
+
+    @classmethod
+    def of(cls, records: Iterable[Record], model: str | None = None) -> Pivot:
+        """The pivot of ``records``, in the order they were written, with the measurements
+        of ``model`` (default: the run's first, ``models_of``)."""
+        records = list(records)
+        pivot = cls(model=model or next(iter(models_of(records)), DEFAULT_MODEL))
+        for r in records:
+            match r:
+                case RunRecord():
+                    pivot.run, pivot.listings = r, dict(r.variants)
+                    pivot.roles |= {name: Role(found.role) for name, found in r.variants.items()}
+                case VariantRecord():
+                    pivot.facts[r.variant] = r
+                case ResultRecord() if r.model == pivot.model:
+                    pivot.results[Key(r.variant, r.operation, r.batch, r.steps)] = r
+                case DoneRecord():
+                    pivot.walls[r.variant] = r.wall_s
+                case EndRecord():
+                    pivot.wall_s = r.wall_s
+            if isinstance(r, VariantRecord | ResultRecord):
+                pivot.roles.setdefault(r.variant, Role(r.role or Role.BASELINE))
+        return pivot
+
+    def named(self, role: Role) -> list[str]:
+        """The variants of ``role``, in the order of the run."""
+        return [name for name, found in self.roles.items() if found == role]
+
+    def figure(self, key: Key, metric: str = TIME) -> float | None:
+        """``metric`` of one measurement, if it was timed."""
+        found = self.results.get(key)
+        return None if found is None else getattr(found, metric)
+
+    def floor(self, operation: str, shape: Shape) -> float | None:
+        """The floor's µs per step for ``operation`` at ``shape``: the fastest of the floors
+        (``bench.roles.FLOORS``) measured there, the tightest bound this run has."""
+        names = [name for role in FLOORS for name in self.named(role)]
+        figures = [self.figure(Key(name, operation, *shape)) for name in names]
+        return min((f for f in figures if f is not None), default=None)
+
+    @property
+    def config(self) -> dict[str, Any]:
+        """The ``FRAEConfig`` fields of the pivot's model, as the run recorded them."""
+        return self.run.models.get(self.model, {}) if self.run else {}
+
+    @property
+    def state_feedback(self) -> bool:
+        """Whether the model feeds back its GRU's state (contract section 1b), as the run's
+        record of its config says."""
+        return self.config.get("feedback") == "state"
+
+    def floor_ratio(self, key: Key) -> float | None:
+        """µs per step of a measurement over the floor's (``floor``), same operation and
+        shape."""
+        floor, value = self.floor(key.operation, key.shape), self.figure(key)
+        return None if value is None or floor is None else value / floor
+
+    def first_calls(self) -> dict[tuple[str, str], FirstCall]:
+        """(variant, operation) -> its first call in the variant's process."""
+        found: dict[tuple[str, str], FirstCall] = {}
+        for key, r in self.results.items():
+            if r.first_call_s is not None:
+                found.setdefault((key.variant, key.operation), FirstCall(r.first_call_s, key.shape))
+        return found
+
+    def shapes(self) -> list[Shape]:
+        """Every shape measured, sorted by B, then T."""
+        return sorted({key.shape for key in self.results})
+
+    def twins(self) -> Iterator[tuple[str, str]]:
+        """(autodiff, by hand) for each variant written by hand beside its autodiff twin
+        (``Listing.twin_of``), in the order of the run."""
+        for name, listing in self.listings.items():
+            if listing.twin_of is not None:
+                yield listing.twin_of, name
+
+    def on_devices(self) -> Iterator[tuple[str, str, int]]:
+        """(on one device, on N, N) for each data-parallel variant (``Listing.of``,
+        ``Listing.devices``), in the order of the run."""
+        for name in self.named(Role.DEVICES):
+            listing = self.listings.get(name)
+            if listing is not None and listing.of is not None and listing.devices is not None:
+                yield listing.of, name, listing.devices
+
+
+def models_of(records: Iterable[Record]) -> list[str]:
+    """The labels of the models measured, the run's first: in the order of the run's record,
+    then of the measurements (records without a run's record have the default model)."""
+    labels: list[str] = []
+    for r in records:
+        if isinstance(r, RunRecord):
+            labels += r.models
+        elif isinstance(r, ResultRecord):
+            labels.append(r.model)
+    return list(dict.fromkeys(labels))
+
+
+def summary_shape(pivot: Pivot) -> Shape:
+    """``TARGET_SHAPE`` if it was measured, else the smallest B at the longest T."""
+    shapes = {key.shape for key, r in pivot.results.items() if r.median_s is not None}
+    if TARGET_SHAPE in shapes or not shapes:
+        return TARGET_SHAPE
+    return min(shapes, key=lambda shape: (-shape.steps, shape.batch))
+
+
+MIN_FIT_STEPS = 3
+"""A line through two points always fits: the split needs at least three T."""
+FIT_TOLERANCE = 0.1
+"""The most a fitted call time may differ from a measured one, relative to it."""
+
+
+@dataclass(frozen=True)
+class CallCost:
+    """A call's time split as ``per_call + per_step·T``, fitted over the T measured at one B;
+    where the line does not fit (``residual`` over ``FIT_TOLERANCE``) no split is given."""
+
+    variant: str
+    operation: str
+    batch: int
+    steps: tuple[int, ...]
+    per_call_us: float
+    per_step_us: float
+    residual: float
+    """The largest |fitted − measured| / measured over the T fitted."""
+
+    @property
+    def fits(self) -> bool:
+        return self.residual <= FIT_TOLERANCE
+
+
+def call_costs(pivot: Pivot, batch: int = TARGET_SHAPE.batch) -> list[CallCost]:
+    """Lines through each (variant, operation)'s median call time against T at ``batch``,
+    where at least ``MIN_FIT_STEPS`` T were measured, fitted by least squares on relative
+    errors (weights 1/time: the short calls count as much as the long ones).
+
+    The intercept is what a call costs whatever its length (dispatch, argument handling,
+    launching the compiled program, converting the result); the slope is the loop's own
+    cost per time step. A ratio to the floor at one T mixes the two; the split says which
+    one a backend would have to shrink.
+    """
+    times: dict[tuple[str, str], dict[int, float]] = {}
+    for key, r in pivot.results.items():
+        if key.batch == batch and r.median_s is not None:
+            times.setdefault((key.variant, key.operation), {})[key.steps] = r.median_s
+    costs = []
+    for (name, operation), by_steps in times.items():
+        if len(by_steps) >= MIN_FIT_STEPS:
+            lengths = np.array(sorted(by_steps), dtype=float)
+            seconds = np.array([by_steps[int(t)] for t in lengths])
+            slope, intercept = np.polyfit(lengths, seconds, 1, w=1 / seconds)
+            residual = np.abs(slope * lengths + intercept - seconds) / seconds
+            steps = tuple(int(t) for t in lengths)
+            per_call, per_step = float(intercept * 1e6), float(slope * 1e6)
+            costs.append(
+                CallCost(name, operation, batch, steps, per_call, per_step, float(residual.max()))
+            )
+    return costs
+
+
+def timed_steps(pivot: Pivot, batch: int = TARGET_SHAPE.batch) -> list[int]:
+    """The T timed at ``batch`` by any variant, sorted."""
+    return sorted({k.steps for k, r in pivot.results.items() if k.batch == batch and r.median_s})
+
+
+def floor_per_step(costs: Iterable[CallCost], pivot: Pivot) -> dict[str, float]:
+    """operation -> the floors' least per-step cost among the lines that fit."""
+    floors = {name for role in FLOORS for name in pivot.named(role)}
+    floor: dict[str, float] = {}
+    for c in costs:
+        if c.variant in floors and c.fits:
+            floor[c.operation] = min(c.per_step_us, floor.get(c.operation, c.per_step_us))
+    return floor
+
+
+SPREAD_LIMIT = 0.25
+"""An interquartile range over this fraction of the median makes a reading to doubt."""
+BELOW_FLOOR = 0.5
+"""A figure under this fraction of the floor's says the floor does not bound it there."""
+PARTS = (("predict", "loss_and_grads"), ("loss_and_grads", "train_step"))
+"""(part, whole): a gradient runs the forward, a training step the gradient; a part clearly
+slower than its whole (its lower quartile above the whole's upper one) contradicts it."""
+
+
+def flags(pivot: Pivot) -> dict[Key, list[str]]:
+    """Each measurement to doubt, with why: a wide spread, a figure far below the floor's,
+    or a part slower than its whole at the same shape (``PARTS``)."""
+    found: dict[Key, list[str]] = {}
+    for key, r in pivot.results.items():
+        if r.median_s is None or r.q1_s is None or r.q3_s is None:
+            continue
+        why = []
+        spread = (r.q3_s - r.q1_s) / r.median_s
+        if spread > SPREAD_LIMIT:
+            why.append(f"spread: IQR {100 * spread:.0f}% of the median")
+        if (ratio := pivot.floor_ratio(key)) is not None and ratio < BELOW_FLOOR:
+            why.append(f"{ratio:.2g}× the floor: the floor does not bound this model here")
+        for part, whole in PARTS:
+            other = pivot.results.get(key._replace(operation=whole))
+            if key.operation == part and other and other.q3_s is not None and r.q1_s > other.q3_s:
+                times = r.median_s / other.median_s if other.median_s else float("nan")
+                why.append(f"{times:.2g}× its {LABELS[whole]}, which contains it")
+        if why:
+            found[key] = why
+    return found

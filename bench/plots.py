@@ -1,0 +1,155 @@
+"""The report's plots, as PNGs: time per step against T, throughput against B, and each
+operation's first call per variant, from one ``Pivot`` (``bench.analysis``).
+
+matplotlib is imported when a plot is drawn, with its non-interactive backend.
+"""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from bench.analysis import BATCHED_SHAPE, LABELS, Pivot
+from bench.records import DEFAULT_MODEL, OPERATIONS
+from bench.roles import Role
+
+LINES = {
+    Role.FLOOR: "-",
+    Role.CHECK: "--",
+    Role.COMPILED: "-",
+    Role.BY_HAND: "--",
+    Role.TEXTBOOK: "-.",
+    Role.BASELINE: ":",
+}
+COLOURS = {
+    Role.FLOOR: "black",
+    Role.SIMD_FLOOR: "darkgray",
+    Role.MATRIX_FLOOR: "gray",
+    Role.CHECK: "dimgray",
+}
+"""The floors and the check in greys; every other variant gets a colour of its own."""
+
+
+Panel = dict[str, list[tuple[int, float]]]
+"""variant -> its (T or B, figure) points."""
+
+
+def scaling_panels(pivot: Pivot, by_steps: bool, value: int) -> dict[str, Panel]:
+    """operation -> its panel, for predict and a training step: µs per step against T at
+    B = ``value`` (``by_steps``), or throughput against B at T = ``value``. A panel where no
+    variant has two points says nothing about scaling and is left out."""
+    panels: dict[str, Panel] = {}
+    for operation in ("predict", "train_step"):
+        lines: Panel = {}
+        for key, r in pivot.results.items():
+            figure = r.us_per_step if by_steps else r.sequence_steps_per_s
+            held = key.batch if by_steps else key.steps
+            if key.operation == operation and held == value and figure is not None:
+                point = (key.steps if by_steps else key.batch, figure)
+                lines.setdefault(key.variant, []).append(point)
+        if any(len(points) > 1 for points in lines.values()):
+            panels[operation] = lines
+    return panels
+
+
+def _scaling_plot(pivot: Pivot, by_steps: bool, value: int, path: Path) -> Path | None:
+    """``scaling_panels`` side by side, or ``None`` where there is none."""
+    import matplotlib
+    import matplotlib.pyplot as plt
+
+    panels = scaling_panels(pivot, by_steps, value)
+    if not panels:
+        return None
+    tab10 = matplotlib.colormaps["tab10"]
+    palette = itertools.cycle(tab10(i) for i in range(10) if i != 7)  # its grey is the check's
+    colours = {n: COLOURS.get(role) or next(palette) for n, role in pivot.roles.items()}
+    size = (13 if len(panels) > 1 else 8, 4.8)
+    figure, axes = plt.subplots(1, len(panels), figsize=size, sharey=True, layout="constrained")
+    axes = np.atleast_1d(axes)
+    for axis, (operation, lines) in zip(axes, panels.items(), strict=True):
+        for name, points in lines.items():
+            style = {"color": colours[name], "linestyle": LINES.get(pivot.roles[name], "-")}
+            axis.plot(*zip(*sorted(points), strict=True), marker="o", label=name, **style)
+        title = f"{LABELS[operation]}, {'B' if by_steps else 'T'}={value}"
+        if pivot.model != DEFAULT_MODEL:
+            title += f", model {pivot.model}"
+        axis.set(xscale="log", yscale="log", title=title)
+        axis.set_xlabel("T (time steps)" if by_steps else "B (sequences per call)")
+        axis.grid(True, which="both", alpha=0.3)
+    axes[0].set_ylabel("µs per time step (median)" if by_steps else "sequence-steps per second")
+    handles = {h.get_label(): h for axis in axes for h in axis.get_lines()}
+    figure.legend(handles.values(), handles.keys(), loc="outside right center", fontsize=8)
+    return _save(figure, path)
+
+
+def _wide_steps(pivot: Pivot) -> int:
+    """The T of the throughput plot: T=1000, where every variant runs, if measured at several
+    B; else the T with the most B, the longest of those."""
+    batches_at: dict[int, set[int]] = {}
+    for key in pivot.results:
+        batches_at.setdefault(key.steps, set()).add(key.batch)
+    if len(batches_at.get(BATCHED_SHAPE.steps, ())) >= 2:
+        return BATCHED_SHAPE.steps
+    return max(batches_at, key=lambda t: (len(batches_at[t]), t), default=0)
+
+
+def first_call_figure(pivot: Pivot) -> Any:
+    """Each operation's first call per variant as a point on a log axis, labelled with the
+    shape it compiled (``Pivot.first_calls``): a matplotlib figure, or ``None``."""
+    import matplotlib.pyplot as plt
+
+    compiles = pivot.first_calls()
+    if not compiles:
+        return None
+    names = list(dict.fromkeys(name for name, _ in compiles))
+    figure, axis = plt.subplots(figsize=(10, 0.45 * len(names) + 1.5), layout="constrained")
+    markers = dict(zip(OPERATIONS, "osD", strict=True))
+    for index, operation in enumerate(OPERATIONS):
+        found = [
+            (row, compiles[name, operation])
+            for row, name in enumerate(names)
+            if (name, operation) in compiles
+        ]
+        if not found:
+            continue
+        at = [row + (index - 1) * 0.22 for row, _ in found]
+        seconds = [first.seconds for _, first in found]
+        axis.scatter(seconds, at, marker=markers[operation], label=LABELS[operation])
+        for y, (_, first) in zip(at, found, strict=True):
+            label = f"B={first.shape.batch}, T={first.shape.steps}"
+            axis.annotate(
+                label, (first.seconds, y), xytext=(4, -3), textcoords="offset points", fontsize=6
+            )
+    axis.set_yticks(range(len(names)), names)
+    axis.invert_yaxis()
+    title = "first call of each operation in a fresh process (trace and compile), at its shape"
+    axis.set(xscale="log", xlabel="seconds", title=title)
+    axis.grid(True, axis="x", which="both", alpha=0.3)
+    axis.legend(fontsize=8)
+    return figure
+
+
+def plots(pivot: Pivot, out: Path, suffix: str = "") -> list[Path]:
+    """Time per step against T (B=1), throughput against B (``_wide_steps``) and each
+    operation's first call per variant, as PNGs; those with nothing to draw are left out."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    drawn = [
+        _scaling_plot(pivot, True, 1, out / f"step_time_vs_T{suffix}.png"),
+        _scaling_plot(pivot, False, _wide_steps(pivot), out / f"throughput_vs_B{suffix}.png"),
+    ]
+    if (figure := first_call_figure(pivot)) is not None:
+        drawn.append(_save(figure, out / f"first_call{suffix}.png"))
+    return [path for path in drawn if path is not None]
+
+
+def _save(figure: Any, path: Path) -> Path:
+    import matplotlib.pyplot as plt
+
+    figure.savefig(path, dpi=110)
+    plt.close(figure)
+    return path

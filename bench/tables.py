@@ -1,0 +1,256 @@
+"""The report's tables: each one's rows of formatted cells, its header and its caption, from
+one ``Pivot`` (``bench.analysis``).
+
+Figures are µs per time step unless a header says otherwise, with three significant
+figures; a figure with its ratio to the floor reads ``figure (ratio×)``; a flagged one
+(``bench.analysis.flags``) ends in ``FLAG``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Container
+
+from bench.analysis import (
+    BELOW_FLOOR,
+    FIT_TOLERANCE,
+    LABELS,
+    MIN_FIT_STEPS,
+    SPREAD_LIMIT,
+    TARGET_SHAPE,
+    Key,
+    Pivot,
+    call_costs,
+    flags,
+    floor_per_step,
+    summary_shape,
+    timed_steps,
+)
+from bench.records import OPERATIONS, VariantRecord
+
+Rows = list[list[str]]
+FLAG = "!"
+"""Marks a flagged figure in the tables."""
+
+
+def fmt(value: float | None, digits: int = 3) -> str:
+    """``digits`` significant figures, or the whole number where it has more; "—": none."""
+    if value is None:
+        return "—"
+    return f"{value:.{digits}g}" if abs(value) < 10**digits else f"{value:.0f}"
+
+
+def with_ratio(value: float | None, ratio: float | None) -> str:
+    """'figure (ratio×)', or the figure alone."""
+    return fmt(value) + (f" ({fmt(ratio)}×)" if ratio is not None else "")
+
+
+def _ratio(value: float | None) -> str:
+    """'ratio×', or "—"."""
+    return fmt(value) + ("×" if value else "")
+
+
+def figures(pivot: Pivot, keys: list[Key], doubted: Container[Key]) -> list[str]:
+    """Each measurement's µs per step with its ratio to the floor, flagged where doubted."""
+    return [
+        with_ratio(pivot.figure(key), pivot.floor_ratio(key)) + (FLAG if key in doubted else "")
+        for key in keys
+    ]
+
+
+SUMMARY_HEADER = ["variant", "role", *LABELS.values(), "compile s (predict / train)"]
+SUMMARY_HEADER += ["import s", "peak MB"]
+SUMMARY_CAPTION = (
+    "µs per time step, median (× the floor's same operation); compile: the first call "
+    "of the operation in the variant's process"
+)
+
+
+def summary_rows(pivot: Pivot) -> Rows:
+    """One row per variant at ``summary_shape``: each operation's µs/step (× floor), the first
+    call of predict and of a training step, import time and peak memory."""
+    compiles, shape, rows, doubted = pivot.first_calls(), summary_shape(pivot), [], flags(pivot)
+    for name, role in pivot.roles.items():
+        fact = pivot.facts.get(name, VariantRecord(name))
+        if fact.skipped or fact.error:
+            rows.append([name, str(role), "skipped" if fact.skipped else "failed", *[""] * 5])
+            continue
+        keys = [Key(name, operation, *shape) for operation in OPERATIONS]
+        cells = figures(pivot, keys, doubted)
+        first = " / ".join(
+            fmt(compiles[name, op].seconds if (name, op) in compiles else None, 2)
+            for op in ("predict", "train_step")
+        )
+        peaks = [r.peak_rss_mb for k, r in pivot.results.items() if k.variant == name]
+        peak = fmt(max(filter(None, peaks), default=None), 4)
+        rows.append([name, str(role), *cells, first, fmt(fact.import_s, 2), peak])
+    return rows
+
+
+CALL_COST_HEADER = ["variant", "operation", "T fitted", "µs per call", "µs per step (× floor)"]
+CALL_COST_CAPTION = (
+    "Each call's median time at B=1 fitted as per call + per step × T over the T measured "
+    f"(least squares on relative errors; at least {MIN_FIT_STEPS} T, and no split where the "
+    f"line misses a measurement by over {100 * FIT_TOLERANCE:.0f}%): the fixed cost of a call "
+    "apart from the loop's cost per time step."
+)
+
+
+def call_cost_rows(pivot: Pivot) -> Rows:
+    """One row per (variant, operation) measured at enough T: its split, the per-step part
+    also over the floor's, or why there is none (the line does not fit, or the fixed cost
+    is below what these T resolve: a negative intercept)."""
+    costs = call_costs(pivot)
+    floor = floor_per_step(costs, pivot)
+    rows = []
+    for c in costs:
+        steps = ", ".join(map(str, c.steps))
+        if not c.fits:
+            poor = f"poor fit ({100 * c.residual:.0f}% off)"
+            rows.append([c.variant, LABELS[c.operation], steps, poor, "—"])
+            continue
+        base = floor.get(c.operation)
+        per_step = with_ratio(c.per_step_us, c.per_step_us / base if base else None)
+        per_call = fmt(c.per_call_us) if c.per_call_us >= 0 else "below resolution"
+        rows.append([c.variant, LABELS[c.operation], steps, per_call, per_step])
+    return rows
+
+
+def unsplit_reason(pivot: Pivot, batch: int = TARGET_SHAPE.batch) -> str | None:
+    """Why no call is split at ``batch``: fewer than ``MIN_FIT_STEPS`` T measured there."""
+    steps = timed_steps(pivot, batch)
+    if len(steps) >= MIN_FIT_STEPS:
+        return None
+    measured = ", ".join(map(str, steps)) or "none"
+    return (
+        f"Not split into per call and per step: not enough points (a line needs at least "
+        f"{MIN_FIT_STEPS} T at B={batch}; this run measured T = {measured})."
+    )
+
+
+AUTODIFF_STEPS = 1000
+"""The T at which the price of autodiff is read."""
+AUTODIFF_HEADER = ["backend", "B", "gradient: autodiff", "by hand", "price"]
+AUTODIFF_HEADER += ["training step: autodiff", "by hand", "price"]
+AUTODIFF_CAPTION = (
+    f"µs per time step at T={AUTODIFF_STEPS}, medians. *By hand*: the same backend with its "
+    "backward pass written in the framework (`jax.custom_vjp`, `tf.custom_gradient`, "
+    "`torch.autograd.Function`): one reverse loop carrying only the feedback's gradient, "
+    "each weight's gradient one product over all steps after it. *Price*: autodiff over by "
+    "hand, what the framework's own differentiation costs (below 1: it is the faster)."
+)
+
+
+def autodiff_rows(pivot: Pivot) -> Rows:
+    """Per framework and B at T = 1000: its own autodiff's gradient and training step
+    beside the hand-written backward's (its twin, ``Pivot.twins``), and their ratio (above
+    1: autodiff costs more)."""
+    rows = []
+    for autodiff, hand in pivot.twins():
+        steps = AUTODIFF_STEPS
+        batches = {k.batch for k in pivot.results if k.variant == hand and k.steps == steps}
+        for batch in sorted(batches):
+            cells = []
+            for operation in ("loss_and_grads", "train_step"):
+                own = pivot.figure(Key(autodiff, operation, batch, steps))
+                by_hand = pivot.figure(Key(hand, operation, batch, steps))
+                price = own / by_hand if own is not None and by_hand else None
+                cells += [fmt(own), fmt(by_hand), _ratio(price)]
+            rows.append([autodiff, str(batch), *cells])
+    return rows
+
+
+DEVICES_HEADER = ["variant", "devices", "B", "T", "1 device", "N devices", "N / 1"]
+DEVICES_CAPTION = (
+    "A training step's µs per time step, medians: on one device (the variant's own row) and "
+    "with each mini-batch split over N devices of one process (`create(..., devices=N)`, the "
+    "framework's own engine averaging the gradients). This machine has {cores} cores and no "
+    "accelerator: its N devices are virtual CPU devices sharing those cores, so the ratio "
+    "measures what the engine costs (the split, the all-reduce of the gradients, a program "
+    "per device), not a speed-up. On a machine with N accelerators the same command runs "
+    "them and measures the speed-up."
+)
+
+
+def devices_rows(pivot: Pivot) -> Rows:
+    """Per variant on the devices axis (``Pivot.on_devices``): its training step on one
+    device (its own row) and on N, at the shapes it ran, and their ratio (above 1: the split
+    costs more than it gains)."""
+    rows = []
+    for one_device, name, count in pivot.on_devices():
+        for key in pivot.results:
+            if key.variant != name or key.operation != "train_step":
+                continue
+            one = pivot.figure(key._replace(variant=one_device))
+            many = pivot.figure(key)
+            ratio = many / one if many is not None and one else None
+            cells = [fmt(one), fmt(many), _ratio(ratio)]
+            rows.append([one_device, str(count), str(key.batch), str(key.steps), *cells])
+    return rows
+
+
+def model_table(pivot: Pivot) -> tuple[list[str], Rows]:
+    """For a model other than the run's first: per variant, predict and a training step at
+    every (B, T) measured, µs per step (× floor); the header names each shape."""
+    shapes = pivot.shapes()
+    columns = [(op, shape) for shape in shapes for op in ("predict", "train_step")]
+    rows, doubted = [], flags(pivot)
+    for name in dict.fromkeys(k.variant for k in pivot.results):
+        keys = [Key(name, op, *shape) for op, shape in columns]
+        rows.append([name, *figures(pivot, keys, doubted)])
+    one_t = len({shape.steps for shape in shapes}) == 1  # then the caption says T
+    header = ["variant"]
+    header += [
+        f"{LABELS[op]} B={shape.batch}" + ("" if one_t else f" T={shape.steps}")
+        for op, shape in columns
+    ]
+    return header, rows
+
+
+def model_caption(pivot: Pivot) -> str:
+    """What a model's table holds: its T if it has one, and the model's config."""
+    fields = ", ".join(f"{k}={v}" for k, v in pivot.config.items())
+    steps = sorted({shape.steps for shape in pivot.shapes()})
+    at = f"at T={steps[0]}, " if len(steps) == 1 else ""
+    return f"µs per time step {at}median (× the floor's same operation); {fields}"
+
+
+FLAG_HEADER = ["variant", "operation", "B", "T", "why"]
+FLAG_CAPTION = (
+    f"Measurements marked {FLAG} in the tables: an interquartile range over "
+    f"{100 * SPREAD_LIMIT:.0f}% of the median (a noisy machine, or too few samples); under "
+    f"{BELOW_FLOOR:g}× the floor (its loops, one multiply-add at a time, are no limit for "
+    "a model of wide layers, which a framework runs on a tuned matrix product); or a "
+    "part clearly slower than its whole at the same shape (its lower quartile above the "
+    "whole's upper one: a gradient runs the forward, a training step the gradient). Rerun "
+    "them before drawing conclusions."
+)
+
+
+def flag_rows(pivot: Pivot) -> Rows:
+    """One row per flagged measurement: where, and why."""
+    return [
+        [key.variant, LABELS[key.operation], str(key.batch), str(key.steps), "; ".join(why)]
+        for key, why in flags(pivot).items()
+    ]
+
+
+DETAIL_HEADER = ["variant", "operation", "B", "T", "µs/step (median)", "IQR µs/step"]
+DETAIL_HEADER += ["sequence-steps/s", "×floor", "first call s", "samples", "peak MB", "note"]
+
+
+def detail_rows(pivot: Pivot) -> Rows:
+    """Every measurement: µs/step with its IQR, throughput, ratio, first call, memory, and
+    its note with why it is flagged, if it is."""
+    rows, doubted = [], flags(pivot)
+    for key, r in pivot.results.items():
+        label = [r.variant, LABELS[r.operation], str(r.batch), str(r.steps)]
+        first = fmt(r.first_call_s, 3)
+        if r.median_s is None:
+            why = r.unsupported or r.error or ""
+            rows.append([*label, "—", "—", "—", "—", first, "", "", why])
+            continue
+        timing = [fmt(r.us_per_step), fmt(r.iqr_us_per_step, 2), f"{r.sequence_steps_per_s:.3g}"]
+        notes = "; ".join(filter(None, [r.note, *doubted.get(key, [])]))
+        memory = [str(r.samples), fmt(r.peak_rss_mb, 4), notes]
+        rows.append([*label, *timing, fmt(pivot.floor_ratio(key)), first, *memory])
+    return rows
