@@ -1,0 +1,254 @@
+"""The floor's time loops around one step, forward and back-propagation through time, for
+both feedbacks, and Adam on the flat weights: every loop of one config, compiled."""
+
+from __future__ import annotations
+
+import functools
+import math
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from bench.baselines.layout import Plan, plan
+from bench.baselines.numba_floor.gru import gru_backward, gru_forward
+from bench.baselines.numba_floor.layers import (
+    Kernel,
+    activation,
+    compiled,
+    dense_backward,
+    dense_forward,
+    in_turn,
+)
+from frae.config import FRAEConfig
+
+
+class Kernels(NamedTuple):
+    """The compiled loops of one config and dtype (see ``kernels``)."""
+
+    forward: Kernel
+    """``(inputs, codes_given, theta, work, slopes, outputs, codes)``: x̂ and z."""
+    forward_recorded: Kernel
+    """The same, keeping every step's slopes for ``backward``."""
+    backward: Kernel
+    """``(work, slopes, outputs, targets, scale, theta, delta, carry, lanes, loss)``."""
+    adam: Kernel
+    """``(theta, grads, m, v, rate, β₁, β₂, ε, t)``, in place."""
+
+
+def _forward(layout: Plan, encoder: Kernel, decoder: Kernel, zero: Any) -> Kernel:
+    """The time loop around one step: the ``encoder`` layers, then the ``decoder`` layers."""
+    features, latent = layout.features, layout.latent
+    code_row, output_row = layout.code_row, layout.output_row
+    feedback_a, feedback_d = layout.feedback_rows
+
+    @compiled
+    def forward(inputs, codes_given, theta, work, slopes, outputs, codes):  # type: ignore[no-untyped-def]
+        """Step the recurrence from x̂₀ = 0 over time-major ``inputs`` (T, width, B): x, or
+        with ``codes_given`` the codes z for the decoder alone.
+
+        ``work`` and ``slopes`` are (S, rows, B): with S = T step t keeps its workspace (and
+        its slopes, in the recording kernel) for the backward pass; with S = 1 one workspace
+        is reused.
+        Writes ``outputs`` (T, F, B) and ``codes`` (T, L, B).
+        """
+        steps, width, batch = inputs.shape
+        span = work.shape[0]
+        input_row = code_row if codes_given else 0
+        for t in range(steps):
+            h = work[t % span]
+            previous = work[(t - 1) % span]
+            for f in range(features):
+                for b in range(batch):
+                    fed = previous[output_row + f, b] if t > 0 else zero
+                    h[feedback_a + f, b] = fed
+                    h[feedback_d + f, b] = fed
+            for w in range(width):
+                for b in range(batch):
+                    h[input_row + w, b] = inputs[t, w, b]
+            if not codes_given:
+                encoder(h, slopes[t % span], theta)
+            decoder(h, slopes[t % span], theta)
+            for f in range(features):
+                for b in range(batch):
+                    outputs[t, f, b] = h[output_row + f, b]
+            for c in range(latent):
+                for b in range(batch):
+                    codes[t, c, b] = h[code_row + c, b]
+
+    return forward
+
+
+def _backward(layout: Plan, layers: Kernel, zero: Any) -> Kernel:
+    """Back-propagation through time around one step's ``layers`` (in reverse order)."""
+    features, output_row = layout.features, layout.output_row
+    feedback_a, feedback_d = layout.feedback_rows
+
+    @compiled
+    def backward(work, slopes, outputs, targets, scale, theta, delta, carry, lanes, loss):  # type: ignore[no-untyped-def]
+        """Gradient of mean((x̂ - y)²) after a recorded forward; ``scale`` is 2/(B·T·F).
+
+        The gradient reaching x̂_t is the loss's own, scale·(x̂_t - y_t), plus ``carry``:
+        what flows back from step t+1 through both feedback blocks. ``delta`` (rows, B) holds
+        each row's gradient at one step; ``lanes`` (weights, B) and ``loss`` (B,) accumulate
+        per batch lane.
+        """
+        steps, _, batch = outputs.shape
+        lanes[:, :] = zero
+        carry[:, :] = zero
+        loss[:] = 0.0
+        for t in range(steps - 1, -1, -1):
+            delta[:, :] = zero
+            for f in range(features):
+                for b in range(batch):
+                    error = outputs[t, f, b] - targets[t, f, b]
+                    loss[b] += error * error
+                    delta[output_row + f, b] = scale * error + carry[f, b]
+            layers(work[t], slopes[t], delta, lanes, theta)
+            for f in range(features):
+                for b in range(batch):
+                    carry[f, b] = delta[feedback_a + f, b] + delta[feedback_d + f, b]
+
+    return backward
+
+
+def _state_forward(
+    layout: Plan, encoder: Kernel, gru: Kernel, decoder: Kernel, zero: Any
+) -> Kernel:
+    """``_forward`` with state feedback: the ``encoder`` layers, the ``gru``, the ``decoder``
+    layers, s_t fed back into the encoder input (where the GRU reads s_{t-1} too)."""
+    assert layout.gru is not None
+    features, latent, state = layout.features, layout.latent, layout.gru.state
+    code_row, output_row = layout.code_row, layout.output_row
+    previous, new = layout.gru.previous_row, layout.gru.state_row
+
+    @compiled
+    def forward(inputs, codes_given, theta, work, slopes, outputs, codes):  # type: ignore[no-untyped-def]
+        """``_forward``'s arguments and results, from s₀ = 0."""
+        steps, width, batch = inputs.shape
+        span = work.shape[0]
+        input_row = code_row if codes_given else 0
+        for t in range(steps):
+            h = work[t % span]
+            last = work[(t - 1) % span]
+            for i in range(state):
+                for b in range(batch):
+                    h[previous + i, b] = last[new + i, b] if t > 0 else zero
+            for w in range(width):
+                for b in range(batch):
+                    h[input_row + w, b] = inputs[t, w, b]
+            if not codes_given:
+                encoder(h, slopes[t % span], theta)
+            gru(h, theta)
+            decoder(h, slopes[t % span], theta)
+            for f in range(features):
+                for b in range(batch):
+                    outputs[t, f, b] = h[output_row + f, b]
+            for c in range(latent):
+                for b in range(batch):
+                    codes[t, c, b] = h[code_row + c, b]
+
+    return forward
+
+
+def _state_backward(
+    layout: Plan, decoder: Kernel, gru: Kernel, encoder: Kernel, zero: Any
+) -> Kernel:
+    """``_backward`` with state feedback: through the ``decoder`` layers to s_t, where
+    ``carry`` (d loss/d s_t from step t+1) joins, through the ``gru`` and the ``encoder``
+    layers; the new ``carry`` is what reached s_{t-1} through both."""
+    assert layout.gru is not None
+    features, output_row, state = layout.features, layout.output_row, layout.gru.state
+    previous, new = layout.gru.previous_row, layout.gru.state_row
+
+    @compiled
+    def backward(work, slopes, outputs, targets, scale, theta, delta, carry, lanes, loss):  # type: ignore[no-untyped-def]
+        """``_backward``'s arguments and results; ``carry`` is (H, B)."""
+        steps, _, batch = outputs.shape
+        lanes[:, :] = zero
+        carry[:, :] = zero
+        loss[:] = 0.0
+        for t in range(steps - 1, -1, -1):
+            delta[:, :] = zero
+            for f in range(features):
+                for b in range(batch):
+                    error = outputs[t, f, b] - targets[t, f, b]
+                    loss[b] += error * error
+                    delta[output_row + f, b] = scale * error
+            decoder(work[t], slopes[t], delta, lanes, theta)
+            for i in range(state):
+                for b in range(batch):
+                    delta[new + i, b] += carry[i, b]
+            gru(work[t], delta, lanes, theta)
+            encoder(work[t], slopes[t], delta, lanes, theta)
+            for i in range(state):
+                for b in range(batch):
+                    carry[i, b] = delta[previous + i, b]
+
+    return backward
+
+
+@compiled
+def _adam(theta, grads, first, second, rate, beta_1, beta_2, epsilon, count):  # type: ignore[no-untyped-def]
+    """The contract's Adam, ε outside the root: w ← w − lr·m̂/(√v̂ + ε) at step ``count``."""
+    beta_1_power, beta_2_power = beta_1**count, beta_2**count
+    for p in range(theta.shape[0]):
+        first[p] = beta_1 * first[p] + (1.0 - beta_1) * grads[p]
+        second[p] = beta_2 * second[p] + (1.0 - beta_2) * grads[p] * grads[p]
+        m_hat = first[p] / (1.0 - beta_1_power)
+        v_hat = second[p] / (1.0 - beta_2_power)
+        theta[p] = theta[p] - rate * m_hat / (math.sqrt(v_hat) + epsilon)
+
+
+@functools.cache
+def kernels(config: FRAEConfig, dtype_name: str) -> Kernels:
+    """The loops of ``config`` in ``dtype_name`` ("float32" or "float64"), each compiled at
+    its first call.
+
+    Constants are scalars of that dtype, so a float32 kernel never widens to float64.
+    """
+    dtype = np.dtype(dtype_name).type
+    layout = plan(config)
+    zero, one = dtype(0.0), dtype(1.0)
+    activate = activation(one)
+
+    if layout.gru is not None:
+        return _state_kernels(layout, activate, zero, one)
+
+    def loop(record: bool) -> Kernel:
+        layers = [dense_forward(layer, record, activate) for layer in layout.layers]
+        encoder, decoder = layers[: layout.encoder_layers], layers[layout.encoder_layers :]
+        return _forward(layout, in_turn(encoder, 3), in_turn(decoder, 3), zero)
+
+    backward = [dense_backward(layer) for layer in reversed(layout.layers)]
+    return Kernels(
+        forward=loop(record=False),
+        forward_recorded=loop(record=True),
+        backward=_backward(layout, in_turn(backward, 5), zero),
+        adam=_adam,
+    )
+
+
+def _state_kernels(layout: Plan, activate: Kernel, zero: Any, one: Any) -> Kernels:
+    """``kernels`` of a state-feedback model: the GRU between the encoder and the decoder."""
+    assert layout.gru is not None
+    split = layout.encoder_layers
+    gru_step = gru_forward(layout.gru, layout.latent, layout.code_row, one)
+
+    def loop(record: bool) -> Kernel:
+        layers = [dense_forward(layer, record, activate) for layer in layout.layers]
+        encoder, decoder = in_turn(layers[:split], 3), in_turn(layers[split:], 3)
+        return _state_forward(layout, encoder, gru_step, decoder, zero)
+
+    backward = [dense_backward(layer) for layer in layout.layers]
+    return Kernels(
+        forward=loop(record=False),
+        forward_recorded=loop(record=True),
+        backward=_state_backward(
+            layout,
+            in_turn(backward[split:][::-1], 5),
+            gru_backward(layout.gru, layout.latent, layout.code_row, one),
+            in_turn(backward[:split][::-1], 5),
+            zero,
+        ),
+        adam=_adam,
+    )
