@@ -33,26 +33,31 @@ from __future__ import annotations
 import argparse
 import textwrap
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-
-from tabulate import tabulate
+from typing import Any, NamedTuple
 
 from bench.records import DEFAULT_MODEL, ResultRecord, RunRecord, read
+from bench.render import WIDTH, table
 
 MIN_MARGIN = 0.05
 """δ_min: the least relative change called faster or slower, whatever the spreads."""
-WIDTH = 100
-"""The terminal output's widest line."""
 MACHINE_FACTS = ("processor", "cpu_count", "affinity", "python")
 """The facts of ``RunRecord.machine`` listed when they differ, before library versions."""
 FASTER, SLOWER, NOISE = "faster", "slower", "within noise"
 ONLY_OLD, ONLY_NEW = "old only", "new only"
 FAILED_OLD, FAILED_NEW, FAILED_BOTH = "old failed", "new failed", "both failed"
-Key = tuple[str, str, str, int, int]
-"""(variant, operation, model, B, T)."""
+
+
+class Key(NamedTuple):
+    """What pairs a measurement with its counterpart in the other run."""
+
+    variant: str
+    operation: str
+    model: str
+    batch: int
+    steps: int
 
 
 @dataclass(frozen=True)
@@ -84,7 +89,7 @@ class Comparison:
 
 def key(result: ResultRecord) -> Key:
     """What pairs a measurement with its counterpart in the other run."""
-    return (result.variant, result.operation, result.model, result.batch, result.steps)
+    return Key(result.variant, result.operation, result.model, result.batch, result.steps)
 
 
 def load(path: Path, name: str) -> Run:
@@ -210,45 +215,23 @@ def _us(result: ResultRecord | None) -> str:
 def _rows(comparisons: list[Comparison]) -> list[list[str]]:
     rows = []
     for c in comparisons:
-        variant, operation, _, batch, steps = c.key
         ratio = "—" if c.ratio is None else f"{c.ratio:.2f}×"
-        rows.append([variant, operation, str(batch), str(steps), _us(c.old), _us(c.new)])
-        rows[-1] += [ratio, c.verdict]
+        where = [c.key.variant, c.key.operation, str(c.key.batch), str(c.key.steps)]
+        rows.append([*where, _us(c.old), _us(c.new), ratio, c.verdict])
     return rows
-
-
-def _table(
-    header: list[str],
-    rows: Sequence[Sequence[str]],
-    markdown: bool,
-    wrapping: tuple[int, ...] = (0,),
-) -> str:
-    """A table, at most ``WIDTH`` columns on a terminal: the columns ``wrapping`` share what
-    the others leave and wrap to their share when they are too wide for the line."""
-    if markdown:
-        return tabulate(rows, header, tablefmt="github", disable_numparse=True)
-    table = tabulate(rows, header, tablefmt="simple", disable_numparse=True)
-    widest = max(len(line) for line in table.splitlines())
-    if widest <= WIDTH:
-        return table
-    widths = [max(len(cell) for cell in column) for column in zip(header, *rows, strict=True)]
-    room = WIDTH - (widest - sum(widths[i] for i in wrapping))
-    share = max(room // len(wrapping), 8)
-    limits = [share if i in wrapping and widths[i] > share else None for i in range(len(widths))]
-    return tabulate(rows, header, tablefmt="simple", disable_numparse=True, maxcolwidths=limits)
 
 
 def _tables(comparisons: list[Comparison], markdown: bool) -> list[str]:
     """The measurements' tables, one per model when a run measured other models than the
     default one: a column of model labels would not fit the line."""
     header = ["variant", "operation", "B", "T", "old µs", "new µs", "ratio", "verdict"]
-    models = list(dict.fromkeys(c.key[2] for c in comparisons))
+    models = list(dict.fromkeys(c.key.model for c in comparisons))
     lines = []
     for model in models:
         if models != [DEFAULT_MODEL]:
             lines += ["", f"model {model}:"]
-        in_model = [c for c in comparisons if c.key[2] == model]
-        lines += ["", _table(header, _rows(in_model), markdown)]
+        in_model = [c for c in comparisons if c.key.model == model]
+        lines += ["", table(header, _rows(in_model), markdown, wrapping=(0,))]
     return [*lines, "", "µs: median per time step (median / T); ratio: new median / old median"]
 
 
@@ -259,12 +242,12 @@ def _not_timed(comparisons: list[Comparison], markdown: bool) -> list[str]:
         for run, result in (("old", c.old), ("new", c.new)):
             if result is None or result.median_s is not None:
                 continue
-            variant, operation, model, batch, steps = c.key
-            label = "" if model == DEFAULT_MODEL else f" {model}"
+            k = c.key
+            label = "" if k.model == DEFAULT_MODEL else f" {k.model}"
             reason = (
                 f"error: {result.error}" if result.error else f"unsupported: {result.unsupported}"
             )
-            line = f"- {variant} {operation}{label} B={batch} T={steps}, {run}: {reason}"
+            line = f"- {k.variant} {k.operation}{label} B={k.batch} T={k.steps}, {run}: {reason}"
             lines.append(line if markdown else textwrap.shorten(line, WIDTH))
     return ["", "not timed:", *lines] if lines else []
 
@@ -279,8 +262,8 @@ def render(old: Run, new: Run, comparisons: list[Comparison], markdown: bool = F
     ]
     changes = machine_changes(old.run, new.run)
     if changes:
-        table = _table(["", "old", "new"], changes, markdown, wrapping=(1, 2))
-        lines += ["changed between the runs:", "", table]
+        drawn = table(["", "old", "new"], changes, markdown, wrapping=(1, 2))
+        lines += ["changed between the runs:", "", drawn]
     else:
         lines.append("the same machine facts and library versions in both runs")
     lines += _tables(comparisons, markdown) + _not_timed(comparisons, markdown)

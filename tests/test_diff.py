@@ -28,7 +28,6 @@ from bench import diff
 from bench.records import ResultRecord, RunRecord, to_json
 from frae.cli import main as frae_main
 
-
 VERSIONS = {"numpy": "2.5.5", "jax": "0.12.0", "torch": "2.14.1"}
 Spread = tuple[float, float, float]
 """(q1, median, q3) in µs per call."""
@@ -221,7 +220,7 @@ def test_unmatched_measurements_are_listed_with_why(
     before = diff.load(write_run(tmp_path / "old", old), "OLD")
     after = diff.load(write_run(tmp_path / "new", new), "NEW")
     comparisons = diff.compare(before, after)
-    verdicts = {(c.key[0], c.key[1], c.key[4]): c.verdict for c in comparisons}
+    verdicts = {(c.key.variant, c.key.operation, c.key.steps): c.verdict for c in comparisons}
     assert verdicts == {
         ("jax_scan", "predict", 100): diff.NOISE,
         ("jax_scan", "loss_and_grads", 100): diff.FAILED_NEW,
