@@ -9,6 +9,7 @@ carries the figures derived from its median, so the file reads without this modu
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, ClassVar
@@ -164,9 +165,27 @@ def from_json(line: str) -> Record:
         # points of files written before models had labels are (B, T, operations)
         points = [point if len(point) == 4 else [DEFAULT_MODEL, *point] for point in data["grid"]]
         data["grid"] = [(model, b, t, tuple(ops)) for model, b, t, ops in points]
-        data["variants"] = {name: Listing(**v) for name, v in data["variants"].items()}
+        data["variants"] = {name: _listing(name, v) for name, v in data["variants"].items()}
     known = {f.name for f in fields(kind)}
     return kind(**{k: v for k, v in data.items() if k in known})
+
+
+OLD_DEVICES = re.compile(r"(?P<of>.+) on (?P<devices>\d+) devices")
+"""A data-parallel variant's name in files written before ``Listing.devices`` and ``of``."""
+
+
+def _listing(name: str, data: dict[str, Any]) -> Listing:
+    """A variant's listing read back. Files written before listings had ``twin_of``,
+    ``devices`` and ``of`` lack those keys, and their names said the same: a variant of role
+    ``by_hand`` named ``NAME_bptt`` is ``NAME``'s twin, one of role ``devices`` named
+    ``NAME on N devices`` is ``NAME`` on N devices. Such a listing gets those fields from
+    its name here, once, as it is read."""
+    if not {"twin_of", "devices", "of"} & data.keys():
+        if data.get("role") == "by_hand" and name.endswith("_bptt"):
+            data = {**data, "twin_of": name.removesuffix("_bptt")}
+        if data.get("role") == "devices" and (found := OLD_DEVICES.fullmatch(name)):
+            data = {**data, "of": found["of"], "devices": int(found["devices"])}
+    return Listing(**data)
 
 
 def read(path: Path) -> list[Record]:
