@@ -1,5 +1,5 @@
-"""``python -m bench``: the benchmark's command line (``bench.harness.main``)."""
+"""``python -m bench``: the benchmark's command line (``bench.cli.main``)."""
 
-from bench.harness import main
+from bench.cli import main
 
 main()

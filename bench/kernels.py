@@ -138,7 +138,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--backends", nargs="+", choices=sorted(PROGRAMS), default=list(PROGRAMS))
     parser.add_argument("--config", metavar="JSON_OR_FILE", help="a model other than the default")
     args = parser.parse_args(argv)
-    from bench.harness import model_label, read_config
+    from bench.grid import model_label, read_config
 
     try:
         config = read_config(args.config) if args.config else frae.FRAEConfig()

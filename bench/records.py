@@ -1,6 +1,6 @@
 """The records of a benchmark run, one JSON line each in ``results.jsonl``.
 
-The worker writes a variant's facts and its measurements; the harness adds each variant's
+The worker writes a variant's facts and its measurements; the runner adds each variant's
 role, the run's facts first and a ``done`` / ``end`` line with the wall time; the report
 reads them back. Every line carries ``kind`` and the fields that are set; a measurement also
 carries the figures derived from its median, so the file reads without this module.
@@ -12,21 +12,29 @@ import json
 import re
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NamedTuple
 
 OPERATIONS = ("predict", "loss_and_grads", "train_step")
 """What the benchmark times: ``predict``, ``loss_and_grads`` and a training step through
 ``fit``."""
 DEFAULT_MODEL = "default"
-"""The label of the model a run measures unless told otherwise (``bench.harness``)."""
-Point = tuple[str, int, int, tuple[str, ...]]
-"""(model, B, T, operations): one model and input shape of the grid, and what is measured
-on it; the model by its label in ``RunRecord.models``."""
+"""The label of the model a run measures unless told otherwise (``bench.grid``)."""
+
+
+class Point(NamedTuple):
+    """One model and input shape of the grid, and what is measured on it. JSON writes it as
+    a list, ``[model, B, T, operations]``; ``from_json`` reads it back into a ``Point``."""
+
+    model: str
+    """The model's label in ``RunRecord.models``."""
+    batch: int
+    steps: int
+    operations: tuple[str, ...]
 
 
 @dataclass(frozen=True)
 class Listing:
-    """A variant as the run lists it, whether it ran or not (see ``bench.harness.Variant``)."""
+    """A variant as the run lists it, whether it ran or not (see ``bench.catalogue.Variant``)."""
 
     backend: str
     role: str
@@ -52,7 +60,7 @@ class RunRecord:
     """Platform, CPUs, Python, library versions, thread variables, C compiler."""
     grid: list[Point]
     settings: dict[str, Any]
-    """``bench.harness.Settings`` as a dict."""
+    """``bench.job.Settings`` as a dict."""
     variants: dict[str, Listing]
     models: dict[str, dict[str, Any]] = field(default_factory=dict)
     """Label -> the ``FRAEConfig`` fields of each model measured (``to_dict``)."""
@@ -164,7 +172,7 @@ def from_json(line: str) -> Record:
     if kind is RunRecord:  # JSON has no tuples and no dataclasses
         # points of files written before models had labels are (B, T, operations)
         points = [point if len(point) == 4 else [DEFAULT_MODEL, *point] for point in data["grid"]]
-        data["grid"] = [(model, b, t, tuple(ops)) for model, b, t, ops in points]
+        data["grid"] = [Point(model, b, t, tuple(ops)) for model, b, t, ops in points]
         data["variants"] = {name: _listing(name, v) for name, v in data["variants"].items()}
     known = {f.name for f in fields(kind)}
     return kind(**{k: v for k, v in data.items() if k in known})

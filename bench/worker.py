@@ -1,4 +1,4 @@
-"""One backend's measurements, in a process of its own (started by ``bench.harness``).
+"""One backend's measurements, in a process of its own (started by ``bench.runner``).
 
     python -m bench.worker '<job as JSON>'
 
@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import gc
 import importlib
-import json
 import os
 import resource
 import sys
@@ -32,11 +31,12 @@ import time
 from collections.abc import Callable, Iterator
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
-from bench.records import Record, ResultRecord, VariantRecord, to_json
+from bench.job import Job, Settings
+from bench.records import Point, Record, ResultRecord, VariantRecord, to_json
 
 MIN_SAMPLES = 3
 THREAD_VARIABLES = (
@@ -115,12 +115,25 @@ def sample(
             return samples
 
 
-def _calls(model: Any, x: np.ndarray, train_steps: int) -> dict[str, Any]:
-    """Per operation: (first and warm-up call, timed call, optimizer steps per timed call)."""
+class Calls(NamedTuple):
+    """One operation's calls on one model and input."""
+
+    first: Callable[[], object]
+    """The first call, and the warm-up."""
+    steady: Callable[[], object]
+    """The timed call."""
+    steps: int
+    """Optimizer steps per timed call."""
+
+
+def _calls(model: Any, x: np.ndarray, train_steps: int) -> dict[str, Calls]:
+    """Each operation's calls on ``model`` and ``x``."""
     return {
-        "predict": (lambda: model.predict(x), lambda: model.predict(x), 1),
-        "loss_and_grads": (lambda: model.loss_and_grads(x), lambda: model.loss_and_grads(x), 1),
-        "train_step": (
+        "predict": Calls(lambda: model.predict(x), lambda: model.predict(x), 1),
+        "loss_and_grads": Calls(
+            lambda: model.loss_and_grads(x), lambda: model.loss_and_grads(x), 1
+        ),
+        "train_step": Calls(
             lambda: model.fit(x, epochs=1, learning_rate=1e-3),
             lambda: model.fit(x, epochs=train_steps, learning_rate=1e-3),
             train_steps,
@@ -128,88 +141,89 @@ def _calls(model: Any, x: np.ndarray, train_steps: int) -> dict[str, Any]:
     }
 
 
-def measure_shape(
-    job: dict[str, Any], model_label: str, batch: int, steps: int, operations: list[str]
-) -> Iterator[ResultRecord]:
-    """``operations`` of a fresh model (``job["models"][model_label]``, the default one if
-    absent) on one (B, T) input."""
+def measure_shape(job: Job, point: Point) -> Iterator[ResultRecord]:
+    """The point's operations on a fresh model (``job.config(point.model)``) and one
+    (B, T) input."""
     import frae
     from frae.data import multi_sine
 
-    config = frae.FRAEConfig.from_dict(job.get("models", {}).get(model_label, {}))
-    x = multi_sine(batch=batch, steps=steps, features=config.input_dim, seed=0)
+    config = job.config(point.model)
+    x = multi_sine(batch=point.batch, steps=point.steps, features=config.input_dim, seed=0)
     start = time.perf_counter()
     try:
-        model = frae.create(job["backend"], config, seed=0, devices=job.get("devices"))
+        model = frae.create(job.backend, config, seed=0, devices=job.devices)
         failure = None
     except Exception as error:  # reported on every operation's row
         model, failure = None, f"{type(error).__name__}: {error}"
     create_s = time.perf_counter() - start
-    calls = _calls(model, x, job["train_steps"])
-    for operation in operations:
+    calls = _calls(model, x, job.settings.train_steps)
+    for operation in point.operations:
         row = partial(
             ResultRecord,
-            job["variant"],
+            job.variant,
             operation,
-            batch,
-            steps,
-            model=model_label,
+            point.batch,
+            point.steps,
+            model=point.model,
             create_s=create_s,
         )
-        if failure:
-            yield row(error=failure)
-            continue
-        first, steady, per_call = calls[operation]
-        first_call_s, note = None, None
-        try:
-            begin = time.perf_counter()
-            first()
-            first_call_s = time.perf_counter() - begin
-            if first_call_s > job["long_call_s"]:
-                note = (
-                    f"first call {first_call_s:.0f} s > {job['long_call_s']:.0f} s: "
-                    "one timed call, no warm-up"
-                )
-                seconds = np.array(sample(steady, 1, 0.0, 0.0, 1))
-            else:
-                begin = time.perf_counter()
-                first()  # warm-up
-                if operation == "train_step" and time.perf_counter() - begin > job["long_step_s"]:
-                    # a fit call's own cost, milliseconds, is under 1 % of such a step
-                    steady, per_call = first, 1
-                    note = f"a step over {job['long_step_s']:g} s: fit(x, epochs=1) a sample"
-                gc.collect()
-                seconds = np.array(
-                    sample(
-                        steady,
-                        job["repeats"],
-                        job["min_time_s"],
-                        job["budget_s"],
-                        job["max_samples"],
-                    )
-                )
-        except NotImplementedError as error:
-            yield row(first_call_s=first_call_s, unsupported=str(error))
-            continue
-        except Exception as error:  # one failing operation must not hide the others
-            yield row(first_call_s=first_call_s, error=f"{type(error).__name__}: {error}")
-            continue
-        q1, median, q3 = np.percentile(seconds / per_call, [25, 50, 75])
-        yield row(
-            first_call_s=first_call_s,
-            note=note,
-            samples=len(seconds),
-            steps_per_sample=per_call,
-            median_s=float(median),
-            q1_s=float(q1),
-            q3_s=float(q3),
-            peak_rss_mb=peak_rss_mb(),
-        )
+        yield row(error=failure) if failure else measure(operation, calls[operation], job, row)
+
+
+def measure(
+    operation: str, calls: Calls, job: Job, row: Callable[..., ResultRecord]
+) -> ResultRecord:
+    """One operation: its first call, then its steady state (the module docstring says
+    how); ``row`` makes the record from the figures, or from what stopped them."""
+    first_call_s = None
+    try:
+        begin = time.perf_counter()
+        calls.first()
+        first_call_s = time.perf_counter() - begin
+        seconds, per_call, note = _steady(operation, calls, first_call_s, job.settings)
+    except NotImplementedError as error:
+        return row(first_call_s=first_call_s, unsupported=str(error))
+    except Exception as error:  # one failing operation must not hide the others
+        return row(first_call_s=first_call_s, error=f"{type(error).__name__}: {error}")
+    q1, median, q3 = np.percentile(seconds / per_call, [25, 50, 75])
+    return row(
+        first_call_s=first_call_s,
+        note=note,
+        samples=len(seconds),
+        steps_per_sample=per_call,
+        median_s=float(median),
+        q1_s=float(q1),
+        q3_s=float(q3),
+        peak_rss_mb=peak_rss_mb(),
+    )
+
+
+def _steady(
+    operation: str, calls: Calls, first_call_s: float, settings: Settings
+) -> tuple[np.ndarray, int, str | None]:
+    """The timed calls' seconds after a first call of ``first_call_s``, the optimizer steps
+    in each, and the note that says where they were not timed as usual."""
+    if first_call_s > settings.long_call_s:
+        long = f"first call {first_call_s:.0f} s > {settings.long_call_s:.0f} s"
+        seconds = sample(calls.steady, 1, 0.0, 0.0, 1)
+        return np.array(seconds), calls.steps, f"{long}: one timed call, no warm-up"
+    steady, per_call, note = calls.steady, calls.steps, None
+    begin = time.perf_counter()
+    calls.first()  # warm-up
+    if operation == "train_step" and time.perf_counter() - begin > settings.long_step_s:
+        # a fit call's own cost, milliseconds, is under 1 % of such a step
+        steady, per_call = calls.first, 1
+        note = f"a step over {settings.long_step_s:g} s: fit(x, epochs=1) a sample"
+    gc.collect()
+    seconds = sample(
+        steady, settings.repeats, settings.min_time_s, settings.budget_s, settings.max_samples
+    )
+    return np.array(seconds), per_call, note
 
 
 def main(argv: list[str] | None = None) -> None:
     """Run the job given as JSON in ``argv[0]``; print one JSON line per record."""
-    job = json.loads((sys.argv[1:] if argv is None else argv)[0])
+    job = Job.from_json((sys.argv[1:] if argv is None else argv)[0])
 
     def emit(record: Record) -> None:
         print(to_json(record), flush=True)
@@ -217,21 +231,21 @@ def main(argv: list[str] | None = None) -> None:
     import frae  # the core, not counted in the import time
     from frae.devices import framework_of, start_devices
 
-    if job.get("devices"):  # before the framework starts: it fixes its devices then
-        start_devices(framework_of(job["backend"]), cpu_devices=job["devices"])
+    if job.devices:  # before the framework starts: it fixes its devices then
+        start_devices(framework_of(job.backend), cpu_devices=job.devices)
     start = time.perf_counter()
-    importlib.import_module(frae.registry.module_of(job["backend"]))
+    importlib.import_module(frae.registry.module_of(job.backend))
     emit(
         VariantRecord(
-            job["variant"],
-            backend=job["backend"],
+            job.variant,
+            backend=job.backend,
             import_s=time.perf_counter() - start,
-            threads=thread_settings(job["frameworks"]),
+            threads=thread_settings(list(job.frameworks)),
             peak_rss_mb=peak_rss_mb(),
         )
     )
-    for model_label, batch, steps, operations in job["points"]:
-        for record in measure_shape(job, model_label, batch, steps, operations):
+    for point in job.points:
+        for record in measure_shape(job, point):
             emit(record)
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 def main(argv: list[str] | None = None) -> None:
     arguments = sys.argv[1:] if argv is None else argv
     if arguments[:1] == ["bench"]:  # every option belongs to the benchmark's own parser
-        from bench.harness import main as bench
+        from bench.cli import main as bench
 
         bench(arguments[1:], prog="frae bench")
         return
@@ -73,8 +73,8 @@ def run_compare(out: Path | None, benchmark: bool) -> None:
     preamble = parity()
     if not benchmark:
         return
-    from bench.harness import benchmark as run_benchmark
-    from bench.harness import default_out
+    from bench.cli import benchmark as run_benchmark
+    from bench.runner import default_out
 
     folder = out or default_out()
     print(f"\nquick benchmark, each variant in its own process; report in {folder}/", flush=True)

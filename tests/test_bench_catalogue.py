@@ -12,7 +12,9 @@ def test_a_variant_runs_its_part_of_the_grid() -> None:
     """A slow variant stops at the caps; a hand-written backward runs its operations at its
     shapes only; a compiled backend runs everything, the width axis included; a loop floor
     runs the default model alone."""
-    from bench.harness import SHAPES, VARIANTS, Settings, default_grid, points_for
+    from bench.catalogue import VARIANTS
+    from bench.grid import SHAPES, default_grid, points_for
+    from bench.job import Settings
 
     grid, settings = default_grid(), Settings()
     by_name = {variant.name: variant for variant in VARIANTS}
@@ -48,7 +50,7 @@ LEFT_OUT = {
 
 def test_a_state_feedback_model_has_a_label_of_its_own() -> None:
     """``gruH`` between the latent width and the decoder's; output-feedback labels as they were."""
-    from bench.harness import model_label, wide_models
+    from bench.grid import model_label, wide_models
 
     assert model_label(STATE_CONFIG) == STATE_LABEL
     assert model_label(STATE_CONFIGS["state_no_hidden"]) == "2-1-gru9-2 tanh/swish"
@@ -60,7 +62,9 @@ def test_a_state_feedback_model_has_a_label_of_its_own() -> None:
 def test_a_state_feedback_run_leaves_out_what_cannot_run_it_and_says_why() -> None:
     """Every variant that cannot run the model is left out with its reason; every other one
     keeps its points; an output-feedback run leaves none out."""
-    from bench.harness import VARIANTS, Settings, points_for, quick_grid, state_points
+    from bench.catalogue import VARIANTS
+    from bench.grid import points_for, quick_grid, state_points
+    from bench.job import Settings
 
     models = {STATE_LABEL: STATE_CONFIG, "default": frae.FRAEConfig()}
     left_out = {}

@@ -21,7 +21,8 @@ from bench.records import Record, ResultRecord, RunRecord
 pytest.importorskip("matplotlib", reason="the report needs matplotlib: pip install 'frae[bench]'")
 
 from bench import analysis, plots, render, report, tables
-from bench.harness import main, model_label, read_config
+from bench.cli import main
+from bench.grid import model_label, read_config
 from bench.targets import TARGETS_ORIGIN, measured_targets, targets
 
 
@@ -346,20 +347,21 @@ def test_a_figure_far_below_the_floor_is_flagged() -> None:
 def test_a_long_training_step_is_timed_one_per_sample(long_step_s: float, per_sample: int) -> None:
     """K = 5 steps a sample spread a fit call's own cost; a step longer than ``long_step_s``
     has none to spread, and is timed alone, which the note says."""
+    from bench.job import Job, Settings
+    from bench.records import Point
     from bench.worker import measure_shape
 
-    job = {
-        "variant": "reference",
-        "backend": "reference",
-        "train_steps": 5,
-        "long_call_s": 100.0,
-        "long_step_s": long_step_s,
-        "repeats": 3,
-        "min_time_s": 0.0,
-        "budget_s": 0.0,
-        "max_samples": 3,
-    }
-    (row,) = measure_shape(job, "default", 1, 20, ["train_step"])
+    settings = Settings(
+        train_steps=5,
+        long_call_s=100.0,
+        long_step_s=long_step_s,
+        repeats=3,
+        min_time_s=0.0,
+        budget_s=0.0,
+        max_samples=3,
+    )
+    job = Job(variant="reference", backend="reference", settings=settings)
+    (row,) = measure_shape(job, Point("default", 1, 20, ("train_step",)))
     assert row.steps_per_sample == per_sample and row.median_s is not None
     assert ("fit(x, epochs=1) a sample" in (row.note or "")) == (per_sample == 1)
 

@@ -69,7 +69,7 @@ def tiny_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     import contextlib
     import io
 
-    from bench.harness import main
+    from bench.cli import main
 
     out = tmp_path_factory.mktemp("bench")
     printed = io.StringIO()
@@ -137,7 +137,7 @@ def state_feedback_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     import contextlib
     import io
 
-    from bench.harness import main
+    from bench.cli import main
 
     out = tmp_path_factory.mktemp("bench-state")
     with contextlib.redirect_stdout(io.StringIO()):

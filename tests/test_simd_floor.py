@@ -307,7 +307,7 @@ def test_loading_the_simd_floor_keeps_subnormals_in_the_process() -> None:
 def test_without_a_compiler_the_floor_is_refused_and_the_benchmark_says_why(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from bench.harness import VARIANTS, unavailable
+    from bench.catalogue import VARIANTS, unavailable
 
     (variant,) = [v for v in VARIANTS if v.role == "simd_floor"]
     monkeypatch.setenv("PATH", "")

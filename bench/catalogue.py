@@ -1,0 +1,352 @@
+"""The variants: every backend the benchmark runs, and how it runs each.
+
+A variant is a backend run one way: a registered backend, a baseline given by import path,
+a floor, or a port of one's own (``package.module:Factory``, ``bench.cli.port``), with the
+environment it needs (``KERAS_BACKEND`` for Keras). What the report needs to know of one is
+a field (its role, the twin it is written by hand for, the devices it runs on), never read
+from its name.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+import frae
+from bench.grid import WIDE_SHAPES, Shape
+from bench.records import OPERATIONS
+from bench.roles import Role
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One backend run one way, in a process of its own.
+
+    Attributes:
+        name: its label in the results.
+        backend: a registered name or ``"module:attribute"`` for ``frae.create``.
+        role: what it is to the report (``bench.roles.Role``): a floor, whose figures
+            divide the others; the C check of the floor; a compiled backend, held to the
+            targets; a hand-written backward beside its autodiff twin; a data-parallel
+            run; the textbook fix; or another baseline.
+        about: one line for the report.
+        env: environment variables of its process.
+        needs: modules that must be importable (beyond what the registry checks): the
+            frameworks of a backend given by import path.
+        needs_compiler: it compiles C when the model is created, so it cannot run without
+            a C compiler.
+        slow: it interprets every time step (the reference, graph mode without XLA, eager
+            PyTorch), so it gets only part of the grid (``Settings.slow_max_steps``,
+            ``slow_max_batch``).
+        operations: what it offers.
+        optional: it runs only when named in ``--variants`` (the routes PyTorch's backend
+            was chosen over: measured for docs/performance.md, outside the default grid's
+            time budget).
+        quick: it runs in ``--quick`` (keras_rnn[torch] does not, nor do the hand-written
+            backward passes: outside the quick run's few minutes).
+        only_shapes: the (B, T) it runs, of the grid's (``None``: every one).
+        wide: the operations it runs on the width axis (``wide_models``): predict and a
+            training step for the compiled backends (the targets' operations), all three
+            for the matrix floor (whose gradient divides a training step); none for the
+            rest (the loop floors, one multiply-add at a time, would take minutes a call
+            there and bound nothing).
+        no_state_feedback: why it cannot run a state-feedback model (contract section 1b),
+            whose points a run leaves out of its part, saying so (``state_points``);
+            ``None``: it runs both feedbacks.
+        twin_of: the registered backend whose backward this one writes by hand (role
+            ``BY_HAND``), for the report's price of autodiff.
+        devices: data-parallel on this many devices (``create(..., devices=N)``), virtual
+            CPU devices where the machine has no accelerators (``frae.devices.start``).
+        of: the variant this one is, on one device (role ``DEVICES``).
+    """
+
+    name: str
+    backend: str
+    role: Role
+    about: str
+    env: dict[str, str] = field(default_factory=dict)
+    needs: tuple[str, ...] = ()
+    needs_compiler: bool = False
+    slow: bool = False
+    operations: tuple[str, ...] = OPERATIONS
+    optional: bool = False
+    quick: bool = True
+    only_shapes: tuple[Shape, ...] | None = None
+    wide: tuple[str, ...] = ()
+    no_state_feedback: str | None = None
+    twin_of: str | None = None
+    devices: int | None = None
+    of: str | None = None
+
+
+TARGETED = ("predict", "train_step")
+"""The operations the targets judge a compiled backend on."""
+BASELINES = "bench.baselines"
+
+
+def _keras(framework: str) -> Variant:
+    # Keras runs its torch backend eagerly (``jit_compile=True`` hands the call to
+    # torch.compile, which unrolls all T steps): a baseline, step by step, which runs when
+    # named (outside the full grid's budget; keras_defaults[torch] is the same eager loop)
+    eager = framework == "torch"
+    return Variant(
+        f"keras_rnn[{framework}]",
+        "keras_rnn",
+        Role.BASELINE if eager else Role.COMPILED,
+        f"keras.layers.RNN over a custom cell on {framework}, "
+        f"{'eager' if eager else 'XLA'}, predict_on_batch / train_on_batch",
+        {"KERAS_BACKEND": framework},
+        (framework,),
+        slow=eager,
+        optional=eager,
+        quick=not eager,
+        wide=() if eager else TARGETED,
+    )
+
+
+def _keras_defaults(framework: str) -> Variant:
+    # on torch the same eager loop as keras_rnn[torch], through model.predict / model.fit:
+    # outside the full grid's budget, so it runs when named
+    return Variant(
+        f"keras_defaults[{framework}]",
+        f"{BASELINES}.keras_defaults:KerasDefaultsBackend",
+        Role.BASELINE,
+        f"Keras' defaults on {framework}: model.predict / model.fit, jit_compile='auto'",
+        {"KERAS_BACKEND": framework},
+        ("keras", framework),
+        # Keras resolves 'auto' to no XLA on a CPU-only TensorFlow: graph mode, step by step;
+        # on torch, to eager
+        slow=framework in ("tensorflow", "torch"),
+        optional=framework == "torch",
+        # beside keras_rnn at the targets' shapes: what the defaults cost is read there
+        only_shapes=WIDE_SHAPES,
+    )
+
+
+def _by_hand(twin: str, backend: str, mechanism: str) -> Variant:
+    """The registered ``twin`` with its backward pass written by hand (``backend``, labelled
+    ``NAME_bptt``), for the report's price of autodiff: its gradient and training step at
+    T = 1000 (its forward is the twin's own; it is flat in T by construction and checked so
+    by its tests). It runs on its twin's frameworks."""
+    return Variant(
+        f"{twin}_bptt",
+        backend,
+        Role.BY_HAND,
+        f"{twin} with its backward written by hand ({mechanism}): a reverse loop carrying "
+        "only the feedback's gradient, weight gradients as one product over all steps",
+        needs=frae.registry.frameworks_of(twin),
+        operations=("loss_and_grads", "train_step"),
+        only_shapes=(Shape(1, 1000), Shape(256, 1000)),
+        quick=False,
+        no_state_feedback="its backward is written by hand for output feedback (the price "
+        "of autodiff is measured on output-feedback models)",
+        twin_of=twin,
+    )
+
+
+PYTHON_LOOP = "its loop over time is written for output feedback (x̂_{t-1} fed back)"
+"""Why the PyTorch routes that step a cell from Python (``bench.baselines.torch_eager``) or
+script the loop run no state-feedback model; those that compile torch_scan's scan run it."""
+
+
+def _torch_routes() -> tuple[Variant, ...]:
+    """The other ways to run the loop in PyTorch (``bench.baselines.torch_routes``)."""
+    routes = f"{BASELINES}.torch_routes"
+    return (
+        Variant(
+            "torch_scan[python_wrapper]",
+            f"{routes}:TorchScanPythonWrapperBackend",
+            Role.BASELINE,
+            "torch_scan with Inductor's Python wrapper, which runs each loop iteration from Python",
+            needs=("torch",),
+            optional=True,
+        ),
+        Variant(
+            "torch_scan[cpp_gradient]",
+            f"{routes}:TorchScanCppGradientBackend",
+            Role.BASELINE,
+            "torch_scan with Inductor's C++ wrapper for gradients too",
+            needs=("torch",),
+            optional=True,
+        ),
+        Variant(
+            "torch_compiled_step",
+            f"{routes}:TorchCompiledStepBackend",
+            Role.BASELINE,
+            "torch.compile of one time step, called from a Python loop",
+            needs=("torch",),
+            slow=True,
+            optional=True,
+            no_state_feedback=PYTHON_LOOP,
+        ),
+        Variant(
+            "torch_script",
+            f"{routes}:TorchScriptBackend",
+            Role.BASELINE,
+            "the loop in TorchScript (torch.jit.script), autograd through it",
+            needs=("torch",),
+            slow=True,
+            optional=True,
+            no_state_feedback=PYTHON_LOOP,
+        ),
+        Variant(
+            "torch_aoti",
+            f"{routes}:TorchAOTIBackend",
+            Role.BASELINE,
+            "torch.export + AOTInductor: the scan compiled ahead of time, one library per "
+            "shape; inference only",
+            needs=("torch",),
+            slow=True,
+            operations=("predict",),
+            optional=True,
+        ),
+    )
+
+
+DEVICE_COUNTS = (2,)
+"""The devices axis: a training step at ``DEVICES_SHAPE`` on each count, beside the variant's
+own on one device."""
+DEVICES_SHAPE = Shape(256, 1000)
+
+
+def on_devices(variant: Variant, count: int) -> Variant:
+    """``variant`` training data-parallel on ``count`` devices, at ``DEVICES_SHAPE`` only,
+    labelled ``NAME on N devices`` (the report reads ``devices`` and ``of``)."""
+    return replace(
+        variant,
+        name=f"{variant.name} on {count} devices",
+        role=Role.DEVICES,
+        about=f"{variant.name}'s training step split over {count} devices (create(..., devices=N))",
+        operations=("train_step",),
+        only_shapes=(DEVICES_SHAPE,),
+        wide=(),
+        quick=False,
+        devices=count,
+        of=variant.name,
+    )
+
+
+VARIANTS = (
+    Variant(
+        "numba_floor",
+        f"{BASELINES}.numba_floor:NumbaFloorBackend",
+        Role.FLOOR,
+        "native floor: forward and BPTT loops compiled by Numba, float32, one thread",
+        needs=("numba",),
+    ),
+    Variant(
+        "c_forward",
+        f"{BASELINES}.c_forward:CForwardBackend",
+        Role.CHECK,
+        "the same forward in plain C, compiled (cc -O2) when the model is created, called "
+        "by ctypes: the check on the floor",
+        needs_compiler=True,
+        operations=("predict",),
+        no_state_feedback="the C check's forward has no GRU",
+    ),
+    Variant(
+        "simd_floor",
+        f"{BASELINES}.simd_floor:SimdFloorBackend",
+        Role.SIMD_FLOOR,
+        "the floor's forward and BPTT in C, vectorised over the batch (cc -O3 -march=native "
+        "-ffast-math, glibc's vector exp)",
+        needs=("numba",),
+        needs_compiler=True,
+    ),
+    Variant(
+        "matrix_floor",
+        f"{BASELINES}.matrix_floor:MatrixFloorBackend",
+        Role.MATRIX_FLOOR,
+        "the floor for wide layers: each layer a matrix product in C, batch-major, register "
+        "tiles (cc -O3 -march=native -ffast-math); the floor wherever it is the fastest",
+        needs=("numba",),
+        needs_compiler=True,
+        only_shapes=WIDE_SHAPES,  # the targets' shapes: the rest of the grid is the loops'
+        wide=OPERATIONS,
+        no_state_feedback="the matrix floor has no GRU (numba_floor and simd_floor have)",
+    ),
+    Variant(
+        "tf_while",
+        "tf_while",
+        Role.COMPILED,
+        "tf.while_loop + TensorArray under XLA",
+        wide=TARGETED,
+    ),
+    _by_hand("tf_while", "bench.twins.tf_while:TFWhileBPTTBackend", "tf.custom_gradient"),
+    Variant(
+        "jax_scan",
+        "jax_scan",
+        Role.COMPILED,
+        "jax.lax.scan over Flax NNX layers, jit",
+        wide=TARGETED,
+    ),
+    _by_hand("jax_scan", "bench.twins.jax_scan:JaxScanBPTTBackend", "jax.custom_vjp"),
+    Variant(
+        "torch_scan",
+        "torch_scan",
+        Role.COMPILED,
+        "PyTorch's scan operator over nn.Linear layers, torch.compile (Inductor; C++ wrapper "
+        "for inference, Python wrapper for gradients)",
+        wide=TARGETED,
+    ),
+    _by_hand(
+        "torch_scan", "bench.twins.torch_scan:TorchScanBPTTBackend", "torch.autograd.Function"
+    ),
+    _keras("tensorflow"),
+    _keras("jax"),
+    _keras("torch"),
+    Variant(
+        "textbook_fix",
+        f"{BASELINES}.textbook_fix:TextbookFixBackend",
+        Role.TEXTBOOK,
+        "the textbook fix: the same tf.while_loop in graph mode without XLA",
+        needs=("tensorflow",),
+        slow=True,
+    ),
+    _keras_defaults("tensorflow"),
+    _keras_defaults("jax"),
+    _keras_defaults("torch"),
+    Variant(
+        "torch_eager",
+        f"{BASELINES}.torch_eager:TorchEagerBackend",
+        Role.BASELINE,
+        "PyTorch eager: torch_scan's module, a Python loop over time, torch.optim.Adam",
+        needs=("torch",),
+        slow=True,
+        no_state_feedback=PYTHON_LOOP,
+    ),
+    *_torch_routes(),
+    Variant(
+        "reference",
+        "reference",
+        Role.BASELINE,
+        "the float64 NumPy reference, one time step at a time",
+        slow=True,
+    ),
+)
+DATA_PARALLEL = ("jax_scan", "tf_while", "keras_rnn[jax]", "keras_rnn[tensorflow]")
+"""The variants on the devices axis: those whose engine splits a batch over the devices of
+one process (torch_scan's devices are processes, one each: its engine is timed by
+``bench.data_parallel_torch``)."""
+VARIANTS += tuple(
+    on_devices(variant, count)
+    for variant in VARIANTS
+    if variant.name in DATA_PARALLEL
+    for count in DEVICE_COUNTS
+)
+
+
+def frameworks(variant: Variant) -> list[str]:
+    """The frameworks a variant's process runs on (the Keras backend's included)."""
+    found = [*frae.registry.frameworks_of(variant.backend), *variant.needs, *variant.env.values()]
+    return list(dict.fromkeys(name for name in found if name != "keras"))
+
+
+def unavailable(variant: Variant) -> str | None:
+    """Why ``variant`` cannot run here, or ``None``. Imports nothing."""
+    reason = frae.unavailable_reason(variant.backend, needs=variant.needs)
+    if reason is None and variant.needs_compiler:
+        from bench.baselines.c_forward import compiler
+
+        if compiler() is None:
+            return "no C compiler (cc or gcc) on PATH"
+    return reason

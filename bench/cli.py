@@ -1,0 +1,209 @@
+"""The cross-framework benchmark: every variant in its own process, one report.
+
+    python -m bench [--quick] [--variants NAME_OR_PATH ...] [--config JSON_OR_FILE]
+                    [--steps T ...] [--batch B ...] [--operations OP ...] [--out DIR]
+
+The variants (``bench.catalogue``) each run in a fresh process (``bench.worker``, started by
+``bench.runner``) over the grid of (model, B, T) (``bench.grid``); the records
+(``bench.records``) stream back as JSON lines and are written, with the machine's facts and
+library versions, to ``results.jsonl``; ``bench.report`` turns them into ``report.md`` and
+plots.
+
+A few backends at one shape, predict and a training step:
+
+    python -m bench --variants tf_while textbook_fix --batch 1 --steps 1000 \\
+        --operations predict train_step
+
+One's own port beside the floor, on a wider model:
+
+    python -m bench --quick --variants numba_floor my_package.port:MyFRAE \\
+        --config '{"encoder_units": [64], "latent_dim": 16, "decoder_units": [64]}'
+
+The state-feedback model (contract section 1b), the GRU in the floors too; the variants that
+cannot run it (``Variant.no_state_feedback``) are left out, saying why:
+
+    python -m bench --quick --config '{"feedback": "state", "state_dim": 8}'
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from dataclasses import replace
+from pathlib import Path
+
+from bench.catalogue import TARGETED, VARIANTS, Variant, unavailable
+from bench.grid import BATCHES, STEPS, choose_grid, read_config
+from bench.job import QUICK_SETTINGS, Settings
+from bench.records import OPERATIONS, Record
+from bench.roles import Role
+from bench.runner import default_out, run
+from frae.config import FRAEConfig
+
+
+def select(names: list[str] | None, quick: bool = False) -> list[Variant]:
+    """The variants named (by default all but the optional ones, and with ``quick`` those
+    that run in ``--quick``). A name with ``:`` is a port's import path,
+    ``package.module:Factory``, run as a compiled backend; an unknown name, or a path whose
+    module cannot be found, raises ``ValueError``."""
+    if not names:
+        return [v for v in VARIANTS if not v.optional and (v.quick or not quick)]
+    known = {v.name: v for v in VARIANTS}
+    unknown = [n for n in names if n not in known and ":" not in n]
+    if unknown:
+        raise ValueError(
+            f"variants must be among {list(known)} or 'package.module:Factory', got {unknown}"
+        )
+    return [known[name] if name in known else port(name) for name in names]
+
+
+def port(path: str) -> Variant:
+    """A port of one's own, ``package.module:Factory``, as a variant held to the targets; its
+    module must be findable from the working folder (imports nothing)."""
+    import frae
+
+    if os.getcwd() not in sys.path:  # as ``python -m`` has it; the console script does not
+        sys.path.insert(0, os.getcwd())
+    reason = frae.unavailable_reason(path) if path.partition(":")[2] else "no factory after ':'"
+    if reason is not None:
+        raise ValueError(f"variant {path!r} must name an importable port: {reason}")
+    return Variant(path, path, Role.COMPILED, f"a port given by import path, {path}", wide=TARGETED)
+
+
+def benchmark(
+    *,
+    quick: bool,
+    out: Path,
+    variants: list[str] | None = None,
+    batches: list[int] | None = None,
+    steps: list[int] | None = None,
+    settings: Settings | None = None,
+    progress: bool = True,
+    preamble: str = "",
+    operations: list[str] | None = None,
+    config: FRAEConfig | None = None,
+) -> tuple[list[Record], str]:
+    """Measure, then write the report (``preamble``, Markdown, goes before its summary);
+    returns the records and the summary for the terminal.
+
+    The grid and its models are ``bench.grid.choose_grid``'s: ``default_grid``,
+    ``quick_grid`` with ``quick``, every operation at the ``batches`` × ``steps`` given,
+    on ``config`` where one is given.
+    """
+    from bench import report
+
+    grid, models = choose_grid(quick, config, batches, steps, operations)
+    chosen = settings or (QUICK_SETTINGS if quick else Settings())
+    records = run(select(variants, quick), grid, chosen, out, progress, models)
+    return records, report.write(records, out, preamble)
+
+
+def positive_int(text: str) -> int:
+    """An argument that must be a whole number ≥ 1 (argparse reports the ``ValueError``)."""
+    value = int(text)
+    if value < 1:
+        raise ValueError(text)
+    return value
+
+
+positive_int.__name__ = "whole number ≥ 1"  # argparse names the type in its message
+
+
+def parser(prog: str) -> argparse.ArgumentParser:
+    """The benchmark's options."""
+    from frae.cli import version
+
+    options = argparse.ArgumentParser(
+        prog=prog, description=__doc__.splitlines()[0] if __doc__ else None
+    )
+    add = options.add_argument
+    add("--version", action="version", version=f"frae {version()}")
+    add(
+        "--quick",
+        action="store_true",
+        help="fewer repeats and a small grid (3 minutes here): every operation at B=1, "
+        "T=100 and T=1000, predict at B=256, T=1000; leaves out the variants --list marks "
+        "'not in --quick' (--batch/--steps/--operations replace the grid)",
+    )
+    add(
+        "--variants",
+        nargs="+",
+        metavar="NAME_OR_PATH",
+        help="registered variants (--list) or ports of your own as package.module:Factory, "
+        "found from the working folder; default: all but those --list marks 'only when named'",
+    )
+    add(
+        "--config",
+        type=str,
+        metavar="JSON_OR_FILE",
+        help="the model to measure instead of the default: a JSON object of FRAEConfig fields "
+        f"({', '.join(FRAEConfig.__dataclass_fields__)}) or a file holding one",
+    )
+    add("--batch", nargs="+", type=positive_int, metavar="B", help=f"default {BATCHES}")
+    add("--steps", nargs="+", type=positive_int, metavar="T", help=f"default {STEPS}")
+    add("--operations", nargs="+", choices=OPERATIONS, metavar="OP", help=f"default {OPERATIONS}")
+    add("--repeats", type=positive_int, help="least number of timed calls (default 7; quick 5)")
+    add(
+        "--train-steps",
+        type=positive_int,
+        default=5,
+        help="K in fit(x, epochs=K)/K, at least 5 (default 5)",
+    )
+    add("--out", type=Path, help="report folder (default reports/<timestamp>)")
+    add("--no-progress", action="store_true", help="no progress bar on standard error")
+    add("--list", action="store_true", help="list the variants and exit")
+    return options
+
+
+def print_variants() -> None:
+    """``--list``: each variant, its role, what it is, and how and whether it runs here."""
+    for v in VARIANTS:
+        reason = unavailable(v)
+        print(
+            f"{v.name:<28}{v.role:<12}{v.about}"
+            + ("  [only when named]" if v.optional else "")
+            + ("" if v.quick else "  [not in --quick]")
+            + (f"  [width axis: {', '.join(v.wide)}]" if v.wide else "")
+            + ("  [no state feedback]" if v.no_state_feedback else "")
+            + (f"  [skipped: {reason}]" if reason else "")
+        )
+
+
+def main(argv: list[str] | None = None, prog: str = "python -m bench") -> None:
+    """The command line: measure, write the report, print the summary."""
+    options = parser(prog)
+    args = options.parse_args(argv)
+    if args.list:
+        print_variants()
+        return
+    if args.train_steps < 5:
+        options.error(f"--train-steps must be at least 5, got {args.train_steps}")
+    try:
+        config = read_config(args.config) if args.config is not None else None
+    except (ValueError, TypeError) as error:
+        options.error(str(error))
+    try:
+        select(args.variants)
+    except ValueError as error:
+        options.error(str(error))
+    settings = QUICK_SETTINGS if args.quick else Settings()
+    settings = replace(
+        settings, train_steps=args.train_steps, repeats=args.repeats or settings.repeats
+    )
+    out = args.out or default_out()
+    start = time.perf_counter()
+    _, summary = benchmark(
+        quick=args.quick,
+        out=out,
+        variants=args.variants,
+        batches=args.batch,
+        steps=args.steps,
+        operations=args.operations,
+        settings=settings,
+        progress=not args.no_progress,
+        config=config,
+    )
+    print(summary)
+    print(f"\nreport: {out / 'report.md'} ({time.perf_counter() - start:.0f} s)")

@@ -1,0 +1,182 @@
+"""What a run measures: the models by label, the shapes (B, T) and the operations at each,
+and the part of them each variant runs."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING, NamedTuple
+
+from bench.job import Settings
+from bench.records import DEFAULT_MODEL, OPERATIONS, Point
+from frae.config import FRAEConfig
+
+if TYPE_CHECKING:
+    from bench.catalogue import Variant
+
+
+class Shape(NamedTuple):
+    """One input shape: B sequences of T time steps."""
+
+    batch: int
+    steps: int
+
+
+STEPS = (100, 1000, 10000)
+BATCHES = (1, 32, 256)
+SHAPES = (
+    Point(DEFAULT_MODEL, 1, 100, OPERATIONS),
+    Point(DEFAULT_MODEL, 1, 1000, OPERATIONS),
+    Point(DEFAULT_MODEL, 1, 10000, OPERATIONS),
+    Point(DEFAULT_MODEL, 32, 1000, ("predict",)),
+    Point(DEFAULT_MODEL, 256, 1000, OPERATIONS),
+    Point(DEFAULT_MODEL, 256, 10000, ("train_step",)),
+)
+"""The full grid's points on the default model: three T at B = 1 (the per-call split needs
+three), predict at three B at T = 1000 (throughput against B), the training step at
+T = 10000 and B = 256 (training linear in T). ``--batch``/``--steps`` measure every
+operation at every (B, T) of theirs instead."""
+WIDTHS = (64, 256)
+WIDE_SHAPES = (Shape(1, 1000), Shape(256, 1000))
+"""The width axis: models of one hidden layer of each width per side and a latent of 16,
+at the targets' two shapes; the variants marked ``wide`` run them."""
+QUICK_SHAPES = (
+    Point(DEFAULT_MODEL, 1, 100, OPERATIONS),
+    Point(DEFAULT_MODEL, 1, 1000, OPERATIONS),
+    Point(DEFAULT_MODEL, 256, 1000, ("predict",)),
+)
+"""``--quick``: every operation at the targets' shape B=1, T=1000 and at a shorter T (the
+first calls there compile, the timings show what a call of a tenth of the length costs);
+predict at a large batch, for the batching target."""
+
+
+def full_grid(
+    batches: Iterable[int] = BATCHES,
+    steps: Iterable[int] = STEPS,
+    operations: tuple[str, ...] = OPERATIONS,
+    model: str = DEFAULT_MODEL,
+) -> list[Point]:
+    """Every operation at every (B, T), on ``model``."""
+    return [Point(model, b, t, operations) for t in steps for b in batches]
+
+
+def wide_models() -> dict[str, FRAEConfig]:
+    """The width axis's models by label: one hidden layer of each of ``WIDTHS`` per side, a
+    latent of 16, the default's two features (the code is then wider than the input: these
+    models measure what width costs, not compression)."""
+    configs = [
+        FRAEConfig(encoder_units=(width,), latent_dim=16, decoder_units=(width,))
+        for width in WIDTHS
+    ]
+    return {model_label(config): config for config in configs}
+
+
+def default_grid() -> list[Point]:
+    """The full grid: ``SHAPES`` on the default model, and every operation at
+    ``WIDE_SHAPES`` on each of ``wide_models``."""
+    grid = list(SHAPES)
+    grid += [Point(label, *shape, OPERATIONS) for label in wide_models() for shape in WIDE_SHAPES]
+    return grid
+
+
+def quick_grid(model: str = DEFAULT_MODEL) -> list[Point]:
+    """``QUICK_SHAPES`` on ``model``."""
+    return on_model(QUICK_SHAPES, model)
+
+
+def on_model(points: Iterable[Point], model: str) -> list[Point]:
+    """``points`` on the model labelled ``model``."""
+    return [Point(model, point.batch, point.steps, point.operations) for point in points]
+
+
+def choose_grid(
+    quick: bool,
+    config: FRAEConfig | None = None,
+    batches: list[int] | None = None,
+    steps: list[int] | None = None,
+    operations: list[str] | None = None,
+) -> tuple[list[Point], dict[str, FRAEConfig]]:
+    """The grid of a run and its models by label: ``default_grid`` (the default model and
+    the width axis), ``quick_grid`` with ``quick``; ``batches``, ``steps`` or ``operations``
+    replace it by every one of the operations (default all) at every (B, T) given (default
+    ``BATCHES`` × ``STEPS``); ``config`` replaces the model (and the width axis) by the one
+    given."""
+    label = model_label(config or FRAEConfig())
+    models = {label: config or FRAEConfig()}
+    if batches or steps or operations:
+        ops = tuple(operations or OPERATIONS)
+        return full_grid(batches or BATCHES, steps or STEPS, ops, label), models
+    if quick:
+        return quick_grid(label), models
+    if config is None:
+        return default_grid(), {label: FRAEConfig(), **wide_models()}
+    return on_model(SHAPES, label), models
+
+
+def model_label(config: FRAEConfig) -> str:
+    """``"default"`` for the default model, else its widths from input to output, the GRU's
+    as ``gruH`` with state feedback, and its activations where not swish:
+    ``"32-64-16-64-32"``, ``"3-5-2-4-6-3 tanh/sigmoid"``, ``"2-4-3-1-gru8-3-2"``."""
+    if config == FRAEConfig():
+        return DEFAULT_MODEL
+    widths: list[int | str] = [config.input_dim, *config.encoder_units, config.latent_dim]
+    widths += [f"gru{config.state_dim}"] if config.gru is not None else []
+    widths += [*config.decoder_units, config.input_dim]
+    activations = (config.activation, config.layers[-1].activation)  # the layer table's
+    named = "" if activations == ("swish", "swish") else " " + "/".join(activations)
+    return "-".join(map(str, widths)) + named
+
+
+def read_config(text: str) -> FRAEConfig:
+    """The model ``--config`` names: a JSON object of ``FRAEConfig`` fields, or the path of
+    a file holding one. Raises ``ValueError`` (or ``TypeError``) saying what is wrong."""
+    source = "--config"
+    if not text.lstrip().startswith("{"):
+        path = Path(text)
+        if not path.is_file():
+            raise ValueError(
+                f"--config must be a JSON object of FRAEConfig fields or a file holding one, "
+                f"got {text!r}, which is neither"
+            )
+        text, source = path.read_text(), f"--config file {path}"
+    try:
+        fields = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise ValueError(f"{source} is not valid JSON: {error}") from error
+    if not isinstance(fields, dict):
+        raise ValueError(f"{source} must hold a JSON object, got {type(fields).__name__}")
+    return FRAEConfig.from_dict(fields)
+
+
+def points_for(variant: Variant, grid: Iterable[Point], settings: Settings) -> list[Point]:
+    """The part of ``grid`` a variant runs: the operations it offers; if slow, the caps; the
+    models after the grid's first only if it runs the width axis (``Variant.wide``)."""
+    grid = list(grid)
+    points, main = [], grid[0].model if grid else DEFAULT_MODEL
+    for point in grid:
+        wanted = variant.operations if point.model == main else variant.wide
+        offered = tuple(op for op in point.operations if op in wanted)
+        capped = variant.slow and (
+            point.steps > settings.slow_max_steps
+            or (settings.slow_max_batch is not None and point.batch > settings.slow_max_batch)
+        )
+        only = variant.only_shapes
+        capped = capped or (only is not None and (point.batch, point.steps) not in only)
+        if offered and not capped:
+            points.append(Point(point.model, point.batch, point.steps, offered))
+    return points
+
+
+def state_points(
+    variant: Variant, points: list[Point], models: dict[str, FRAEConfig]
+) -> tuple[list[Point], str | None]:
+    """``points`` without the state-feedback models' where ``variant`` cannot run them
+    (``Variant.no_state_feedback``), and why it is left out of a run of such a model when
+    that leaves it none."""
+    if variant.no_state_feedback is None:
+        return points, None
+    kept = [point for point in points if models[point.model].gru is None]
+    if not kept and any(config.gru is not None for config in models.values()):
+        return kept, f"cannot run the state-feedback model: {variant.no_state_feedback}"
+    return kept, None

@@ -1,0 +1,66 @@
+"""The facts of the machine a run is made on, written into its first record."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import os
+import platform
+import subprocess
+from pathlib import Path
+from typing import Any
+
+LIBRARIES = (
+    "numpy",
+    "tensorflow",
+    "keras",
+    "jax",
+    "jaxlib",
+    "flax",
+    "optax",
+    "numba",
+    "llvmlite",
+    "torch",
+    "matplotlib",
+)
+"""The libraries whose installed versions a run records."""
+
+
+def machine_facts() -> dict[str, Any]:
+    """Platform, CPUs, Python, library versions and thread variables; imports no framework."""
+    versions = {}
+    for name in LIBRARIES:
+        try:
+            versions[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            continue
+    from bench.baselines.c_forward import FLAGS, compiler
+
+    cc = compiler()
+    cc_version = (
+        subprocess.run([cc, "--version"], capture_output=True, text=True).stdout.splitlines()[0]
+        if cc
+        else None
+    )
+    from bench.worker import THREAD_VARIABLES
+
+    return {
+        "platform": platform.platform(),
+        "machine": platform.machine(),
+        "processor": _cpu_model(),
+        "cpu_count": os.cpu_count(),
+        "affinity": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
+        "python": platform.python_version(),
+        "versions": versions,
+        "thread_variables": {k: os.environ[k] for k in THREAD_VARIABLES if k in os.environ},
+        "c_compiler": f"{cc_version} {' '.join(FLAGS)}" if cc else None,
+    }
+
+
+def _cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.partition(":")[2].strip()
+    except OSError:
+        pass
+    return platform.processor()

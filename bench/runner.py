@@ -1,0 +1,237 @@
+"""The runner: each variant's worker in a process of its own, its records streamed back to
+``results.jsonl`` after the run's facts, with a progress bar on standard error."""
+
+from __future__ import annotations
+
+import datetime
+import os
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import asdict, replace
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from bench.catalogue import Variant, frameworks, unavailable
+from bench.grid import points_for, state_points
+from bench.job import Job, Settings
+from bench.machine import machine_facts
+from bench.records import (
+    DEFAULT_MODEL,
+    DoneRecord,
+    EndRecord,
+    Listing,
+    Point,
+    Record,
+    ResultRecord,
+    RunRecord,
+    VariantRecord,
+    from_json,
+    to_json,
+)
+from frae.config import FRAEConfig
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def job_of(
+    variant: Variant, points: list[Point], models: dict[str, FRAEConfig], settings: Settings
+) -> Job:
+    """What ``variant``'s worker measures."""
+    return Job(
+        variant=variant.name,
+        backend=variant.backend,
+        settings=settings,
+        points=tuple(points),
+        models=models,
+        frameworks=tuple(frameworks(variant)),
+        devices=variant.devices,
+    )
+
+
+def run_variant(
+    variant: Variant,
+    points: list[Point],
+    models: dict[str, FRAEConfig],
+    settings: Settings,
+    log: Path,
+    on_record: Callable[[Record], None],
+) -> None:
+    """Run one variant's worker; pass each record it prints to ``on_record``.
+
+    A worker that fails or runs past ``settings.timeout_s`` yields a ``variant`` record with
+    the error and the tail of its log; the run goes on with the next variant.
+    """
+    job = job_of(variant, points, models, settings)
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", **variant.env}
+    if ":" in variant.backend:  # a port by import path is found where the run was started
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [os.getcwd(), env.get("PYTHONPATH")]))
+    with log.open("w") as errors:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "bench.worker", job.to_json()],
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=errors,
+            text=True,
+        )
+        timer = threading.Timer(settings.timeout_s, process.kill)
+        timer.start()
+        try:
+            assert process.stdout is not None
+            for line in process.stdout:
+                if line.startswith("{"):  # a library may print to stdout too
+                    record = from_json(line)  # a variant's facts or a measurement
+                    if isinstance(record, VariantRecord | ResultRecord):
+                        on_record(replace(record, role=variant.role))
+            code = process.wait()
+        finally:
+            timed_out = not timer.is_alive() and process.returncode == -9
+            timer.cancel()
+    if code != 0:
+        tail = log.read_text(errors="replace").strip().splitlines()[-5:]
+        why = f"timed out after {settings.timeout_s:.0f} s" if timed_out else f"exited with {code}"
+        on_record(
+            VariantRecord(variant.name, variant.role, error=f"worker {why}: " + " | ".join(tail))
+        )
+
+
+def listing(variant: Variant) -> Listing:
+    """``variant`` as the run's first record lists it."""
+    return Listing(
+        variant.backend,
+        variant.role,
+        variant.about,
+        variant.env,
+        variant.slow,
+        twin_of=variant.twin_of,
+        devices=variant.devices,
+        of=variant.of,
+    )
+
+
+class Planned(NamedTuple):
+    """A variant, the points it runs and why it is skipped (``None``: it runs)."""
+
+    variant: Variant
+    points: list[Point]
+    skipped: str | None
+
+    @property
+    def measurements(self) -> int:
+        return sum(len(point.operations) for point in self.points)
+
+
+def plan(
+    variants: Iterable[Variant],
+    grid: list[Point],
+    settings: Settings,
+    models: dict[str, FRAEConfig],
+) -> list[Planned]:
+    """Each variant's part of ``grid``, or why it is skipped."""
+    planned = []
+    for variant in variants:
+        points, refused = state_points(variant, points_for(variant, grid, settings), models)
+        planned.append(Planned(variant, points, unavailable(variant) or refused))
+    return planned
+
+
+def run(
+    variants: Iterable[Variant],
+    grid: Iterable[Point],
+    settings: Settings,
+    out: Path,
+    progress: bool = True,
+    models: dict[str, FRAEConfig] | None = None,
+) -> list[Record]:
+    """Measure every variant over ``grid``; write ``out/results.jsonl``; return the records.
+
+    ``models`` maps the labels in the grid's points to their configs (default: the default
+    model as ``"default"``).
+
+    The first record (``RunRecord``) holds the machine's facts, the grid and the settings;
+    then, per variant, its facts (or why it was skipped) and one record per measurement.
+    """
+    (out / "logs").mkdir(parents=True, exist_ok=True)
+    variants, grid = list(variants), list(grid)
+    models = models or {DEFAULT_MODEL: FRAEConfig()}
+    first = _run_record(variants, grid, settings, models)
+    planned = plan(variants, grid, settings, models)
+    bar = _progress_bar(sum(p.measurements for p in planned if p.skipped is None), progress)
+    records: list[Record] = []
+    with (out / "results.jsonl").open("w") as results:
+
+        def keep(record: Record) -> None:
+            records.append(record)
+            results.write(to_json(record) + "\n")
+            results.flush()
+            if isinstance(record, ResultRecord):
+                bar.update(1)
+                shown = "" if record.model == DEFAULT_MODEL else f" model {record.model}"
+                bar.set_postfix_str(f"{record.variant}{shown} B={record.batch} T={record.steps}")
+
+        keep(first)
+        start = time.perf_counter()
+        for variant, points, skipped in planned:
+            if skipped is not None:
+                keep(VariantRecord(variant.name, variant.role, skipped=skipped))
+                continue
+            before, begin = len(records), time.perf_counter()
+            bar.set_description(variant.name)
+            log = out / "logs" / f"{_file_name(variant.name)}.log"
+            run_variant(variant, points, models, settings, log, keep)
+            done = sum(1 for r in records[before:] if isinstance(r, ResultRecord))
+            bar.update(sum(len(p.operations) for p in points) - done)  # those a failed worker left
+            keep(DoneRecord(variant.name, time.perf_counter() - begin))
+        keep(EndRecord(time.perf_counter() - start))
+    bar.close()
+    return records
+
+
+def _run_record(
+    variants: list[Variant], grid: list[Point], settings: Settings, models: dict[str, FRAEConfig]
+) -> RunRecord:
+    """The run's first record: when and how it was started, on what, over which grid."""
+    return RunRecord(
+        started=datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
+        command=" ".join(sys.orig_argv),
+        machine=machine_facts(),
+        grid=grid,
+        settings=asdict(settings),
+        variants={variant.name: listing(variant) for variant in variants},
+        models={label: config.to_dict() for label, config in models.items()},
+    )
+
+
+def _file_name(name: str) -> str:
+    """A variant's name as a file name (an import path's ``:`` and ``/`` replaced)."""
+    return "".join(c if c.isalnum() or c in "._-[]" else "_" for c in name)
+
+
+class _Silent:
+    """Stands in for a tqdm bar when there is none."""
+
+    def update(self, _: int) -> None: ...
+
+    def set_description(self, _: str) -> None: ...
+
+    def set_postfix_str(self, _: str) -> None: ...
+
+    def close(self) -> None: ...
+
+
+def _progress_bar(total: int, show: bool) -> Any:
+    if show:
+        try:
+            from tqdm import tqdm  # type: ignore[import-untyped, unused-ignore]
+        except ImportError:
+            return _Silent()
+        return tqdm(total=total, unit="measurement", file=sys.stderr, dynamic_ncols=True)
+    return _Silent()
+
+
+def default_out() -> Path:
+    """``reports/<timestamp>/`` under the working folder."""
+    return Path("reports") / datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
