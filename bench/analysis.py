@@ -285,7 +285,7 @@ def flags(pivot: Pivot) -> dict[Key, list[str]]:
         if (ratio := pivot.floor_ratio(key)) is not None and ratio < BELOW_FLOOR:
             why.append(f"{ratio:.2g}× the floor: the floor does not bound this model here")
         for part, whole in PARTS:
-            other = pivot.results.get(key._replace(operation=whole))
+            other = pivot.results.get(Key(key.variant, whole, key.batch, key.steps))
             if key.operation == part and other and other.q3_s is not None and r.q1_s > other.q3_s:
                 times = r.median_s / other.median_s if other.median_s else float("nan")
                 why.append(f"{times:.2g}× its {LABELS[whole]}, which contains it")

@@ -180,7 +180,7 @@ def devices_rows(pivot: Pivot) -> Rows:
         for key in pivot.results:
             if key.variant != name or key.operation != "train_step":
                 continue
-            one = pivot.figure(key._replace(variant=one_device))
+            one = pivot.figure(Key(one_device, key.operation, key.batch, key.steps))
             many = pivot.figure(key)
             ratio = many / one if many is not None and one else None
             cells = [fmt(one), fmt(many), _ratio(ratio)]

@@ -191,7 +191,7 @@ def test_the_terminal_call_costs_and_flags_fit_100_columns() -> None:
     for index, name in enumerate(LONG_NAMES):
         for operation in ("predict", "loss_and_grads", "train_step"):
             seconds = 1.23456e-3 * (index + 1) * 100 * (1 + len(operation) / 10)
-            records.append(timed(name, operation, 1, 10_000, seconds * (1 + index), spread=0.9))
+            records.append(timed(name, operation, 1, 10_000, seconds * (1 + index), spread=0.8))
     text = terminal(records)
     assert "poor fit" in text and "readings to doubt" in text and "more" in text
     assert max(len(line) for line in text.splitlines()) <= render.WIDTH
