@@ -26,14 +26,9 @@ class BackendEntry:
 REGISTRY: dict[str, BackendEntry] = {
     "reference": BackendEntry("impls.reference:ReferenceBackend"),
     "tf_while": BackendEntry("impls.tf_while:TFWhileBackend", ("tensorflow",), "tf"),
-    "tf_while_bptt": BackendEntry("impls.tf_while:TFWhileBPTTBackend", ("tensorflow",), "tf"),
     "jax_scan": BackendEntry("impls.jax_scan:JaxScanBackend", ("jax", "flax", "optax"), "jax"),
-    "jax_scan_bptt": BackendEntry(
-        "impls.jax_scan:JaxScanBPTTBackend", ("jax", "flax", "optax"), "jax"
-    ),
     "keras_rnn": BackendEntry("impls.keras_rnn:KerasRNNBackend", ("keras",), "keras"),
     "torch_scan": BackendEntry("impls.torch_scan:TorchScanBackend", ("torch",), "torch"),
-    "torch_scan_bptt": BackendEntry("impls.torch_scan:TorchScanBPTTBackend", ("torch",), "torch"),
 }
 
 

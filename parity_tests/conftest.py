@@ -2,7 +2,9 @@
 
 ``pytest parity_tests --backend NAME_OR_PATH`` (repeatable) runs the suite against registered
 backends or any ``package.module:attribute`` that follows the contract. Without it, every
-registered backend whose framework is installed runs; the header names the others and why.
+registered backend whose framework is installed runs; the header names the others and why;
+and so do, for the training properties alone, the import paths of the ini option
+``training_only_backends`` (the project lists its hand-written-backward twins there).
 Modules are found in the directory pytest was started from too, so a port outside the
 repository needs no ``PYTHONPATH``; a backend that cannot be imported stops the run at
 start-up with the import error, instead of failing every test.
@@ -41,10 +43,27 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="backend to transfer weights to and from (repeatable; default: every installed "
         "backend other than those under test, or the reference)",
     )
+    parser.addini(
+        TRAINING_ONLY,
+        "import paths of backends checked for the training properties alone (gradients, SGD, "
+        "Adam, data-parallel training) in a run without --backend; one that cannot be imported "
+        "is skipped, saying why",
+        type="linelist",
+        default=[],
+    )
 
 
 def selected_backends(config: pytest.Config) -> list[str]:
     return config.getoption("backend") or frae.installed_backends()
+
+
+def training_only_backends(config: pytest.Config) -> list[str]:
+    """The ``training_only_backends`` that run beside the selected ones: none with
+    ``--backend``, which runs the backends named and nothing else."""
+    if config.getoption("backend"):
+        return []
+    selected = set(selected_backends(config))
+    return [spec for spec in config.getini(TRAINING_ONLY) if spec not in selected]
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -60,47 +79,48 @@ def pytest_configure(config: pytest.Config) -> None:
 def _check_importable(option: str, spec: str) -> None:
     """A ``pytest.UsageError`` (exit status 4, one message) if ``spec`` cannot be imported:
     a registered name whose framework is missing, or an import path that does not resolve."""
-    try:
-        if ":" in spec:
-            frae.registry._load(spec)  # what frae.create(spec) imports
-            return
-        reason = frae.unavailable_reason(spec)
-    except Exception as error:  # a port's import can fail in any way its code can
-        reason = f"{type(error).__name__}: {error}"
+    reason = _import_failure(spec)
     if reason is not None:
         raise pytest.UsageError(f"{option} {spec!r} cannot be imported: {reason}")
 
 
-HAND_WRITTEN_TWINS = {"tf_while_bptt", "jax_scan_bptt", "torch_scan_bptt"}
-"""Registered backends that differ from their twin (``tf_while`` …) only in a backward pass
-written by hand for output feedback: with state feedback they run their twin's functions,
-inference included, so only the state-feedback tests of what they train are theirs to run."""
+@functools.cache
+def _import_failure(spec: str) -> str | None:
+    """Why ``frae.create(spec)`` cannot import ``spec``, or ``None`` if it can."""
+    try:
+        if ":" in spec:
+            frae.registry._load(spec)  # what frae.create(spec) imports
+            return None
+        return frae.unavailable_reason(spec)
+    except Exception as error:  # a port's import can fail in any way its code can
+        return f"{type(error).__name__}: {error}"
+
+
+TRAINING_ONLY = "training_only_backends"
+"""The ini option naming the backends whose own part is their gradient and the training it
+drives (the hand-written-backward twins, whose inference is their twin's)."""
 TRAINING_PROPERTIES = ("gradients", "sgd", "adam", "data_parallel")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """With ``--backend``, run the contract's tests for those backends and nothing else;
-    leave out the state-feedback inference tests of ``HAND_WRITTEN_TWINS`` unless they are
-    named; under ``pytest -n`` (``make test``), keep each backend's tests on one worker, where
-    its compiled functions are cached (a torch_scan config compiles for some 17 s)."""
+    give the ``training_only_backends`` only the tests of ``TRAINING_PROPERTIES``; under
+    ``pytest -n`` (``make test``), keep each backend's tests on one worker, where its
+    compiled functions are cached (a torch_scan config's compilation is the costliest)."""
     from parity_tests.properties import PROPERTIES
 
-    chosen = config.getoption("backend")
     training = [PROPERTIES[key] for key in TRAINING_PROPERTIES]
+    training_only = set(training_only_backends(config))
 
-    def twin_runs_it(item: pytest.Item) -> bool:
-        test_id = item.name
-        return (
-            not chosen
-            and "state" in test_id
-            and backend_of(item) in HAND_WRITTEN_TWINS
-            and not any(prop.selects(test_id) for prop in training)
+    def not_theirs(item: pytest.Item) -> bool:
+        return backend_of(item) in training_only and not any(
+            prop.selects(item.name) for prop in training
         )
 
-    deselected = [item for item in items if twin_runs_it(item)]
+    deselected = [item for item in items if not_theirs(item)]
     if deselected:
         config.hook.pytest_deselected(items=deselected)
-        items[:] = [item for item in items if not twin_runs_it(item)]
+        items[:] = [item for item in items if not not_theirs(item)]
     for item in items:
         if item.get_closest_marker("nested") is None and (backend := backend_of(item)):
             item.add_marker(pytest.mark.xdist_group(backend))
@@ -116,6 +136,8 @@ def backend_of(item: pytest.Item) -> str | None:
 
 def pytest_report_header(config: pytest.Config) -> list[str]:
     lines = [f"backends under test: {', '.join(selected_backends(config))}"]
+    if training_only := training_only_backends(config):
+        lines.append(f"for the training properties alone: {', '.join(training_only)}")
     if not config.getoption("backend"):
         lines += [
             f"backend not tested: {name}: {frae.unavailable_reason(name)}"
@@ -128,13 +150,30 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     selected = selected_backends(metafunc.config)
     if "backend_spec" in metafunc.fixturenames:
-        metafunc.parametrize("backend_spec", selected)
+        training_only = [
+            pytest.param(spec, marks=_skip_unless_importable(spec))
+            for spec in training_only_backends(metafunc.config)
+        ]
+        metafunc.parametrize("backend_spec", [*selected, *training_only])
     if "other_spec" in metafunc.fixturenames:
         others = [
             name for name in ["reference", *frae.installed_backends()] if name not in selected
         ]
         others = list(dict.fromkeys(others)) or ["reference"]
         metafunc.parametrize("other_spec", others)
+
+
+def _skip_unless_importable(spec: str) -> list[pytest.MarkDecorator]:
+    """A skip saying why, for a ``training_only_backends`` entry that cannot be imported."""
+    reason = _import_failure(spec)
+    return [] if reason is None else [pytest.mark.skip(reason=f"{spec}: {reason}")]
+
+
+@pytest.fixture
+def training_only(backend_spec: str, pytestconfig: pytest.Config) -> bool:
+    """Whether the backend under test is one of the ``training_only_backends``, whose
+    inference and data-parallel engine are another backend's (its twin's)."""
+    return backend_spec in pytestconfig.getini(TRAINING_ONLY)
 
 
 @pytest.fixture

@@ -18,6 +18,12 @@ MUTANT_VERDICTS = pytest.StashKey[dict[str, bool]]()
 """Mutant name -> whether the kit rejected it, filled by ``test_mutants.py``."""
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    # the kit's ini option (parity_tests/conftest.py), which pyproject.toml sets: declared
+    # here too, so that a run of tests/ alone, which loads no kit conftest, knows it
+    parser.addini("training_only_backends", "the kit's: parity_tests/conftest.py", type="linelist")
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         specific = item.get_closest_marker("backend_specific")

@@ -43,13 +43,26 @@ def test_the_probe_sees_an_imported_framework() -> None:
     ) == ["jax"]
 
 
+TWINS = {
+    "bench.twins.tf_while:TFWhileBPTTBackend": "tf_while",
+    "bench.twins.jax_scan:JaxScanBPTTBackend": "jax_scan",
+    "bench.twins.torch_scan:TorchScanBPTTBackend": "torch_scan",
+}
+"""The benchmark's hand-written-backward twins, by import path: each the backend it twins."""
+
+
 @pytest.mark.parametrize(
-    "name", [name for name in frae.installed_backends() if frae.registry.REGISTRY[name].frameworks]
+    "name",
+    [
+        *(name for name in frae.installed_backends() if frae.registry.REGISTRY[name].frameworks),
+        *(path for path, twin in TWINS.items() if twin in frae.installed_backends()),
+    ],
 )
 def test_a_backend_imports_only_what_its_framework_does(name: str) -> None:
     """``create(name)`` and a call import no framework beyond what importing its own does
-    (TensorFlow itself imports jax and keras when they are installed, for example)."""
-    frameworks = frae.registry.REGISTRY[name].frameworks
+    (TensorFlow itself imports jax and keras when they are installed, for example); a twin,
+    only what the backend it twins does."""
+    frameworks = frae.registry.REGISTRY[TWINS.get(name, name)].frameworks
     alone = _frameworks_imported_by(f"import {', '.join(frameworks)}")
     used = _frameworks_imported_by(
         f"import numpy, frae; frae.create({name!r}).predict(numpy.zeros((1, 3, 2), 'float32'))"

@@ -26,6 +26,9 @@ pytest.importorskip("optax")
 jax_model = pytest.importorskip("impls.jax_scan.model")
 jax_train = pytest.importorskip("impls.jax_scan.train")
 jax_backend = pytest.importorskip("impls.jax_scan.backend")
+TWIN = "bench.twins.jax_scan:JaxScanBPTTBackend"
+"""The benchmark's hand-written-backward twin, by import path: also the worker group its
+tests share with its kit tests."""
 nnx = jax_model.nnx
 
 # every size different, no square kernel: a swapped axis or transposed kernel fails
@@ -209,13 +212,13 @@ def test_stock_gru_cell_state_refuses_a_candidate_recurrent_bias() -> None:
         jax_model.stock_gru_cell_state(weights, gru)
 
 
-@pytest.mark.parametrize("backend", ["jax_scan", "jax_scan_bptt"])
+@pytest.mark.parametrize("backend", ["jax_scan", TWIN])
 @pytest.mark.usefixtures("fresh_compiled_code")
 def test_state_model_at_large_batches_takes_no_output_only_path(
     monkeypatch: pytest.MonkeyPatch, backend: str
 ) -> None:
     """From ``BATCH_LAST_MIN_BATCH`` and ``REMAT_MIN_BATCH`` on, the state model still runs
-    batch-major and stores each step, and ``jax_scan_bptt`` differentiates it by autodiff
+    batch-major and stores each step, and the twin (``TWIN``) differentiates it by autodiff
     (its hand-written backward, broken here, is output feedback's): all equal the reference."""
     batch = max(jax_model.BATCH_LAST_MIN_BATCH, jax_train.REMAT_MIN_BATCH)
     options: list[dict[str, object]] = []
@@ -403,9 +406,9 @@ def test_the_backend_works_after_tensorflow_was_imported() -> None:
     assert_close("self", np.float32(used["output"]), _expected_output())
 
 
-# jax_scan_bptt: the same model, its backward pass written by hand (train.loss_by_hand)
+# the twin: the same model, its backward pass written by hand (train.loss_by_hand)
 
-by_hand = pytest.mark.backend_specific("jax_scan_bptt")
+by_hand = pytest.mark.backend_specific(TWIN)
 
 
 @pytest.fixture
@@ -428,14 +431,14 @@ def _break_the_backward(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_value_and_grad_runs_the_hand_written_backward(
     monkeypatch: pytest.MonkeyPatch, batch: int
 ) -> None:
-    """Broken by hand, the backward breaks jax_scan_bptt's gradients and its SGD steps'
+    """Broken by hand, the backward breaks the twin's gradients and its SGD steps'
     updates, and leaves its loss and jax_scan's gradients alone: the framework's gradient
     call runs it, and only it."""
     rng = np.random.default_rng(11)
     x, y = (rng.uniform(-1.0, 1.0, (batch, 5, CONFIG.input_dim)).astype(np.float32) for _ in "xy")
     expected_loss, expected = frae.create("reference", CONFIG, seed=12).loss_and_grads(x, y)
     _break_the_backward(monkeypatch)
-    model = frae.create("jax_scan_bptt", CONFIG, seed=12)
+    model = frae.create(TWIN, CONFIG, seed=12)
     loss, grads = model.loss_and_grads(x, y)
     assert_close("loss", np.float32(loss), np.float64(expected_loss))
     feedback_free = {"decoder/output/kernel", "decoder/output/bias"}  # no d_pre @ kernelᵀ in them
@@ -506,10 +509,10 @@ def _loop_carries(hlo: str) -> list[list[str]]:
     return carries
 
 
-def _programs(backend: str, batch: int) -> dict[str, object]:
-    """``backend``'s jitted gradient and training steps, on a batch of ``batch`` sequences
-    of 37 steps (a length no other axis has)."""
-    compiled = jax_backend.compiled(CONFIG, by_hand=backend == "jax_scan_bptt")
+def _programs(batch: int, *, by_hand: bool) -> dict[str, object]:
+    """The jitted gradient and training steps (``by_hand``: the twin's), on a batch of
+    ``batch`` sequences of 37 steps (a length no other axis has)."""
+    compiled = jax_backend.compiled(CONFIG, by_hand=by_hand)
     params = frae.initial_weights(CONFIG)
     x = np.zeros((batch, 37, CONFIG.input_dim), np.float32)
     programs = {"loss_and_grads": (compiled.loss_and_grads, (params, x, x))}
@@ -526,13 +529,13 @@ def test_the_reverse_loop_carries_only_the_feedback_gradient(batch: int) -> None
     d loss / d x̂_t, (B, F): no weight's gradient is summed inside a loop, in the jaxpr nor in
     the compiled program. Autodiff's reverse scan (jax_scan) sums them all there, and fails."""
     feedback = (batch, CONFIG.input_dim)
-    for what, (function, args) in _programs("jax_scan_bptt", batch).items():
+    for what, (function, args) in _programs(batch, by_hand=True).items():
         assert _reverse_scan_carries(function.trace(*args).jaxpr) == [[feedback]], what
-    function, args = _programs("jax_scan_bptt", batch)["adam step"]
+    function, args = _programs(batch, by_hand=True)["adam step"]
     hlo = function.lower(*args).compile().as_text()
     expected = f"f32[{batch},{CONFIG.input_dim}]"
     assert _loop_carries(hlo) == [[expected]] * 2  # the forward's and the backward's
-    function, args = _programs("jax_scan", batch)["loss_and_grads"]
+    function, args = _programs(batch, by_hand=False)["loss_and_grads"]
     [autodiff_carries] = _reverse_scan_carries(function.trace(*args).jaxpr)
     assert {tuple(shape) for shape in CONFIG.parameter_shapes().values()} <= set(autodiff_carries)
     assert any(

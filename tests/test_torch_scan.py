@@ -1,7 +1,7 @@
 """PyTorch-specific promises of ``torch_scan``: the ``nn.Linear`` and ``nn.GRUCell`` layouts
 and their one transpose, the scan equal to the cell stepped in Python, float32, one
 compilation for every shape, and nothing global changed in the user's process; of
-``torch_scan_bptt``, that autograd's gradient calls run its hand-written backward (with
+its twin ``TWIN``, that autograd's gradient calls run its hand-written backward (with
 output feedback; autograd's own with state feedback)."""
 
 from __future__ import annotations
@@ -25,6 +25,9 @@ torch = pytest.importorskip("torch")
 torch_model = pytest.importorskip("impls.torch_scan.model")
 torch_backend = pytest.importorskip("impls.torch_scan.backend")
 torch_train = pytest.importorskip("impls.torch_scan.train")
+TWIN = "bench.twins.torch_scan:TorchScanBPTTBackend"
+"""The benchmark's hand-written-backward twin, by import path: also the worker group its
+tests share with its kit tests."""
 
 # every size different, no square kernel: a swapped axis or transposed kernel fails
 CONFIG = frae.FRAEConfig(input_dim=3, encoder_units=(5,), latent_dim=2, decoder_units=(4, 6))
@@ -182,7 +185,7 @@ def test_float32_throughout() -> None:
     assert all(g.dtype == np.float32 for g in grads.values())
 
 
-@pytest.mark.backend_specific("torch_scan_bptt")
+@pytest.mark.backend_specific(TWIN)
 def test_autograd_runs_the_hand_written_backward(monkeypatch: pytest.MonkeyPatch) -> None:
     """The loss's autograd node is ``HandWrittenBPTT``'s; ``loss_and_grads``
     (``torch.autograd.grad``) equals autograd's own gradient through the scan
@@ -190,7 +193,7 @@ def test_autograd_runs_the_hand_written_backward(monkeypatch: pytest.MonkeyPatch
     ``loss_and_grads`` reports and what ``fit``'s ``loss.backward()`` hands to SGD."""
     weights = frae.initial_weights(CONFIG, seed=8)
     x, y = _inputs(seed=9), _inputs(seed=10)
-    hand = frae.create("torch_scan_bptt", CONFIG, weights=weights)
+    hand = frae.create(TWIN, CONFIG, weights=weights)
     assert isinstance(hand._loss(x, y).grad_fn, torch_train.HandWrittenBPTT._backward_cls)
     loss, grads = hand.loss_and_grads(x, y)
     autodiff_loss, autodiff_grads = frae.create(
@@ -214,13 +217,13 @@ def test_autograd_runs_the_hand_written_backward(monkeypatch: pytest.MonkeyPatch
         assert_close("sgd weights", value, expected, name)
 
 
-@pytest.mark.backend_specific("torch_scan_bptt")
+@pytest.mark.backend_specific(TWIN)
 def test_state_feedback_is_differentiated_by_autograd() -> None:
     """The hand-written backward is the output model's: with state feedback,
-    ``torch_scan_bptt``'s loss is autograd's through the scan, its gradients the reference's."""
+    the twin's loss is autograd's through the scan, its gradients the reference's."""
     weights = frae.initial_weights(STATE_CONFIG, seed=8)
     x, y = _inputs(seed=9), _inputs(seed=10)
-    model = frae.create("torch_scan_bptt", STATE_CONFIG, weights=weights)
+    model = frae.create(TWIN, STATE_CONFIG, weights=weights)
     assert not isinstance(model._loss(x, y).grad_fn, torch_train.HandWrittenBPTT._backward_cls)
     loss, grads = model.loss_and_grads(x, y)
     reference = frae.create("reference", STATE_CONFIG, weights=weights)

@@ -247,20 +247,3 @@ class TFWhileBackend(BaseBackend):
 
     def _weights_finite(self) -> bool:
         return bool(np.isfinite(self._after_step).all())
-
-
-class TFWhileBPTTBackend(TFWhileBackend):
-    """``TFWhileBackend`` with its backward pass written by hand (``train.backward``): the
-    tape's gradient, in ``loss_and_grads`` and in the SGD and Adam steps, goes through
-    ``tf.custom_gradient``: one reverse ``tf.while_loop`` carrying only the feedback's
-    gradient, each weight's gradient one product over all steps after it.
-
-    The backward pass is written for output feedback; a state-feedback model (contract
-    section 1b) runs ``TFWhileBackend``'s functions, its gradient TensorFlow's autodiff."""
-
-    name = "tf_while_bptt"
-
-    def _build(self, weights: Weights) -> None:
-        super()._build(weights)
-        if self.config.gru is None:
-            self.compiled = hand_written_functions(self.jit_compile)

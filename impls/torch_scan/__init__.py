@@ -1,6 +1,7 @@
 """PyTorch: ``nn.Linear`` layers, the time loop in the scan higher-order op, compiled whole;
-``TorchScanBPTTBackend`` the same with back-propagation through time written by hand."""
+``compiled_hand_written`` compiles the loops of back-propagation through time written by
+hand, which the benchmark's twin runs (``bench.twins.torch_scan``)."""
 
-from impls.torch_scan.backend import TorchScanBackend, TorchScanBPTTBackend
+from impls.torch_scan.backend import TorchScanBackend
 
-__all__ = ["TorchScanBPTTBackend", "TorchScanBackend"]
+__all__ = ["TorchScanBackend"]
