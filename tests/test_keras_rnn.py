@@ -30,12 +30,13 @@ ROOT = Path(__file__).resolve().parent.parent
 @pytest.mark.nested
 @pytest.mark.parametrize("keras_backend", list(KERAS_BACKENDS))
 def test_parity_suite_passes_on_keras_backend(keras_backend: str) -> None:
-    """The whole suite for keras_rnn, in a process whose Keras runs on ``keras_backend``."""
+    """The kit and keras_rnn's own tests, in a process whose Keras runs on ``keras_backend``."""
     if keras.backend.backend() == keras_backend:
         pytest.skip(f"this process runs Keras on {keras_backend}: the main run covers it")
     if importlib.util.find_spec(KERAS_BACKENDS[keras_backend]) is None:
         pytest.skip(f"{keras_backend} is not installed")
     command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "parity_tests"]
+    command += [str(Path(__file__).resolve().relative_to(ROOT))]
     command += ["--backend", "keras_rnn", "-k", "not test_parity_suite_passes_on_keras_backend"]
     environment = {**os.environ, "KERAS_BACKEND": keras_backend}
     result = subprocess.run(
