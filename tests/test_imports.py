@@ -30,6 +30,7 @@ def _frameworks_imported_by(code: str) -> list[str]:
         "import frae; frae.create('reference').predict(__import__('numpy').zeros((1, 3, 2)))",
         "import frae; frae.available_backends(); frae.installed_backends()",
         "import frae.devices; frae.devices.start_devices('none')",
+        "import frae.activations, frae.gru_layout",
     ],
 )
 def test_core_and_reference_import_no_framework(code: str) -> None:

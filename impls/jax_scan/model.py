@@ -28,7 +28,7 @@ import jax
 import jax.numpy as jnp
 from flax import nnx
 
-from frae import gru_layout
+from frae import activations, gru_layout
 from frae.config import FUSED_PRODUCT_MAX_SIZE, GRU, FRAEConfig, Layer
 
 Array = jax.Array
@@ -83,16 +83,9 @@ def product(h: Array, kernel: Array) -> Array:
 
 
 def activation_slope(name: str, pre: Array, out: Array) -> Array:
-    """d act(a) / da from the pre-activation a and the output act(a): swish
-    σ(a) + a·σ(a)(1 - σ(a)) = out + σ(a)(1 - out), tanh 1 - out², sigmoid out(1 - out),
-    linear 1."""
-    if name == "swish":
-        return out + nnx.sigmoid(pre) * (1.0 - out)
-    if name == "tanh":
-        return 1.0 - jnp.square(out)
-    if name == "sigmoid":
-        return out * (1.0 - out)
-    return jnp.ones_like(pre)
+    """d act(a) / da from the pre-activation a and the output act(a)
+    (``frae.activations``)."""
+    return activations.activation_slope(name, pre, out, nnx.sigmoid, jnp.ones_like)
 
 
 class DenseStack(nnx.Module):

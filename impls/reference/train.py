@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from frae import activations
 from frae.backend import TrainStep
 from frae.config import GRU, FRAEConfig
 from frae.optimizers import ADAM
@@ -20,15 +21,9 @@ from impls.reference.model import (
 
 
 def activation_slope(name: str, pre: Array, out: Array) -> Array:
-    """d act(a) / da, from the pre-activation ``a`` and the output ``act(a)``."""
-    if name == "swish":
-        s = sigmoid(pre)
-        return s * (1.0 + pre * (1.0 - s))
-    if name == "tanh":
-        return 1.0 - out**2
-    if name == "sigmoid":
-        return out * (1.0 - out)
-    return np.ones_like(pre)
+    """d act(a) / da, from the pre-activation ``a`` and the output ``act(a)``
+    (``frae.activations``)."""
+    return activations.activation_slope(name, pre, out, sigmoid, np.ones_like)
 
 
 def dense_stack_backward(

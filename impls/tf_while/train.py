@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from frae import activations
 from frae.config import FRAEConfig, Layer
 from frae.optimizers import ADAM
 from impls.tf_while.model import ACTIVATIONS, Variables, make_cell, product, tf
@@ -50,19 +51,9 @@ def mean_squared_error(
 
 
 def activation_slope(name: str, pre: tf.Tensor, out: tf.Tensor) -> tf.Tensor:
-    """d act(a) / da from the pre-activation ``a`` and the output ``act(a)``.
-
-    swish: σ(a)(1 + a(1 − σ(a))) = σ(a) + act(a)(1 − σ(a)); tanh: 1 − act²;
-    sigmoid: act(1 − act); linear: 1.
-    """
-    if name == "swish":
-        sigmoid = tf.sigmoid(pre)
-        return sigmoid + out * (1.0 - sigmoid)
-    if name == "tanh":
-        return 1.0 - tf.square(out)
-    if name == "sigmoid":
-        return out * (1.0 - out)
-    return tf.ones_like(pre)
+    """d act(a) / da from the pre-activation ``a`` and the output ``act(a)``
+    (``frae.activations``)."""
+    return activations.activation_slope(name, pre, out, tf.sigmoid, tf.ones_like)
 
 
 Records = dict[str, tuple[tf.Tensor, tf.Tensor]]

@@ -12,6 +12,7 @@ import torch
 from torch import nn
 from torch._higher_order_ops.scan import scan
 
+from frae import activations
 from frae.config import Layer
 from frae.optimizers import ADAM
 from impls.torch_scan import model
@@ -91,16 +92,9 @@ each layer's input ``(T, B, fan_in)`` and its activation's slope act'(a) ``(T, B
 
 
 def activation_slope(name: str, pre: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
-    """d act(a) / da from the pre-activation a and the output act(a): swish
-    σ(a)(1 + a(1 - σ(a))), tanh 1 - out², sigmoid out(1 - out), linear 1."""
-    if name == "swish":
-        sigmoid = torch.sigmoid(pre)
-        return sigmoid * (1.0 + pre * (1.0 - sigmoid))
-    if name == "tanh":
-        return 1.0 - out * out
-    if name == "sigmoid":
-        return out * (1.0 - out)
-    return torch.ones_like(pre)
+    """d act(a) / da from the pre-activation a and the output act(a)
+    (``frae.activations``)."""
+    return activations.activation_slope(name, pre, out, torch.sigmoid, torch.ones_like)
 
 
 def _linears(module: model.FRAE) -> list[nn.Linear]:

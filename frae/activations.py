@@ -1,0 +1,59 @@
+"""The slope act'(a) of each activation (``frae.ACTIVATIONS``, contract section 1), written
+once for every array library.
+
+The backward passes written by hand need act'(a) at every layer and step. Each slope is
+written through the output act(a), which the forward pass has already computed, so that
+only swish evaluates anything more, σ(a) = 1/(1 + e^−a)::
+
+    swish    act(a) = a·σ(a)    act'(a) = σ(a) + a·σ(a)(1 − σ(a)) = act + σ(a)(1 − act)
+    tanh     act(a) = tanh(a)   act'(a) = 1 − act²
+    sigmoid  act(a) = σ(a)      act'(a) = act(1 − act)
+    linear   act(a) = a         act'(a) = 1
+
+``activation_slope`` takes the library's own σ and ``ones_like``: the arrays of NumPy,
+TensorFlow, JAX and PyTorch all combine with each other and with floats under +, − and ×,
+so the one formula serves each backend.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Protocol, cast
+
+from frae.config import ACTIVATIONS
+
+
+class Arithmetic(Protocol):
+    """An array under +, − and ×, with another array or with a float."""
+
+    def __add__(self, other: Any, /) -> Any: ...
+
+    def __mul__(self, other: Any, /) -> Any: ...
+
+    def __rsub__(self, other: float, /) -> Any: ...
+
+
+def activation_slope[A: Arithmetic](
+    name: str, pre: A, out: A, sigmoid: Callable[[A], A], ones_like: Callable[[A], A]
+) -> A:
+    """d act(a) / da from the pre-activation ``pre`` and the output ``out`` = act(a).
+
+    Args:
+        name: one of ``ACTIVATIONS``.
+        pre: a, of any shape.
+        out: act(a), of the same shape.
+        sigmoid: the library's σ, used for swish alone.
+        ones_like: the library's ``ones_like``, for linear.
+
+    Returns:
+        act'(a), of ``pre``'s shape and type.
+    """
+    if name == "swish":
+        return cast(A, out + sigmoid(pre) * (1.0 - out))
+    if name == "tanh":
+        return cast(A, 1.0 - out * out)
+    if name == "sigmoid":
+        return cast(A, out * (1.0 - out))
+    if name == "linear":
+        return ones_like(pre)
+    raise ValueError(f"activation must be one of {ACTIVATIONS}; got {name!r}")
