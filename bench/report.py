@@ -120,9 +120,9 @@ def head(pivot: Pivot, run: RunRecord) -> str:
 
 
 def _point(point: Point) -> str:
-    model, b, t, operations = point
-    on = "" if model == DEFAULT_MODEL else model + ", "
-    return f"({on}B={b}, T={t}: {', '.join(operations)})"
+    """A point of the grid: "(MODEL, B=…, T=…: operations)", the default model unnamed."""
+    on = "" if point.model == DEFAULT_MODEL else point.model + ", "
+    return f"({on}B={point.batch}, T={point.steps}: {', '.join(point.operations)})"
 
 
 def _on(pivot: Pivot) -> str:

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 import frae
-from bench.records import Record, ResultRecord, RunRecord
+from bench.records import Point, Record, ResultRecord, RunRecord
 
 pytest.importorskip("matplotlib", reason="the report needs matplotlib: pip install 'frae[bench]'")
 
@@ -85,7 +85,7 @@ def run_record(models: dict[str, frae.FRAEConfig] | None = None) -> RunRecord:
         "slow_max_steps": 1000,
         "slow_max_batch": 1,
     }
-    grid = [(label, 1, 1000, ("predict",)) for label in models]
+    grid = [Point(label, 1, 1000, ("predict",)) for label in models]
     configs = {label: config.to_dict() for label, config in models.items()}
     return RunRecord("now", "python -m bench", machine, grid, settings, {}, configs)
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from bench import render, report
-from bench.records import Listing, Record, RunRecord, to_json
+from bench.records import Listing, Point, Record, RunRecord, to_json
 from bench.render import Brief, Layout, Section
 from tests.bench_cases import measured
 
@@ -83,7 +83,7 @@ def records() -> list[Record]:
             "c_compiler": None,
             "thread_variables": {},
         },
-        [("default", 1, 1000, ("predict",))],
+        [Point("default", 1, 1000, ("predict",))],
         {
             "repeats": 5,
             "min_time_s": 0.05,
