@@ -49,6 +49,7 @@ class Target:
 
     Attributes:
         name: what the target is called in this module (``STATE_LIMITS``, the origins).
+        over: what its ratio divides by; over the floor, the metric is µs per step.
         statement: its text; ``{limit}``, ``{at}`` ("B=…, T=…"), ``{B}``, ``{T}`` and
             ``{over_B}`` (``OverItself``'s B) are filled in.
         at_most: the ratio must be ≤ ``limit``, else ≥.
@@ -68,6 +69,13 @@ class Target:
     metric: str = TIME
     shape: Shape | None = TARGET_SHAPE
     fastest: bool = False
+
+    def __post_init__(self) -> None:
+        if isinstance(self.over, OverFloor) and self.metric != TIME:
+            raise ValueError(
+                f"a target over the floor divides µs per step, so its metric must be {TIME!r}, "
+                f"got {self.metric!r} in {self.name!r}"
+            )
 
     def text(self) -> str:
         """The statement with its limit and shapes filled in."""

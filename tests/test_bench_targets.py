@@ -327,3 +327,12 @@ def test_each_divisor_is_a_kind_of_its_own() -> None:
     assert by_name["linear_B256"].over == OverItself(Shape(256, 1000))
     assert by_name["batching"].text().startswith("batching pays: the best backend's predict")
     assert "at B=256 ≥ 8× its own at B=1" in by_name["batching"].text()
+
+
+def test_a_target_over_the_floor_must_divide_time_per_step() -> None:
+    from bench.analysis import THROUGHPUT
+    from bench.targets import OverRole
+
+    with pytest.raises(ValueError, match="metric"):
+        Target("bad", "throughput over the floor", 2.0, metric=THROUGHPUT)
+    Target("good", "throughput over the fix", 2.0, over=OverRole(Role.TEXTBOOK), metric=THROUGHPUT)
