@@ -1,7 +1,7 @@
 """Property-based: configs and sizes drawn by hypothesis, each backend against the reference.
 
 Examples per backend: ``FRAE_HYPOTHESIS_EXAMPLES`` (default 12; each new config compiles
-anew in the compiled backends, a torch_scan one for some 15 s, so this sets most of the
+anew in the compiled backends, torch_scan's for longest, so this sets most of the
 file's and of ``make test``'s cost) for output feedback, a third as many for state
 feedback, whose GRU width H is drawn too (its three fixed cases of three depths are in
 ``cases.py``). Under ``CI`` the draw is

@@ -8,8 +8,8 @@ from bench.records import ResultRecord
 
 
 def test_call_costs_split_a_call_into_per_call_and_per_step() -> None:
-    """Times made as 300 µs + 0.2 µs·T come back as those two numbers; a second batch size
-    and a variant measured at one T only are not fitted."""
+    """Times made as a line, a fixed cost plus a cost per step times T, come back as those
+    two numbers; a second batch size and a variant measured at one T only are not fitted."""
     from bench.analysis import Pivot, call_costs
 
     def record(variant: str, batch: int, steps: int, seconds: float) -> ResultRecord:

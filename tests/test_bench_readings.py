@@ -94,8 +94,8 @@ def run_record(models: dict[str, frae.FRAEConfig] | None = None) -> RunRecord:
 
 
 def test_no_split_through_two_lengths() -> None:
-    """Two T give a line whatever the times: keras_default[jax]'s -8.33 µs per step came
-    from such a line. Now no split, and the report says why."""
+    """Two T give a line whatever the times: a negative cost per step once came from such a
+    line. Now no split, and the report says why."""
     records = [timed("keras", "predict", 1, 100, 5e-3), timed("keras", "predict", 1, 1000, 4e-3)]
     pivot = analysis.Pivot.of(records)
     assert analysis.call_costs(pivot) == [] and tables.call_cost_rows(pivot) == []
@@ -129,8 +129,8 @@ def test_a_negative_fixed_cost_is_not_printed() -> None:
 
 
 def test_a_part_slower_than_its_whole_is_flagged() -> None:
-    """keras_rnn's gradient at 17.1 µs per step beside its training step at 5.82, which
-    runs that gradient: flagged in the tables and listed, in the report and the terminal."""
+    """keras_rnn's gradient timed slower than its training step, which runs that gradient:
+    flagged in the tables and listed, in the report and the terminal."""
     records = [
         run_record(),
         timed("keras_rnn", "predict", 1, 1000, 1e-3),

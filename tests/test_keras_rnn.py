@@ -217,8 +217,8 @@ def test_the_gradient_loop_copies_no_time_long_array_on_tensorflow() -> None:
     """Summing the squared error in the cell's state keeps a backward step's cost flat in T.
 
     Differentiated through the stacked outputs ``[x̂, z]`` instead, XLA copies their T-long
-    gradient at every backward iteration (a training step at B = 256 cost 110 µs per step
-    at T = 1000 and 2918 at T = 10000): the same check finds those copies there.
+    gradient at every backward iteration (a training step's cost per step then grows with
+    T, docs/performance.md): the same check finds those copies there.
     """
     from bench.kernels import time_long_copies
 

@@ -28,7 +28,7 @@ class Compiled:
     Each function is jitted once here, with the config bound, so a call hashes no static
     argument and a repeated call with the same shapes reuses the compiled code. They take
     and return canonical weights, a plain dict of arrays that jit flattens at little cost
-    per call (an ``nnx.State`` argument costs some 10 µs more).
+    per call (an ``nnx.State`` argument costs more).
     """
 
     predict: Callable[[Params, Any], jax.Array]

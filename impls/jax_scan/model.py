@@ -47,16 +47,15 @@ PRECISION = jax.lax.Precision.HIGHEST
 # XLA's CPU compiler hands large element-wise fusions to YNNPACK ("__ynn_fusion" in the
 # optimized HLO), from B = 256 for this model: each becomes a library call dispatched to its
 # thread pool at every time step, which costs more than the fused loop it replaces. Off for
-# every function of this backend: at B = 256, T = 1000 predict 14.0 -> 7.0 µs per step and
-# a gradient 51.8 -> 22.5 (batch-major, recomputed); B = 1 unchanged (0.17, 0.34).
+# every function of this backend: at B = 256 predict and a gradient (batch-major,
+# recomputed) run faster without it, and B = 1 is unchanged (docs/performance.md).
 COMPILER_OPTIONS = {"xla_cpu_experimental_ynn_fusion_type": ""}
 
 # From this batch size on, the loop runs in (features, B) layout, the batch contiguous,
-# so that each layer's product and activation run over B lanes: at T = 1000, YNNPACK off,
-# predict per step batch-major / batch-last: B = 32 0.64 / 0.97, B = 48 0.98 / 0.69,
-# B = 64 1.30 / 0.90, B = 256 7.0 / 4.0; a gradient recomputing each step (the layout
-# ``train`` uses from the same B): B = 32 2.7 / 3.9, B = 64 4.4 / 3.7, B = 128 13.7 / 7.3,
-# B = 256 22.5 / 13.7.
+# so that each layer's product and activation run over B lanes. Measured at T = 1000 with
+# YNNPACK off, batch-last is the faster layout from B = 48 for predict and from B = 64 for
+# a gradient recomputing each step (the layout ``train`` uses from the same B), and the
+# slower one below (docs/performance.md).
 BATCH_LAST_MIN_BATCH = 64
 
 

@@ -19,17 +19,17 @@ from impls.jax_scan import model
 from impls.jax_scan.model import Array, Params
 
 # The scan of a gradient steps this many time steps per loop iteration: back-propagation
-# stores and reads a dozen arrays per step, and fewer iterations halve the per-iteration
-# work around them at B=1 (2.4 -> 1.2 µs per step). The forward alone runs fastest unrolled
-# by 1 (0.14 vs 0.35 at unroll 4), so ``predict`` does not unroll.
+# stores and reads a dozen arrays per step, and fewer iterations share the per-iteration
+# work around them among more steps: at B = 1 this unroll was the fastest measured. The
+# forward alone runs fastest unrolled by 1, so ``predict`` does not unroll.
 GRADIENT_UNROLL = 4
 
 # From this batch size on, a gradient recomputes each step's forward in the backward loop
 # (``jax.checkpoint`` on the cell) instead of storing its intermediates, and does not
 # unroll: with large batches, writing and reading the stored arrays costs more than the
-# arithmetic again (B=256: 68 -> 33 µs per step, B=64: 9.6 -> 6.9); below, storing is as
-# fast or faster (B=32: 4.8 against 5.2; B=1, unrolled: 1.2 against 1.7). Measured with
-# output feedback, and only taken there: the state model always stores and unrolls.
+# arithmetic again (recomputing was faster at B = 64 and more so at B = 256); below,
+# storing is as fast or faster (B = 32, and B = 1 unrolled). Measured with output feedback
+# (docs/performance.md), and only taken there: the state model always stores and unrolls.
 REMAT_MIN_BATCH = 64
 
 
@@ -80,7 +80,7 @@ def _recorded_forward(
     feedback = jnp.zeros((x.shape[0], config.input_dim), x.dtype)
     # unrolled as autodiff's stored gradient; at T=1000 neither other unrolls of either loop
     # (1, 4, 8) nor forming the slopes after a plain forward loop, over all steps at once,
-    # was faster (B=256: 170-190 µs a step stored in the loop, 220-290 after it)
+    # was faster (storing them in the loop was faster at B = 256)
     steps_per_iteration = 1 if x.shape[0] >= REMAT_MIN_BATCH else GRADIENT_UNROLL
     _, (outputs, inputs, slopes) = jax.lax.scan(
         cell, feedback, jnp.swapaxes(x, 0, 1), unroll=steps_per_iteration
@@ -175,8 +175,8 @@ def optimizer(name: str, learning_rate: float | Array) -> optax.GradientTransfor
     if name == "sgd":
         return optax.sgd(learning_rate)
     beta_1, beta_2 = ADAM.float32_betas()
-    # flattened: one update of one vector of every weight, not ten updates of tiny arrays
-    # (a training step at T=10: 115 -> 88 µs)
+    # flattened: one update of one vector of every weight, not ten updates of tiny arrays,
+    # which made a short training step faster
     return optax.flatten(optax.adam(learning_rate, b1=beta_1, b2=beta_2, eps=ADAM.epsilon))
 
 
@@ -245,8 +245,8 @@ def data_parallel_train_step(
 
     Written as an explicit SPMD program: left to XLA's automatic partitioning, the same
     jitted ``train_step`` on a sharded batch reduces the weight gradients' running sums over
-    the devices at every time step of the backward loop (B = 256, T = 1000 on 2 CPU
-    devices: 241 ms a step, against 30 here and 37 on one device).
+    the devices at every time step of the backward loop, and at B = 256, T = 1000 on 2 CPU
+    devices runs many times slower than this program, or than one device.
     """
     on_one_device = gradient(config, by_hand=by_hand)
     replicated, split = PartitionSpec(), PartitionSpec(DEVICES_AXIS)

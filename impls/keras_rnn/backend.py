@@ -33,7 +33,7 @@ class KerasRNNBackend(BaseBackend):
 
     name = "keras_rnn"
     # On torch, Keras runs the RNN as a Python loop and jit_compile hands it to torch.compile,
-    # which unrolls every step: 9 s to compile T = 100, and no faster per step than eager.
+    # which unrolls every step: slow to compile, and no faster per step than eager.
     jit_compile: bool | str = keras.backend.backend() != "torch"
     engine: DataParallel | None = None
     """With ``devices=N``: Keras' data-parallel engine on the Keras backend

@@ -125,8 +125,8 @@ class TFWhileBackend(BaseBackend):
         function of these argument shapes, looked up once per shape.
 
         Calling the ``tf.function`` matches every argument against its traces (the config,
-        ten variables, the tensors) at each call, about 180 µs; the concrete function skips
-        that, leaving TensorFlow's own launch of the XLA program (some 150 µs).
+        ten variables, the tensors) at each call, which costs about as much as TensorFlow's
+        own launch of the XLA program; the concrete function skips that, leaving the launch.
         """
         tensors = [
             tf.convert_to_tensor(arg) if isinstance(arg, np.ndarray) else arg for arg in args

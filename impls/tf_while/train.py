@@ -27,9 +27,9 @@ def mean_squared_error(
     The loss is the only output, so no array of reconstructions crosses the loop and the
     loop's gradient reads nothing from one: differentiating through ``unroll`` instead,
     XLA copies the T-long gradient arrays of the outputs and codes at every backward step,
-    and a step costs time proportional to T (at B=256, 127 µs per step at T=1000 and 973
-    at T=4000; summed inside, 35 at both). The sum is kept in float64, so adding T small
-    terms one at a time loses nothing the float32 mean would keep.
+    and a step costs time proportional to T; summed inside, a step's cost is the same at
+    every T (docs/performance.md). The sum is kept in float64, so adding T small terms one
+    at a time loses nothing the float32 mean would keep.
     """
     cell = make_cell(config, variables)
     batch, steps = x.shape[0], x.shape[1]
@@ -241,10 +241,10 @@ def sgd_step(
 ) -> tuple[tf.Tensor, tf.Tensor]:
     """w ← w − lr·g; returns the loss before the update and the weights after it.
 
-    The weights come out as one more output of the step's program, which costs some 10 µs,
-    so that ``fit`` can keep them for a rollback: copying them into variables inside the
-    program costs 200 µs (TensorFlow then updates the variables out of place), and reading
-    ten variables between steps 600.
+    The weights come out as one more output of the step's program, which costs little, so
+    that ``fit`` can keep them for a rollback: copying them into variables inside the
+    program costs more (TensorFlow then updates the variables out of place), and reading ten
+    variables between steps more still.
     """
     value, grads = loss_and_grads(config, variables, x, y, loss=loss)
     sgd_update(variables, grads, lr)

@@ -41,10 +41,10 @@ warnings.filterwarnings("ignore", "Guards may run slower on Python 3.13.0", Runt
 warnings.filterwarnings("ignore", "CUDA initialization", UserWarning)
 
 # Inductor's C++ wrapper runs the scan's loop in C++, where its Python wrapper runs each
-# iteration from Python: 4.8 µs per step against 11 (B = 1, T = 1000, forward). For a
-# gradient the C++ wrapper would also be faster (26 against 65), but it compiles twice as
-# slowly (12 s against 6 per config) and PyTorch 2.14 fails to compile some gradients with
-# it (a one-step scan: a buffer declared twice), so gradients use the Python wrapper.
+# iteration from Python, so a forward runs faster per step with it. For a gradient the C++
+# wrapper would also be faster, but it compiles about twice as slowly and PyTorch 2.14 fails
+# to compile some gradients with it (a one-step scan: a buffer declared twice), so gradients
+# use the Python wrapper (docs/performance.md).
 COMPILE_OPTIONS = (("cpp_wrapper", True),)
 PYTHON_WRAPPER = (("cpp_wrapper", False),)
 
@@ -278,9 +278,9 @@ def compiled_hand_written(config: FRAEConfig) -> HandWrittenFunctions:
 
     Each loop is compiled apart because the backward is ours, not AOTAutograd's: there is
     no joint graph to compile, and ``torch.autograd.Function.backward`` runs the compiled
-    reverse loop. Inductor's C++ wrapper runs both loops some 15 % faster but fails to
-    compile a one-step reverse loop in PyTorch 2.14 (a buffer declared twice), as it does
-    the base's gradient.
+    reverse loop. Inductor's C++ wrapper runs both loops faster but fails to compile a
+    one-step reverse loop in PyTorch 2.14 (a buffer declared twice), as it does the base's
+    gradient.
     """
     compile_ = functools.partial(
         torch.compile, fullgraph=True, dynamic=True, options=dict(PYTHON_WRAPPER)
