@@ -31,7 +31,7 @@ class Settings:
     """Longest T a slow variant gets."""
     slow_max_batch: int | None = 32
     """Largest B a slow variant gets (``None``: every B); at B = 256 the six slow variants
-    took 261 s of a 1472 s grid, which the 20-minute budget of the full grid cannot hold."""
+    would take more of the full grid's 20-minute budget than it can hold."""
 
 
 QUICK_SETTINGS = Settings(
