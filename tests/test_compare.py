@@ -32,7 +32,7 @@ def _comparison(backend: str, used: float) -> Comparison:
     """A made-up row whose adam column uses ``used`` of its tolerance, the others 1%."""
     return Comparison(
         backend=backend,
-        errors=dict.fromkeys(QUANTITIES, 1e-7),
+        errors=dict.fromkeys(QUANTITIES, 3e-7),
         used={quantity: used if quantity == "adam" else 0.01 for quantity in QUANTITIES},
         held_to="float32",
     )
