@@ -11,11 +11,12 @@ from given codes (``decode``). Keras supplies the loop: ``tf.while_loop`` on Ten
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from frae.config import FUSED_PRODUCT_MAX_SIZE, FRAEConfig
+from frae.config import FUSED_PRODUCT_MAX_SIZE, FRAEConfig, Layer
 from frae.quiet import import_quietly
 
 if TYPE_CHECKING:
@@ -24,6 +25,8 @@ else:  # the Keras backend finds its devices at its first operation
     keras = import_quietly("keras", lambda keras: keras.ops.convert_to_numpy(keras.ops.zeros(())))
 ops = keras.ops
 
+Tensor = Any
+"""A tensor of the Keras backend in use (TensorFlow's, JAX's or torch's), or a symbolic one."""
 PACKAGE = "frae"
 
 
@@ -53,7 +56,7 @@ ACTIVATIONS = {
 }
 
 
-def product(h, kernel):
+def product(h: Tensor, kernel: Tensor) -> Tensor:
     """``h @ kernel``; tiny kernels as a fused product (``FUSED_PRODUCT_MAX_SIZE``)."""
     if math.prod(kernel.shape) <= FUSED_PRODUCT_MAX_SIZE:
         return ops.sum(h[..., :, None] * kernel, axis=-2)
@@ -64,32 +67,33 @@ def product(h, kernel):
 class FRAECell(keras.layers.Layer):
     """One time step of the FRAE; every canonical weight is a variable of this layer."""
 
-    def __init__(self, frae_config: dict, **kwargs) -> None:
+    def __init__(self, frae_config: dict[str, Any], **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.frae_config = FRAEConfig.from_dict(frae_config)
         self.state_size = self.frae_config.feedback_dim
         self.output_size = self.frae_config.input_dim + self.frae_config.latent_dim
 
-    def build(self, input_shape) -> None:
+    def build(self, input_shape: Any) -> None:
         self.weights_by_name = {
             name: self.add_weight(shape=shape, initializer="zeros", name=variable_name(name))
             for name, shape in self.frae_config.parameter_shapes().items()
         }
 
-    def dense_stack(self, layers, h):
+    def dense_stack(self, layers: Iterable[Layer], h: Tensor) -> Tensor:
         """``h ← act(h @ kernel + bias)`` for each layer."""
         for layer in layers:
             pre = product(h, self.weights_by_name[layer.kernel])
             h = ACTIVATIONS[layer.activation](pre + self.weights_by_name[layer.bias])
         return h
 
-    def gru_step(self, code, state):
+    def gru_step(self, code: Tensor, state: Tensor) -> Tensor:
         """s_t from z_t and s_{t-1} (contract section 1b), blocks [r | p | n]:
 
         a = z_t K + b_K,  c = s_{t-1} U + b_U,  r = σ(a_r + c_r),  p = σ(a_p + c_p),
         n = tanh(a_n + r ⊙ c_n),  s_t = (1 − p) ⊙ n + p ⊙ s_{t-1}.
         """
         gru, weights = self.frae_config.gru, self.weights_by_name
+        assert gru is not None  # stepped with state feedback alone
         width = gru.state_dim
         a = product(code, weights[gru.kernel]) + weights[gru.bias]
         c = product(state, weights[gru.recurrent_kernel]) + weights[gru.recurrent_bias]
@@ -98,7 +102,7 @@ class FRAECell(keras.layers.Layer):
         candidate = ops.tanh(a[..., 2 * width :] + reset * c[..., 2 * width :])
         return (1.0 - update) * candidate + update * state
 
-    def decode_step(self, code, feedback):
+    def decode_step(self, code: Tensor, feedback: Tensor) -> tuple[Tensor, Tensor]:
         """``(x̂_t, what is fed back at t + 1)`` from z_t and the feedback: x̂_t from
         ``[z_t, x̂_{t-1}]``, fed back itself; or with state feedback s_t from z_t and
         s_{t-1}, x̂_t from s_t, and s_t fed back."""
@@ -110,7 +114,7 @@ class FRAECell(keras.layers.Layer):
         state = self.gru_step(code, feedback)
         return self.dense_stack(self.frae_config.decoder_layers, state), state
 
-    def step(self, inputs, feedback):
+    def step(self, inputs: Tensor, feedback: Tensor) -> tuple[Tensor, Tensor, Tensor]:
         """``(x̂_t, z_t, what is fed back at t + 1)`` from x_t and the feedback."""
         code = self.dense_stack(
             self.frae_config.encoder_layers, ops.concatenate([inputs, feedback], axis=-1)
@@ -118,11 +122,11 @@ class FRAECell(keras.layers.Layer):
         reconstruction, fed_back = self.decode_step(code, feedback)
         return reconstruction, code, fed_back
 
-    def call(self, inputs, states):
+    def call(self, inputs: Tensor, states: list[Tensor]) -> tuple[Tensor, list[Tensor]]:
         reconstruction, code, fed_back = self.step(inputs, states[0])
         return ops.concatenate([reconstruction, code], axis=-1), [fed_back]
 
-    def get_config(self) -> dict:
+    def get_config(self) -> dict[str, Any]:
         return {**super().get_config(), "frae_config": self.frae_config.to_dict()}
 
 
@@ -130,18 +134,20 @@ class FRAECell(keras.layers.Layer):
 class DecoderCell(keras.layers.Layer):
     """The decoder alone, on given codes, with the weights of an ``FRAECell``."""
 
-    def __init__(self, cell: FRAECell, **kwargs) -> None:
+    def __init__(self, cell: FRAECell, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.cell = cell
         self.state_size = cell.state_size
         self.output_size = cell.frae_config.input_dim
 
-    def call(self, inputs, states):
+    def call(self, inputs: Tensor, states: list[Tensor]) -> tuple[Tensor, list[Tensor]]:
         reconstruction, fed_back = self.cell.decode_step(inputs, states[0])
         return reconstruction, [fed_back]
 
 
-def unroll(config: FRAEConfig, weights: FRAECell, sequences, *, codes_given: bool = False):
+def unroll(
+    config: FRAEConfig, weights: FRAECell, sequences: Tensor, *, codes_given: bool = False
+) -> tuple[Tensor, Tensor]:
     """The recurrence over symbolic batch-major ``sequences`` from x̂₀ = 0 (or s₀ = 0):
     ``(x̂, z)``.
 

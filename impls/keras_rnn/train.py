@@ -16,10 +16,8 @@ from frae.backend import KEPT_SLOTS, Array, TrainStep, check_device_count
 from frae.config import FRAEConfig
 from frae.devices import tensorflow_strategy
 from frae.optimizers import ADAM
-from impls.keras_rnn.model import PACKAGE, FRAECell, keras, ops
+from impls.keras_rnn.model import PACKAGE, FRAECell, Tensor, keras, ops
 
-Tensor = Any
-"""A tensor of the Keras backend in use (TensorFlow's, JAX's or torch's)."""
 Gradients = Callable[[Tensor, Tensor], tuple[Tensor, Sequence[Tensor]]]
 
 if TYPE_CHECKING:  # the optimizers the mixin joins, for the attributes it reads
