@@ -123,7 +123,7 @@ def parser(prog: str) -> argparse.ArgumentParser:
     add(
         "--quick",
         action="store_true",
-        help="fewer repeats and a small grid (3 minutes here): every operation at B=1, "
+        help="fewer repeats and a small grid (under 3 minutes on 2 cores): every operation at B=1, "
         "T=100 and T=1000, predict at B=256, T=1000; leaves out the variants --list marks "
         "'not in --quick' (--batch/--steps/--operations replace the grid)",
     )

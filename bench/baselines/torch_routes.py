@@ -26,6 +26,7 @@ from typing import Any
 
 import torch
 
+from bench.baselines.layout import ACTIVATION_CODES
 from bench.baselines.torch_eager import python_loop_functions
 from frae.backend import Array, TrainStep
 from frae.config import FRAEConfig
@@ -74,8 +75,6 @@ class TorchCompiledStepBackend(TorchScanBackend):
         return self.functions()
 
 
-ACTIVATION_CODES = {"swish": 0, "tanh": 1, "sigmoid": 2, "linear": 3}
-"""TorchScript takes no Python callables: each layer's activation goes in as a number."""
 
 
 def _activate(pre: torch.Tensor, code: int) -> torch.Tensor:
