@@ -124,6 +124,7 @@ class JaxScanBackend(BaseBackend):
     def _global(self, value: Any, spec: jax.sharding.PartitionSpec) -> jax.Array:
         """``value``, the same NumPy array in every process, as one array over the mesh laid
         out by ``spec``: each process puts only its own devices' parts."""
+        assert self.mesh is not None  # placed on devices (_place)
         sharding = jax.sharding.NamedSharding(self.mesh, spec)
         array = np.asarray(value)
         return jax.make_array_from_callback(array.shape, sharding, lambda index: array[index])
@@ -168,7 +169,7 @@ class JaxScanBackend(BaseBackend):
     def _train_step(self, optimizer: str, learning_rate: float) -> TrainStep:
         """One jitted step per mini-batch; weights and optimizer state stay on device."""
         step_function = self._step_function(optimizer)
-        rate = np.float32(learning_rate)
+        rate: np.float32 | jax.Array = np.float32(learning_rate)
         rate = jax.device_put(rate) if self.mesh is None else self._replicate(rate)
         optimizer_state = self.compiled.optimizer_inits[optimizer](self._params)
         split = (lambda v: v) if self.mesh is None else self._split

@@ -27,6 +27,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 from flax import nnx
+from flax.typing import PathParts
 
 from frae import activations, gru_layout
 from frae.config import FUSED_PRODUCT_MAX_SIZE, GRU, FRAEConfig, Layer
@@ -261,9 +262,10 @@ def state_from_weights(weights: Mapping[str, Array]) -> nnx.State:
     """Canonical weights to the NNX state of the model: ``"encoder/dense_0/kernel"`` goes to
     the path ``("encoder", "dense_0", "kernel")``, ``"decoder/gru/bias"`` to ``("decoder",
     "gru", "bias")``, each an ``nnx.Param``."""
-    return nnx.from_flat_state(
-        {tuple(name.split("/")): nnx.Param(jnp.asarray(value)) for name, value in weights.items()}
-    )
+    flat: dict[PathParts, nnx.Param[Array]] = {
+        tuple(name.split("/")): nnx.Param(jnp.asarray(value)) for name, value in weights.items()
+    }
+    return nnx.from_flat_state(flat)
 
 
 def weights_from_state(state: nnx.State) -> Params:
@@ -282,12 +284,11 @@ def stock_gru_cell_state(weights: Mapping[str, Any], gru: GRU) -> nnx.State:
     Raises:
         ValueError: b_U's candidate block is not zero, which ``nnx.GRUCell`` cannot hold.
     """
-    return nnx.from_flat_state(
-        {
-            tuple(path.split("/")): nnx.Param(jnp.asarray(value))
-            for path, value in gru_layout.to_flax(gru, weights).items()
-        }
-    )
+    flat: dict[PathParts, nnx.Param[Array]] = {
+        tuple(path.split("/")): nnx.Param(jnp.asarray(value))
+        for path, value in gru_layout.to_flax(gru, weights).items()
+    }
+    return nnx.from_flat_state(flat)
 
 
 def unroll(
@@ -311,7 +312,9 @@ def unroll(
     """
     model = nnx.merge(graphdef(config), state_from_weights(weights))
     batch = sequences.shape[0]
+    cell: Callable[[Array, Array], Step]  # the scan's (carry, x) -> (carry, y)
     if batch_last:  # (T, features, B) in the loop
+        assert isinstance(model, FRAE)  # output feedback alone runs batch-last
         cell = model.decode_step_batch_last if codes_given else model.step_batch_last
         feedback = jnp.zeros((config.input_dim, batch), sequences.dtype)
         into_loop, out_of_loop = (1, 2, 0), (2, 0, 1)

@@ -240,10 +240,10 @@ class TFWhileBackend(BaseBackend):
 
     def _keep_weights(self, step: int) -> None:
         """The weights the last step returned (or those at the start): one flat vector."""
-        self._kept[kept_slot(step)] = self._after_step  # type: ignore[assignment]
+        self._kept[kept_slot(step)] = self._after_step
 
     def _weights_before(self, step: int) -> Mapping[str, Any]:
-        return from_flat(self.config, self._kept[kept_slot(step)])
+        return from_flat(self.config, np.asarray(self._kept[kept_slot(step)]))
 
     def _weights_finite(self) -> bool:
         return bool(np.isfinite(self._after_step).all())

@@ -264,7 +264,8 @@ def _shapes_apart(function: Callable[..., Any]) -> Callable[..., Any]:
     def call(*args: Any) -> Any:
         with (
             torch._dynamo.config.patch(recompile_limit=RECOMPILE_LIMIT),
-            torch.fx.experimental._config.patch(use_duck_shape=False),
+            # a config module whose patch is installed when it loads: untyped
+            torch.fx.experimental._config.patch(use_duck_shape=False),  # type: ignore[attr-defined]
         ):
             return function(*args)
 
