@@ -7,6 +7,8 @@
 # make parity BACKEND=NAME_OR_PATH [ARGS=...]: the conformance kit (parity_tests) for the
 #                 backends named (a registered name or package.module:attribute; several,
 #                 space-separated), the contract's tests alone; ARGS go to pytest.
+# make lint:      ruff check and format, and mypy over frae (strict), impls, bench and apps
+#                 (pyproject.toml's [tool.mypy]).
 # Each creates .venv with the Python the pinned stack needs (PYTHON_VERSION; found on PATH,
 # under pyenv or in the usual folders, or given as PYTHON=...) and installs the project into
 # it through constraints.txt; the install reruns when either file changes.

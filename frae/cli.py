@@ -1,4 +1,5 @@
-"""The ``frae`` command: the one place that composes the core with the benchmark."""
+"""The ``frae`` command: the one place that composes the core with the benchmark and the
+applications (``apps``)."""
 
 from __future__ import annotations
 
@@ -19,6 +20,11 @@ def main(argv: list[str] | None = None) -> None:
         from bench.diff import main as diff
 
         sys.exit(diff(arguments[1:], prog="frae diff"))
+    if arguments[:1] == ["demo"]:  # the application's own parser
+        from apps.demo.cli import main as demo
+
+        demo(arguments[1:], prog="frae demo")
+        return
     parser = argparse.ArgumentParser(prog="frae", description=__doc__)
     parser.add_argument("--version", action="version", version=f"%(prog)s {version()}")
     commands = parser.add_subparsers(dest="command", required=True)
@@ -27,31 +33,16 @@ def main(argv: list[str] | None = None) -> None:
     )
     compare.add_argument("--out", type=Path, help="report folder (default reports/<timestamp>)")
     compare.add_argument("--no-bench", action="store_true", help="the parity check alone")
-    demo = commands.add_parser(
-        "demo", help="both models on a real signal (Japanese Vowels) in every installed backend"
-    )
-    demo.add_argument(
-        "--out", type=Path, default=Path("reports/demo"), help="folder of plots, weights, logs"
-    )
-    demo.add_argument(
-        "--backends", nargs="+", metavar="NAME", help="these backends (default: every installed)"
-    )
-    demo.add_argument("--epochs", type=int, help="training epochs (default 150)")
-    demo.add_argument(
-        "--jobs", type=int, help="backends trained at once (default: one per CPU, up to 4)"
+    commands.add_parser(
+        "demo",
+        help="both models on a real signal (Japanese Vowels) in every installed backend "
+        "(frae demo --help)",
     )
     commands.add_parser("bench", help="the cross-framework benchmark (frae bench --help)")
     commands.add_parser("diff", help="compare two benchmark runs (frae diff --help)")
     args = parser.parse_args(arguments)
     if args.command == "compare":
         run_compare(args.out, benchmark=not args.no_bench)
-    elif args.command == "demo":
-        for option in ("epochs", "jobs"):
-            if getattr(args, option) is not None and getattr(args, option) < 1:
-                demo.error(f"--{option} must be at least 1, got {getattr(args, option)}")
-        from frae.demo import EPOCHS, run_demo
-
-        run_demo(args.out, args.backends, args.epochs or EPOCHS, args.jobs)
 
 
 def version() -> str:

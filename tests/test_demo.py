@@ -1,15 +1,15 @@
-"""``frae demo``: its windows, its closed-loop quantiser and its rate."""
+"""``frae demo`` (``apps.demo``): its windows, its closed-loop quantiser and its rate."""
 
 from __future__ import annotations
 
 import importlib.util
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 import frae
-from frae import demo
-
+from apps.demo import data, rate_distortion, settings, worker
 
 needs_sktime = pytest.mark.skipif(
     importlib.util.find_spec("sktime") is None, reason="sktime (the demo extra) is not installed"
@@ -22,7 +22,7 @@ def test_windows_are_consecutive_frames_of_one_utterance() -> None:
     utterances = [
         np.arange(n * 3, dtype=float).reshape(n, 3) + 1000 * i for i, n in enumerate((7, 15, 20))
     ]
-    windows = demo.cut_windows(utterances, 7)
+    windows = data.cut_windows(utterances, 7)
     assert windows.shape == (5, 7, 3)
     expected = [utterances[0][0:7], utterances[1][0:7], utterances[1][7:14]]
     expected += [utterances[2][0:7], utterances[2][7:14]]
@@ -33,7 +33,7 @@ def test_channels_are_standardised_by_the_training_frames_alone() -> None:
     rng = np.random.default_rng(0)
     train = [rng.normal(3.0, 2.0, size=(n, 4)) for n in (9, 14, 21, 7)]
     test = [rng.normal(-5.0, 9.0, size=(n, 4)) for n in (8, 16)]
-    signal = demo.prepare(train, test, window=3, batch_size=4)
+    signal = data.prepare(train, test, window=3, batch_size=4)
     frames = np.concatenate(train)
     np.testing.assert_allclose(signal.mean, frames.mean(axis=0))
     np.testing.assert_allclose(signal.scale, frames.std(axis=0))
@@ -45,33 +45,33 @@ def test_channels_are_standardised_by_the_training_frames_alone() -> None:
 
 @needs_sktime
 def test_japanese_vowels_in_windows_of_both_splits() -> None:
-    signal = demo.load_signal()
-    assert signal.train.shape == (500, demo.WINDOW, demo.CHANNELS)  # 501 windows, 10 batches
-    assert signal.test.shape == (655, demo.WINDOW, demo.CHANNELS)
+    signal = data.load_signal()
+    assert signal.train.shape == (500, settings.WINDOW, settings.CHANNELS)  # 501 windows
+    assert signal.test.shape == (655, settings.WINDOW, settings.CHANNELS)
     assert signal.train.dtype == signal.test.dtype == np.float32
     assert len(signal.test_utterances) == 370
-    assert {len(u) for u in signal.test_utterances} >= {demo.WINDOW, 29}
+    assert {len(u) for u in signal.test_utterances} >= {settings.WINDOW, 29}
     assert np.isfinite(signal.train).all() and np.isfinite(signal.test).all()
 
 
-@pytest.mark.parametrize("model", list(demo.MODELS))
+@pytest.mark.parametrize("model", list(settings.MODELS))
 @pytest.mark.parametrize("step", [0.0, 1e-9])
 def test_closed_loop_without_rounding_is_predict(model: str, step: float) -> None:
-    config = demo.MODELS[model]
+    config = settings.MODELS[model]
     backend = frae.create("reference", config, seed=3)
     x = np.random.default_rng(1).normal(size=(3, 5, config.input_dim))
-    reconstruction, _ = demo.closed_loop(config, backend.get_weights(), x, step)
+    reconstruction, _ = rate_distortion.closed_loop(config, backend.get_weights(), x, step)
     np.testing.assert_allclose(reconstruction, backend.predict(x), rtol=0, atol=1e-8)
 
 
-@pytest.mark.parametrize("model", list(demo.MODELS))
+@pytest.mark.parametrize("model", list(settings.MODELS))
 def test_closed_loop_decodes_its_rounded_codes(model: str) -> None:
     """The decoder sees only the rounded codes: x̂ is ``decode(Δ·symbols)``, and rounding
     changes x̂ (so the quantiser acts inside the loop, not after it)."""
-    config, step = demo.MODELS[model], 0.05
+    config, step = settings.MODELS[model], 0.05
     backend = frae.create("reference", config, seed=3)
     x = np.random.default_rng(1).normal(size=(3, 5, config.input_dim))
-    reconstruction, symbols = demo.closed_loop(config, backend.get_weights(), x, step)
+    reconstruction, symbols = rate_distortion.closed_loop(config, backend.get_weights(), x, step)
     assert symbols.shape == (3, 5, config.latent_dim)
     np.testing.assert_allclose(reconstruction, backend.decode(step * symbols), rtol=0, atol=1e-12)
     assert np.abs(reconstruction - backend.predict(x)).max() > 1e-6
@@ -81,29 +81,31 @@ def test_bits_per_frame_sums_each_dimensions_entropy() -> None:
     uniform_over_four = np.tile(np.arange(4), 25)
     constant = np.zeros(100, dtype=np.int64)
     halves = np.repeat([-1, 1], 50)
-    assert demo.bits_per_frame(uniform_over_four[:, None]) == pytest.approx(2.0)
-    assert demo.bits_per_frame(constant[:, None]) == 0.0
+    assert rate_distortion.bits_per_frame(uniform_over_four[:, None]) == pytest.approx(2.0)
+    assert rate_distortion.bits_per_frame(constant[:, None]) == 0.0
     codes = np.stack([uniform_over_four, constant, halves], axis=-1).reshape(4, 25, 3)
-    assert demo.bits_per_frame(codes) == pytest.approx(3.0)
+    assert rate_distortion.bits_per_frame(codes) == pytest.approx(3.0)
 
 
 def test_keras_runs_once_per_installed_keras_backend() -> None:
-    labels = [variant.label for variant in demo.variants(["reference", "keras_rnn"])]
+    labels = [variant.label for variant in worker.variants(["reference", "keras_rnn"])]
     keras_backends = [
-        name for name in demo.KERAS_BACKENDS if importlib.util.find_spec(name) is not None
+        name for name in worker.KERAS_BACKENDS if importlib.util.find_spec(name) is not None
     ]
     assert labels == ["reference", *(f"keras_rnn[{name}]" for name in keras_backends)]
-    assert demo.variants(["keras_rnn"])[0].env == {"KERAS_BACKEND": keras_backends[0]}
+    assert worker.variants(["keras_rnn"])[0].env == {"KERAS_BACKEND": keras_backends[0]}
 
 
 @needs_sktime
-def test_demo_runs_end_to_end_on_the_reference(tmp_path) -> None:
+def test_demo_runs_end_to_end_on_the_reference(tmp_path: Path) -> None:
     """One epoch, the reference alone: two Adam steps a model, then the sweep and plots."""
     pytest.importorskip("matplotlib")
-    results = demo.run_demo(tmp_path, ["reference"], epochs=1)
-    for model in demo.MODELS:
+    from apps.demo.cli import run_demo  # its tables need tabulate, the demo extra's
+
+    results = run_demo(tmp_path, ["reference"], epochs=1)
+    for model in settings.MODELS:
         outcome = results["reference"]["models"][model]
-        assert len(outcome["loss"]) == 500 // demo.BATCH_SIZE  # the 500 training windows
+        assert len(outcome["loss"]) == 500 // settings.BATCH_SIZE  # the 500 training windows
         assert np.isfinite(outcome["snr_db"])
         assert (tmp_path / "weights" / f"reference-{model}.npz").is_file()
     assert {p.name for p in tmp_path.glob("*.png")} == {

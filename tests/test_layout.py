@@ -1,5 +1,6 @@
 """The project's shape: the same files in every backend folder, one ``unroll`` signature,
-dependencies that point one way, and the contract's facts written once, in ``frae``.
+dependencies that point one way (the core imports no implementation, by any means), and the
+contract's facts written once, in ``frae``.
 
 Each check reads the source (``ast``), imports nothing, and is shown to reject a planted
 violation.
@@ -13,7 +14,6 @@ import subprocess
 from pathlib import Path
 
 import pytest
-
 
 ROOT = Path(__file__).resolve().parent.parent
 BACKEND_FOLDERS = sorted(p for p in (ROOT / "impls").iterdir() if (p / "__init__.py").exists())
@@ -40,17 +40,28 @@ def reaches_into(source: str, packages: tuple[str, ...]) -> list[str]:
     )
 
 
+IMPORTERS = ("import_module", "__import__")
+"""The calls that import a module by name: ``importlib.import_module`` (however it is
+reached) and the builtin ``__import__``."""
+
+
 def imported_by_name(source: str) -> list[str]:
-    """Modules ``source`` imports by ``importlib.import_module("name")``, a literal name."""
+    """Modules ``source`` imports by ``importlib.import_module("name")`` or
+    ``__import__("name")``, a literal name."""
     return sorted(
         node.args[0].value
         for node in ast.walk(ast.parse(source))
         if isinstance(node, ast.Call)
-        and getattr(node.func, "attr", getattr(node.func, "id", "")) == "import_module"
+        and getattr(node.func, "attr", getattr(node.func, "id", "")) in IMPORTERS
         and node.args
         and isinstance(node.args[0], ast.Constant)
         and isinstance(node.args[0].value, str)
     )
+
+
+def within(module: str, packages: tuple[str, ...]) -> bool:
+    """Whether ``module`` is one of ``packages`` or below one."""
+    return any(module == p or module.startswith(p + ".") for p in packages)
 
 
 def private_attributes(source: str) -> list[str]:
@@ -100,22 +111,29 @@ def test_every_backend_enters_its_loop_through_one_unroll(folder: Path) -> None:
 def test_a_backend_uses_frae_and_nothing_else_of_the_project(folder: Path) -> None:
     others = tuple(f"impls.{p.name}" for p in BACKEND_FOLDERS if p != folder)
     for path, source in _sources(folder).items():
-        assert reaches_into(source, ("bench", "parity_tests", "examples", *others)) == [], path
+        reached = reaches_into(source, ("apps", "bench", "parity_tests", "examples", *others))
+        assert reached == [], path
 
 
-COMPOSERS = {
-    "frae/cli.py": ("bench", "impls"),
-    "frae/demo.py": ("impls.reference",),  # runs the quantised loop through the oracle's steps
-}
-"""The core's modules that compose it with the rest, and what each may reach."""
+OUTSIDE_THE_CORE = ("apps", "bench", "impls", "parity_tests", "examples", "tests")
+COMPOSERS = {"frae/cli.py": ("apps", "bench")}
+"""The core's one module that composes it with the rest, its command line, and what it may
+reach: the benchmark and the applications, never an implementation (the registry names
+those as strings)."""
 
 
-def test_the_core_uses_bench_and_impls_only_in_its_command_line_and_demo() -> None:
+def test_the_core_imports_the_rest_only_in_its_command_line_and_no_implementation() -> None:
+    """By ``import``, ``importlib.import_module`` or ``__import__`` alike."""
     for path, source in _sources(ROOT / "frae").items():
-        allowed = COMPOSERS.get(path, ())
-        reached = reaches_into(source, ("bench", "impls", "parity_tests"))
-        reached += [name for name in imported_by_name(source) if name.startswith("impls")]
-        assert [name for name in reached if not name.startswith(allowed)] == [], path
+        reached = reaches_into(source, OUTSIDE_THE_CORE)
+        reached += [name for name in imported_by_name(source) if within(name, OUTSIDE_THE_CORE)]
+        assert [name for name in reached if not within(name, COMPOSERS.get(path, ()))] == [], path
+
+
+def test_the_applications_use_frae_and_impls_alone() -> None:
+    for path, source in _sources(ROOT / "apps").items():
+        reached = reaches_into(source, ("bench", "parity_tests", "examples", "tests"))
+        assert reached == [], path
 
 
 def test_bench_reads_no_private_attribute_of_another_object() -> None:
@@ -127,6 +145,13 @@ def test_the_checks_reject_planted_violations() -> None:
     assert reaches_into("from bench.runner import run\nimport os", ("bench",)) == ["bench.runner"]
     assert reaches_into("import impls.tf_while.model as m", ("impls.tf_while",)) != []
     assert reaches_into("import benchmarks", ("bench",)) == []
+    by_name = 'importlib.import_module("impls.reference.model")\n__import__("impls.jax_scan")'
+    assert imported_by_name(by_name) == ["impls.jax_scan", "impls.reference.model"]
+    assert imported_by_name("from importlib import import_module\nimport_module('bench')") == [
+        "bench"
+    ]
+    assert imported_by_name("importlib.import_module(name)") == []  # a registry's target
+    assert within("impls.reference", ("impls",)) and not within("implsx", ("impls",))
     assert private_attributes("backend._adam_slots\nself._ok\nsuper()._ok\nx.__dict__") == [
         "line 1: ._adam_slots"
     ]
@@ -145,7 +170,9 @@ def test_adam_constants_and_the_activation_rule_are_written_only_in_frae() -> No
     tracked = subprocess.run(
         ["git", "ls-files", "*.py"], cwd=ROOT, capture_output=True, text=True, check=True
     ).stdout.split()
-    code = [p for p in tracked if not p.startswith(("frae/", "parity_tests/"))]
+    # the kit, the config's test and this one hold the contract's constants up to frae's
+    checks = ("frae/", "parity_tests/", "tests/test_config.py", "tests/test_layout.py")
+    code = [p for p in tracked if not p.startswith(checks)]
     for path in code:
         source = (ROOT / path).read_text()
         assert not ADAM_LITERALS.search(source), path

@@ -1,0 +1,98 @@
+"""The demo's plots, by matplotlib on its Agg backend (files only, no display needed): the
+training losses, a reconstruction, and the rate–distortion curves."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from apps.demo.data import Signal, cut_windows
+from apps.demo.rate_distortion import CODE_STEPS, RatePoint, closed_loop, step_label
+from apps.demo.settings import CHANNELS, MODELS, WINDOW
+from frae.params import Weights
+
+PLOTTED_CHANNELS = (0, 1, 2)
+
+
+def _pyplot() -> Any:
+    """matplotlib's pyplot on the Agg backend: files only, no display needed."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def plot_losses(path: Path, results: dict[str, dict[str, Any]]) -> Path:
+    """Each model's training loss per Adam step in every backend (they overlap), and under
+    it each backend's relative difference from the first (the reference when it ran)."""
+    plt = _pyplot()
+    figure, axes = plt.subplots(2, len(MODELS), figsize=(11, 6), sharex=True, sharey="row")
+    for column, model in enumerate(MODELS):
+        histories = {
+            label: np.array(result["models"][model]["loss"])
+            for label, result in results.items()
+            if "loss" in result["models"][model]
+        }
+        first = next(iter(histories), None)
+        for index, (label, loss) in enumerate(histories.items()):
+            style = {"color": f"C{index}", "alpha": 0.7}
+            axes[0, column].plot(loss, label=label, linewidth=1, **style)
+            if first is not None and label != first:
+                difference = np.abs(loss / histories[first] - 1.0)
+                axes[1, column].plot(np.maximum(difference, 1e-16), linewidth=0.8, **style)
+        axes[0, column].set(title=f"{model} feedback", yscale="log")
+        axes[1, column].set(xlabel="Adam step", yscale="log")
+        if first is not None:
+            axes[1, column].set_title(f"|loss / {first}'s − 1|", fontsize="small")
+    axes[0, 0].set_ylabel("training loss (mini-batch MSE)")
+    axes[1, 0].set_ylabel("relative difference")
+    axes[0, -1].legend(fontsize="x-small", ncol=2)
+    return _save(figure, path)
+
+
+def plot_reconstruction(path: Path, signal: Signal, weights: dict[str, Weights]) -> Path:
+    """A few channels of the longest held-out utterance, in its windows, and each model's
+    reconstruction of them."""
+    plt = _pyplot()
+    windows = cut_windows([max(signal.test_utterances, key=len)], WINDOW)
+    frames = windows.reshape(-1, CHANNELS)
+    reconstructions = {
+        model: closed_loop(MODELS[model], w, windows, 0.0)[0].reshape(-1, CHANNELS)
+        for model, w in weights.items()
+    }
+    figure, axes = plt.subplots(len(PLOTTED_CHANNELS), 1, figsize=(8, 6), sharex=True)
+    for axis, channel in zip(axes, PLOTTED_CHANNELS, strict=True):
+        axis.plot(frames[:, channel], "k.-", label="input")
+        for model, reconstruction in reconstructions.items():
+            axis.plot(reconstruction[:, channel], label=f"{model} feedback")
+        for edge in range(WINDOW, len(frames), WINDOW):
+            axis.axvline(edge - 0.5, color="0.85", linewidth=0.8)
+        axis.set_ylabel(f"c{channel + 1} (standardised)")
+    axes[0].legend(fontsize="small", ncol=3)
+    axes[-1].set_xlabel(f"frame of the longest held-out utterance, in windows of {WINDOW}")
+    return _save(figure, path)
+
+
+def plot_rate_distortion(path: Path, curves: dict[str, list[RatePoint]]) -> Path:
+    """Held-out SNR against bits per frame, one curve per model."""
+    plt = _pyplot()
+    figure, axis = plt.subplots(figsize=(6, 4))
+    for model, points in curves.items():
+        axis.plot([p.bits for p in points], [p.snr_db for p in points], "o-", label=model)
+    axis.set(xlabel="bits per frame (empirical entropy of the codes)", ylabel="held-out SNR (dB)")
+    steps = f"{step_label(CODE_STEPS[0])} … {step_label(CODE_STEPS[-1])}"
+    axis.set_title(f"codes rounded inside the loop, Δ = {steps}", fontsize="medium")
+    axis.legend(title="feedback")
+    axis.grid(alpha=0.3)
+    return _save(figure, path)
+
+
+def _save(figure: Any, path: Path) -> Path:
+    figure.tight_layout()
+    figure.savefig(path, dpi=110)
+    _pyplot().close(figure)
+    return path

@@ -1,0 +1,149 @@
+"""One backend's part of the demo, in a process of its own.
+
+Each backend trains both models in a fresh process (Keras' backend is fixed when it
+starts), on one thread, as many at once as there are CPUs (up to 4); Keras runs once per
+installed Keras backend. ``run_variant`` starts the process, ``python -m apps.demo.worker
+'<job as JSON>'``, whose ``train_in_this_process`` prints its results as one JSON line.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import resource
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+import frae
+from apps.demo.rate_distortion import snr_db
+from frae.config import FRAEConfig
+
+KERAS_BACKENDS = ("tensorflow", "jax", "torch")
+"""The Keras backends ``keras_rnn`` runs on, each in its own process (``KERAS_BACKEND``)."""
+WORKER_TIMEOUT_S = 600
+ONE_THREAD = {
+    "OMP_NUM_THREADS": "1",
+    "MKL_NUM_THREADS": "1",
+    "OPENBLAS_NUM_THREADS": "1",
+    "TF_NUM_INTRAOP_THREADS": "1",
+    "TF_NUM_INTEROP_THREADS": "1",
+}
+"""Each worker's thread settings unless the caller set them: the steps are too small to
+share, and on a busy machine threads that wait at every barrier cost torch_scan many times
+the time of one thread (B = 250, T = 7)."""
+ROOT = Path(__file__).resolve().parents[2]
+"""The folder the worker starts in, where ``apps`` is found."""
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One backend run in a process of its own: its label in the tables, the registered
+    name and the environment (``KERAS_BACKEND`` for Keras)."""
+
+    label: str
+    backend: str
+    env: dict[str, str]
+
+
+def variants(backends: Sequence[str] | None = None) -> list[Variant]:
+    """Each of ``backends`` (default: every installed one); a Keras port once per
+    installed Keras backend: ``keras_rnn[jax]``."""
+    found = []
+    for name in frae.installed_backends() if backends is None else backends:
+        if frae.registry.frameworks_of(name) != ("keras",):
+            found.append(Variant(name, name, {}))
+            continue
+        for framework in KERAS_BACKENDS:
+            if importlib.util.find_spec(framework) is not None:
+                found.append(Variant(f"{name}[{framework}]", name, {"KERAS_BACKEND": framework}))
+    return found
+
+
+def train_in_this_process(job: dict[str, Any]) -> dict[str, Any]:
+    """The worker's part: train each model of ``job`` on its windows, save the weights,
+    measure the held-out SNR. A model that fails reports its error; the others go on.
+
+    Times: each model's wall-clock seconds from creation to its SNR, and the CPU seconds
+    (every thread's) of each model and of the whole process, imports included: on a quiet
+    machine a worker's wall time is about its CPU time, since the small steps leave a
+    framework's threads little to share."""
+    with np.load(job["data"]) as data:
+        train, test = data["train"], data["test"]
+    results: dict[str, Any] = {}
+    for model, fields in job["models"].items():
+        begin, begin_cpu = time.perf_counter(), _cpu_seconds()
+        try:
+            backend = frae.create(job["backend"], FRAEConfig.from_dict(fields), seed=job["seed"])
+            history = backend.fit(
+                train,
+                epochs=job["epochs"],
+                batch_size=job["batch_size"],
+                optimizer="adam",
+                learning_rate=job["learning_rate"],
+                shuffle=True,
+                seed=job["seed"],
+            )
+            path = Path(job["weights"]) / f"{job['label']}-{model}.npz"
+            frae.save_weights(path, backend.get_weights())
+            results[model] = {
+                "loss": history["loss"],
+                "snr_db": snr_db(test, backend.predict(test)),
+                "weights": str(path),
+                "seconds": time.perf_counter() - begin,
+                "cpu_seconds": _cpu_seconds() - begin_cpu,
+            }
+        except Exception as error:  # reported in the table, the other model still runs
+            results[model] = {"error": f"{type(error).__name__}: {error}".splitlines()[0]}
+    return {"models": results, "cpu_seconds": _cpu_seconds()}
+
+
+def _cpu_seconds() -> float:
+    """User and system CPU seconds of this process so far, all its threads."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def run_variant(variant: Variant, job: dict[str, Any], log: Path) -> dict[str, Any]:
+    """``train_in_this_process`` in a fresh process with ``variant``'s environment, its
+    wall-clock ``seconds`` added; a process that fails gives every model its log's tail as
+    the error."""
+    env = {**ONE_THREAD, **os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", **variant.env}
+    job = {**job, "backend": variant.backend, "label": variant.label}
+    command = [sys.executable, "-m", "apps.demo.worker", json.dumps(job)]
+    start = time.perf_counter()
+    try:
+        with log.open("w") as errors:
+            done = subprocess.run(
+                command,
+                cwd=ROOT,
+                env=env,
+                stdout=subprocess.PIPE,
+                stderr=errors,
+                text=True,
+                timeout=WORKER_TIMEOUT_S,
+            )
+        lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
+        if done.returncode == 0 and lines:
+            result: dict[str, Any] = json.loads(lines[-1])
+        else:
+            tail = " | ".join(log.read_text(errors="replace").strip().splitlines()[-3:])
+            result = _failed(job, f"worker exited with {done.returncode}: {tail}")
+    except subprocess.TimeoutExpired:
+        result = _failed(job, f"timed out after {WORKER_TIMEOUT_S} s")
+    return result | {"seconds": time.perf_counter() - start}
+
+
+def _failed(job: dict[str, Any], reason: str) -> dict[str, Any]:
+    return {"models": {model: {"error": reason} for model in job["models"]}, "cpu_seconds": None}
+
+
+if __name__ == "__main__":  # python -m apps.demo.worker '<job as JSON>'
+    print(json.dumps(train_in_this_process(json.loads(sys.argv[1]))), flush=True)
