@@ -1,12 +1,13 @@
 # make compare:   the cross-framework comparison on the default model (the main job).
 # make demo:      both models on a real signal (Japanese Vowels) in every installed backend:
 #                 held-out SNR, closed-loop rate–distortion, plots in reports/demo/.
-# make test:      the whole parity suite over every installed backend (what CI runs).
-# make test-fast: the same without the tests that rerun the suite or the main job in a
+# make test:      the conformance kit (parity_tests/) over every installed backend and the
+#                 project's own tests (tests/): what CI runs.
+# make test-fast: the same without the tests that rerun the kit or the main job in a
 #                 subprocess (marked `nested`): the edit loop.
-# make parity BACKEND=NAME_OR_PATH [ARGS=...]: the conformance kit (parity_tests) for the
-#                 backends named (a registered name or package.module:attribute; several,
-#                 space-separated), the contract's tests alone; ARGS go to pytest.
+# make parity BACKEND=NAME_OR_PATH [ARGS=...]: the conformance kit alone (parity_tests/) for
+#                 the backends named (a registered name or package.module:attribute; several,
+#                 space-separated); ARGS go to pytest.
 # make lint:      ruff check and format, and mypy over frae (strict), impls, bench and apps
 #                 (pyproject.toml's [tool.mypy]).
 # Each creates .venv with the Python the pinned stack needs (PYTHON_VERSION; found on PATH,
