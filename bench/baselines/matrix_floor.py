@@ -26,7 +26,7 @@ from typing import NamedTuple
 import numpy as np
 import numpy.typing as npt
 
-from bench.baselines.simd_floor import ForwardInC, _OrNull, build_fast
+from bench.baselines.simd_floor import ForwardInC, build_fast
 from frae.backend import Array
 from frae.config import FRAEConfig
 from frae.params import Weights
@@ -41,7 +41,9 @@ def compile_matrix(config: FRAEConfig, source: Path = SOURCE) -> ctypes.CDLL:
     loops = build_fast(source, config)
     floats = np.ctypeslib.ndpointer(np.float32, flags="C_CONTIGUOUS")
     doubles = np.ctypeslib.ndpointer(np.float64, flags="C_CONTIGUOUS")
-    loops.frae_forward.argtypes = [floats, ctypes.c_int, *[floats] * 3, *[_OrNull(floats)] * 2]
+    # the outputs' and the codes' arrays: an address, or None (NULL) for the one not kept
+    nullable = [ctypes.c_void_p] * 2
+    loops.frae_forward.argtypes = [floats, ctypes.c_int, *[floats] * 3, *nullable]
     loops.frae_forward.argtypes += [ctypes.c_long] * 3
     loops.frae_loss_and_grads.argtypes = [*[floats] * 2, ctypes.c_float, *[floats] * 8, doubles]
     loops.frae_loss_and_grads.argtypes += [ctypes.c_long] * 2

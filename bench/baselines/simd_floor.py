@@ -94,16 +94,6 @@ def gru_header(gru: GRUPlan, encoder_reversed: str, decoder_reversed: str) -> li
     ]
 
 
-class _OrNull:
-    """A ctypes argument type: an array of ``array_type``, or ``None`` for a NULL pointer."""
-
-    def __init__(self, array_type: type) -> None:
-        self._array_type = array_type
-
-    def from_param(self, value: object) -> object:
-        return None if value is None else self._array_type.from_param(value)  # type: ignore[attr-defined]
-
-
 def build_fast(source: Path, config: FRAEConfig) -> ctypes.CDLL:
     """``source`` (a C floor, which includes ``frae_activate.h`` from this folder and
     ``frae_plan.h`` for ``config``) compiled with ``flags`` and loaded; raises
@@ -127,8 +117,10 @@ def compile_simd(config: FRAEConfig, source: Path = SOURCE) -> ctypes.CDLL:
     loops = build_fast(source, config)
     floats = np.ctypeslib.ndpointer(np.float32, flags="C_CONTIGUOUS")
     doubles = np.ctypeslib.ndpointer(np.float64, flags="C_CONTIGUOUS")
-    loops.frae_forward.argtypes = [floats, ctypes.c_int, *[floats] * 3]
-    loops.frae_forward.argtypes += [_OrNull(floats)] * 2 + [ctypes.c_long] * 3
+    # the outputs' and the codes' arrays: an address, or None (NULL) for the one not kept
+    nullable = [ctypes.c_void_p] * 2
+    loops.frae_forward.argtypes = [floats, ctypes.c_int, *[floats] * 3, *nullable]
+    loops.frae_forward.argtypes += [ctypes.c_long] * 3
     loops.frae_forward_recorded.argtypes = [*[floats] * 4, ctypes.c_long, ctypes.c_long]
     loops.frae_backward.argtypes = [*[floats] * 3, ctypes.c_float, *[floats] * 4, doubles]
     loops.frae_backward.argtypes += [ctypes.c_long] * 2
@@ -141,6 +133,9 @@ class ForwardInC(NumbaFloorBackend):
     """The Numba floor with its forward in C: predict, encode and decode through one
     ``_forward``, which a C floor writes."""
 
+    _loops: ctypes.CDLL
+    """The compiled C floor, which a subclass's ``_build`` loads."""
+
     def _forward_buffers(self, steps: int, batch: int, width: int) -> tuple[Array, Array]:
         """The two workspaces the C forward takes after the weights, for one shape."""
         raise NotImplementedError
@@ -151,13 +146,14 @@ class ForwardInC(NumbaFloorBackend):
         batch, steps, width = sequences.shape
         rows = self._plan.features if keep == "outputs" else self._plan.latent
         kept = np.empty((batch, steps, rows), np.float32)
+        address = kept.ctypes.data  # the kept array's argument, NULL for the other
         self._loops.frae_forward(
             np.ascontiguousarray(sequences, np.float32),
             int(codes_given),
             self._theta,
             *self._forward_buffers(steps, batch, width),
-            kept if keep == "outputs" else None,
-            kept if keep == "codes" else None,
+            address if keep == "outputs" else None,
+            address if keep == "codes" else None,
             steps,
             width,
             batch,
