@@ -21,10 +21,25 @@ Cell = Callable[[model.FRAE, torch.Tensor, torch.Tensor], tuple[torch.Tensor, An
 """``(module, x̂_{t-1}, x_t) -> (x̂_t, y_t)``: ``model.FRAE.step`` or ``decode_step``."""
 
 
+def output_feedback(module: model.Module) -> model.FRAE:
+    """``module`` as the output-feedback ``model.FRAE`` that these Python and TorchScript loops
+    are written for; raises ``TypeError`` for a state-feedback one."""
+    if not isinstance(module, model.FRAE):
+        raise TypeError(
+            f"module: expected an output-feedback model.FRAE, got {type(module).__name__}"
+        )
+    return module
+
+
 def python_loop(
-    config: FRAEConfig, module: model.FRAE, sequences: torch.Tensor, cell: Cell, codes_given: bool
+    config: FRAEConfig,
+    module: model.Module,
+    sequences: torch.Tensor,
+    cell: Cell,
+    codes_given: bool,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """``model.unroll`` as a Python loop over ``cell``."""
+    """``model.unroll`` as a Python loop over ``cell``, for an output-feedback ``module``."""
+    module = output_feedback(module)
     feedback = sequences.new_zeros(sequences.shape[0], config.input_dim)
     outputs, codes = [], []
     for t in range(sequences.shape[1]):

@@ -27,7 +27,7 @@ from typing import Any
 import torch
 
 from bench.baselines.layout import ACTIVATION_CODES
-from bench.baselines.torch_eager import python_loop_functions
+from bench.baselines.torch_eager import output_feedback, python_loop_functions
 from frae.backend import Array, TrainStep
 from frae.config import FRAEConfig
 from impls.torch_scan import model
@@ -73,8 +73,6 @@ class TorchCompiledStepBackend(TorchScanBackend):
 
     def gradient_functions(self) -> Functions:
         return self.functions()
-
-
 
 
 def _activate(pre: torch.Tensor, code: int) -> torch.Tensor:
@@ -135,7 +133,8 @@ def scripted_functions(config: FRAEConfig) -> Functions:
         for layers in (config.encoder_layers, config.decoder_layers)
     )
 
-    def run(module: model.FRAE, x: torch.Tensor, codes_given: bool) -> Any:
+    def run(module: model.Module, x: torch.Tensor, codes_given: bool) -> Any:
+        module = output_feedback(module)
         layers = [
             [linear.weight for linear in module.encoder.layers.values()],
             [linear.bias for linear in module.encoder.layers.values()],
