@@ -70,10 +70,10 @@ def jax_scan_programs(config: frae.FRAEConfig, x: np.ndarray) -> Programs:
     """jax_scan's predict, loss_and_grads and Adam step on ``x``; unless a gradient recomputes
     each step (``train.recomputes``: output feedback from ``REMAT_MIN_BATCH`` sequences), its
     scans run ``GRADIENT_UNROLL`` steps per iteration."""
-    from impls.jax_scan import backend, train
+    from impls.jax_scan import JaxScanBackend, train
 
-    compiled = backend.compiled(config)
-    weights = dict(frae.initial_weights(config))
+    jax_backend = JaxScanBackend(config)
+    compiled, weights = jax_backend.compiled, jax_backend.params
     state = compiled.optimizer_inits["adam"](weights)
     rate = np.float32(1e-3)
     lowered = {
@@ -82,10 +82,13 @@ def jax_scan_programs(config: frae.FRAEConfig, x: np.ndarray) -> Programs:
         "train_step": compiled.train_steps["adam"].lower(weights, state, rate, x, x),
     }
     gradient = 1 if train.recomputes(config, len(x)) else train.GRADIENT_UNROLL
-    return {
-        name: (program.compile().as_text(), 1 if name == "predict" else gradient)
-        for name, program in lowered.items()
-    }
+    programs: Programs = {}
+    for name, program in lowered.items():
+        hlo = program.compile().as_text()
+        if hlo is None:
+            raise RuntimeError(f"jax_scan's {name}: this JAX platform gives no compiled HLO text")
+        programs[name] = (hlo, 1 if name == "predict" else gradient)
+    return programs
 
 
 def tf_while_programs(config: frae.FRAEConfig, x: np.ndarray) -> Programs:

@@ -6,7 +6,7 @@ import dataclasses
 import functools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import jax
 import jax.numpy as jnp
@@ -21,6 +21,15 @@ from impls.jax_scan import model, train
 from impls.jax_scan.model import Params
 
 
+class Jitted[**P, R](Protocol):
+    """What ``jax.jit`` returns for a function ``(*P) -> R``: called as the function, or
+    lowered ahead of time for inspection (``bench.kernels`` reads the compiled HLO)."""
+
+    def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R: ...
+
+    def lower(self, *args: P.args, **kwargs: P.kwargs) -> jax.stages.Lowered: ...
+
+
 @dataclass(frozen=True)
 class Compiled:
     """One config's jitted functions, shared by every backend of that config.
@@ -31,16 +40,16 @@ class Compiled:
     per call (an ``nnx.State`` argument costs more).
     """
 
-    predict: Callable[[Params, Any], jax.Array]
-    encode: Callable[[Params, Any], jax.Array]
-    decode: Callable[[Params, Any], jax.Array]
-    loss_and_grads: Callable[[Params, Any, Any], tuple[jax.Array, Params]]
-    optimizer_inits: Mapping[str, Callable[[Params], optax.OptState]]
-    train_steps: Mapping[str, Callable[..., tuple[Params, optax.OptState, jax.Array]]]
-    all_finite: Callable[[Params], jax.Array]
+    predict: Jitted[[Params, Any], jax.Array]
+    encode: Jitted[[Params, Any], jax.Array]
+    decode: Jitted[[Params, Any], jax.Array]
+    loss_and_grads: Jitted[[Params, Any, Any], tuple[jax.Array, Params]]
+    optimizer_inits: Mapping[str, Jitted[[Params], optax.OptState]]
+    train_steps: Mapping[str, Jitted[..., tuple[Params, optax.OptState, jax.Array]]]
+    all_finite: Jitted[[Params], jax.Array]
 
 
-def jit(function: Callable[..., Any]) -> Callable[..., Any]:
+def jit[**P, R](function: Callable[P, R]) -> Jitted[P, R]:
     """``jax.jit`` with the compiler options every function of this backend gets
     (``model.COMPILER_OPTIONS``)."""
     return jax.jit(function, compiler_options=model.COMPILER_OPTIONS)
@@ -87,7 +96,7 @@ def compiled(config: FRAEConfig, *, by_hand: bool = False) -> Compiled:
 @functools.lru_cache(maxsize=16)
 def data_parallel_steps(
     config: FRAEConfig, mesh: jax.sharding.Mesh, *, by_hand: bool = False
-) -> Mapping[str, Callable[..., tuple[Params, optax.OptState, jax.Array]]]:
+) -> Mapping[str, Jitted[..., tuple[Params, optax.OptState, jax.Array]]]:
     """Per optimizer, the jitted ``train.data_parallel_train_step`` of ``config`` on ``mesh``."""
     return {
         name: jit(
