@@ -6,16 +6,13 @@ from __future__ import annotations
 import math
 import threading
 import time
-import tracemalloc
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 import frae
-from frae.backend import minibatches
 from parity_tests.cases import CASES
 from parity_tests.conftest import MakeBackend
 

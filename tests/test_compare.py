@@ -15,7 +15,6 @@ from frae.data import multi_sine, original_problem
 from frae.tolerances import TOLERANCES, Tolerance
 
 
-
 def test_multi_sine_is_bounded_smooth_and_seeded() -> None:
     x = multi_sine(batch=3, steps=50, features=4, seed=1)
     assert x.shape == (3, 50, 4)

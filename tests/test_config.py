@@ -12,7 +12,6 @@ import frae
 from parity_tests.cases import CASES
 
 
-
 @pytest.mark.parametrize("name", CASES)
 def test_the_layer_table_chains_widths_and_gives_the_output_its_own_activation(
     name: str,

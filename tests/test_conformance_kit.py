@@ -14,7 +14,6 @@ from pathlib import Path
 
 import pytest
 
-
 REPOSITORY = Path(__file__).resolve().parent.parent
 SUITE = REPOSITORY / "parity_tests"
 

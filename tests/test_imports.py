@@ -10,7 +10,6 @@ import pytest
 
 import frae
 
-
 FRAMEWORKS = ("tensorflow", "jax", "flax", "optax", "keras", "torch", "numba")
 
 

@@ -8,7 +8,6 @@ import pytest
 from impls.reference import model, train
 from parity_tests.cases import CASE_PARAMS, Case
 
-
 # Central differences err by ~STEP² (truncation, measured ~2e-8 relative at 1e-4) plus
 # ~1e-16·loss/STEP (rounding, ~1e-12); smaller steps trade the first for the second and
 # measured worse on the sigmoid case (4e-7 at 3e-6).

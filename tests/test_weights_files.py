@@ -23,7 +23,6 @@ import pytest
 import frae
 from frae.params import infer_config
 
-
 CONFIGS = {
     "default": frae.FRAEConfig(),
     "other": frae.FRAEConfig(input_dim=3, encoder_units=(5,), latent_dim=2, decoder_units=(4, 6)),
