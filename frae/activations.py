@@ -5,14 +5,16 @@ The backward passes written by hand need act'(a) at every layer and step. Each s
 written through the output act(a), which the forward pass has already computed, so that
 only swish evaluates anything more, σ(a) = 1/(1 + e^−a)::
 
-    swish    act(a) = a·σ(a)    act'(a) = σ(a) + a·σ(a)(1 − σ(a)) = act + σ(a)(1 − act)
+    swish    act(a) = a·σ(a)    act'(a) = σ(a) + a·σ(a)(1 − σ(a)) = σ(a) + act(1 − σ(a))
     tanh     act(a) = tanh(a)   act'(a) = 1 − act²
     sigmoid  act(a) = σ(a)      act'(a) = act(1 − act)
     linear   act(a) = a         act'(a) = 1
 
 ``activation_slope`` takes the library's own σ and ``ones_like``: the arrays of NumPy,
 TensorFlow, JAX and PyTorch all combine with each other and with floats under +, − and ×,
-so the one formula serves each backend.
+so the one formula serves each backend. Swish's slope is σ + act(1 − σ), not the equal
+act + σ(1 − act): for a large a that one subtracts two numbers near a and loses the slope of 1
+(a diverging fit then never overflows, and its gradients vanish instead).
 """
 
 from __future__ import annotations
@@ -49,7 +51,8 @@ def activation_slope[A: Arithmetic](
         act'(a), of ``pre``'s shape and type.
     """
     if name == "swish":
-        return cast(A, out + sigmoid(pre) * (1.0 - out))
+        sigma = sigmoid(pre)
+        return cast(A, sigma + out * (1.0 - sigma))
     if name == "tanh":
         return cast(A, 1.0 - out * out)
     if name == "sigmoid":

@@ -18,7 +18,6 @@ import pytest
 from parity_tests.mutants import MUTANTS
 from parity_tests.properties import PROPERTIES, markdown_table
 
-
 ROOT = Path(__file__).resolve().parent.parent
 KIT = ROOT / "parity_tests"
 DATA_PARALLEL_MUTANTS = ("GradientsSummedOverDevices", "LastShardDropped")
