@@ -50,7 +50,7 @@ $(STAMP): SHELL := bash
 PARALLEL := -n auto --maxprocesses 4 --dist loadgroup
 
 test: $(STAMP)
-	$(BIN)/python -m pytest $(PARALLEL)
+	$(BIN)/python -m pytest $(PARALLEL) --durations=15
 
 test-fast: $(STAMP)
 	$(BIN)/python -m pytest $(PARALLEL) -m "not nested"
@@ -75,4 +75,4 @@ lint: $(STAMP)
 	$(BIN)/mypy
 
 clean:
-	rm -rf $(VENV) reports .pytest_cache .ruff_cache .mypy_cache .hypothesis
+	rm -rf $(VENV) reports .cache .pytest_cache .ruff_cache .mypy_cache .hypothesis
