@@ -1,9 +1,13 @@
-"""What both test rooms share: compiled programs cached on disk in this checkout.
+"""What both test rooms share: compiled programs cached on disk in this checkout, and
+compiled in the process that needs them.
 
 ``torch.compile`` keeps what Inductor compiled in a cache on disk; pointed at ``.cache/`` here
 (unless ``TORCHINDUCTOR_CACHE_DIR`` is set), every process a run starts (pytest's workers, the
 data-parallel workers, the nested runs) shares it, and a fresh clone starts from nothing, so a
 run's time does not depend on what earlier runs left in the machine's temporary folder.
+Inductor compiles in the process itself (``TORCHINDUCTOR_COMPILE_THREADS=1``) rather than in a
+pool of worker processes that each imports torch anew: a run keeps every core busy with its
+own pytest workers, so such a pool only adds its start-up to each process that compiles.
 """
 
 from __future__ import annotations
@@ -13,3 +17,4 @@ from pathlib import Path
 
 CACHE = Path(__file__).resolve().parent / ".cache"
 os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", str(CACHE / "torchinductor"))
+os.environ.setdefault("TORCHINDUCTOR_COMPILE_THREADS", "1")

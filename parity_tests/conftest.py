@@ -97,14 +97,16 @@ def _import_failure(spec: str) -> str | None:
 
 
 TRAINING_ONLY = "training_only_backends"
-"""The ini option naming the backends whose own part is their gradient and the training it
-drives (the hand-written-backward twins, whose inference is their twin's)."""
-TRAINING_PROPERTIES = ("gradients", "sgd", "adam", "data_parallel")
+"""The ini option naming the backends whose own part is their output-feedback gradient and
+the training it drives (the hand-written-backward twins: their inference, their state-feedback
+gradient and their data-parallel engine are their twin's, which the kit checks on the twin)."""
+TRAINING_PROPERTIES = ("gradients", "sgd", "adam")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """With ``--backend``, run the contract's tests for those backends and nothing else;
-    give the ``training_only_backends`` only the tests of ``TRAINING_PROPERTIES``; under
+    give the ``training_only_backends`` only the tests of ``TRAINING_PROPERTIES`` on
+    output-feedback cases; under
     ``pytest -n`` (``make test``), keep each backend's tests on one worker, where its
     compiled functions are cached (a torch_scan config's compilation is the costliest)."""
     from parity_tests.properties import PROPERTIES
@@ -113,9 +115,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     training_only = set(training_only_backends(config))
 
     def not_theirs(item: pytest.Item) -> bool:
-        return backend_of(item) in training_only and not any(
-            prop.selects(item.name) for prop in training
-        )
+        if backend_of(item) not in training_only:
+            return False
+        case = getattr(item, "callspec", None) and item.callspec.params.get("case")
+        state = case is not None and case.config.feedback == "state"
+        return state or not any(prop.selects(item.name) for prop in training)
 
     deselected = [item for item in items if not_theirs(item)]
     if deselected:
