@@ -225,5 +225,7 @@ def _aoti_package(
     from torch._inductor import aoti_compile_and_package, aoti_load_package
 
     program = torch.export.export(_Unrolled(module, codes_given), (x, *weights))
-    path = os.path.join(tempfile.mkdtemp(prefix="frae-aoti-"), "unroll.pt2")
-    return aoti_load_package(aoti_compile_and_package(program, package_path=path))
+    # the loader unpacks the package where it keeps it: the package file is not needed after
+    with tempfile.TemporaryDirectory(prefix="frae-aoti-") as folder:
+        path = os.path.join(folder, "unroll.pt2")
+        return aoti_load_package(aoti_compile_and_package(program, package_path=path))
