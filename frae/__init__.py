@@ -5,10 +5,11 @@ only when that backend is created.
 """
 
 from frae import data
-from frae.backend import Backend, BaseBackend, TrainingDiverged
+from frae.backend import BaseBackend, TrainingDiverged
 from frae.config import ACTIVATIONS, FRAEConfig, Layer
 from frae.optimizers import ADAM, OPTIMIZERS, AdamSpec
 from frae.params import initial_weights, load_weights, save_weights
+from frae.protocol import Backend
 from frae.registry import available_backends, create, installed_backends, unavailable_reason
 
 __all__ = [

@@ -14,7 +14,7 @@ import functools
 import math
 import threading
 from collections.abc import Callable, Iterator, Mapping
-from typing import Any, ClassVar, Protocol, runtime_checkable
+from typing import Any, ClassVar
 
 import numpy as np
 import numpy.typing as npt
@@ -26,6 +26,11 @@ from frae.params import Weights, initial_weights
 Array = npt.NDArray[np.floating[Any]]
 TrainStep = Callable[[Array, Array], float]
 """One optimizer step on a mini-batch ``(x, y)``; returns the loss before the update."""
+Streamed = tuple[Array, Array]
+"""A call's outputs and the feedback after its last step (``return_state=True``)."""
+Infer = Callable[[Array, Array], tuple[Any, Any]]
+"""A backend's ``_predict``, ``_encode`` or ``_decode``: checked ``(B, T, ·)`` sequences and
+the ``(B, S)`` feedback entering their first step -> outputs and the feedback after the last."""
 
 
 class TrainingDiverged(FloatingPointError):  # noqa: N818  (the contract names it)
@@ -85,42 +90,6 @@ def serialised[Method: Callable[..., Any]](method: Method) -> Method:
             return method(self, *args, **kwargs)
 
     return locked  # type: ignore[return-value]
-
-
-@runtime_checkable
-class Backend(Protocol):
-    """What every backend offers, NumPy arrays in and out."""
-
-    @property
-    def name(self) -> str: ...
-
-    @property
-    def config(self) -> FRAEConfig: ...
-
-    def get_weights(self) -> Weights: ...
-
-    def set_weights(self, weights: Mapping[str, Array]) -> None: ...
-
-    def predict(self, x: Array) -> Array: ...
-
-    def encode(self, x: Array) -> Array: ...
-
-    def decode(self, z: Array) -> Array: ...
-
-    def loss_and_grads(self, x: Array, y: Array | None = None) -> tuple[float, Weights]: ...
-
-    def fit(
-        self,
-        x: Array,
-        y: Array | None = None,
-        *,
-        epochs: int = 1,
-        batch_size: int | None = None,
-        optimizer: str = "adam",
-        learning_rate: float = 1e-3,
-        shuffle: bool = False,
-        seed: int = 0,
-    ) -> dict[str, list[float]]: ...
 
 
 def minibatches(
@@ -200,20 +169,51 @@ class BaseBackend(abc.ABC):
     def set_weights(self, weights: Mapping[str, Array]) -> None:
         self._write_weights(validation.check_weights(weights, self._config.parameter_shapes()))
 
-    @serialised
-    def predict(self, x: Array) -> Array:
-        batch, single = self._sequences(x, "x", self._config.input_dim)
-        return self._unbatch(self._predict(batch), single)
+    def initial_state(self, batch: int | None = None) -> Array:
+        """Zeros of the feedback's width S: ``(batch, S)``, or ``(S,)`` for ``batch=None``, the
+        state a call without one starts from (contract section 3b)."""
+        width = self._config.feedback_dim
+        if batch is None:
+            return np.zeros(width, self.compute_dtype)
+        return np.zeros((validation.check_positive_int(batch, "batch"), width), self.compute_dtype)
 
     @serialised
-    def encode(self, x: Array) -> Array:
-        batch, single = self._sequences(x, "x", self._config.input_dim)
-        return self._unbatch(self._encode(batch), single)
+    def predict(
+        self, x: Array, *, state: Array | None = None, return_state: bool = False
+    ) -> Array | Streamed:
+        return self._run(self._predict, x, "x", self._config.input_dim, state, return_state)
 
     @serialised
-    def decode(self, z: Array) -> Array:
-        batch, single = self._sequences(z, "z", self._config.latent_dim)
-        return self._unbatch(self._decode(batch), single)
+    def encode(
+        self, x: Array, *, state: Array | None = None, return_state: bool = False
+    ) -> Array | Streamed:
+        return self._run(self._encode, x, "x", self._config.input_dim, state, return_state)
+
+    @serialised
+    def decode(
+        self, z: Array, *, state: Array | None = None, return_state: bool = False
+    ) -> Array | Streamed:
+        return self._run(self._decode, z, "z", self._config.latent_dim, state, return_state)
+
+    def _run(
+        self,
+        infer: Infer,
+        value: Array,
+        name: str,
+        width: int,
+        state: Array | None,
+        return_state: bool,
+    ) -> Array | Streamed:
+        """Check the call, run ``infer`` from ``state`` (zeros for ``None``), drop the batch
+        axis of a single sequence, and return the outputs, with the last state if asked."""
+        wanted = validation.check_flag(return_state, "return_state")
+        batch, single = self._sequences(value, name, width)
+        start = validation.check_state(
+            state, len(batch), single, self._config.feedback_dim, self.compute_dtype
+        )
+        outputs, last = infer(batch, start)
+        result = self._unbatch(outputs, single)
+        return (result, self._unbatch(last, single)) if wanted else result
 
     @serialised
     def loss_and_grads(self, x: Array, y: Array | None = None) -> tuple[float, Weights]:
@@ -330,13 +330,19 @@ class BaseBackend(abc.ABC):
         """Replace every weight with ``weights`` (already checked)."""
 
     @abc.abstractmethod
-    def _predict(self, x: Array) -> Array: ...
+    def _predict(self, x: Array, state: Array) -> tuple[Any, Any]:
+        """x̂ of checked ``(B, T, F)`` inputs from the feedback ``state`` ``(B, S)``, and the
+        feedback after the last step."""
 
     @abc.abstractmethod
-    def _encode(self, x: Array) -> Array: ...
+    def _encode(self, x: Array, state: Array) -> tuple[Any, Any]:
+        """z of checked inputs from ``state``, and the decoder's feedback after the last step
+        (the sender's replica of the receiver)."""
 
     @abc.abstractmethod
-    def _decode(self, z: Array) -> Array: ...
+    def _decode(self, z: Array, state: Array) -> tuple[Any, Any]:
+        """x̂ of checked ``(B, T, L)`` codes from ``state``, and the feedback after the last
+        step."""
 
     @abc.abstractmethod
     def _loss_and_grads(self, x: Array, y: Array) -> tuple[float, Mapping[str, Any]]: ...

@@ -13,7 +13,8 @@ import json
 import os
 from typing import Any
 
-from frae.backend import Backend, check_device_count
+from frae.backend import check_device_count
+from frae.protocol import Backend
 from frae.registry import create, frameworks_of
 
 

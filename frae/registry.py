@@ -10,8 +10,9 @@ from dataclasses import dataclass
 from typing import Any, cast
 
 from frae import validation
-from frae.backend import Array, Backend
+from frae.backend import Array
 from frae.config import FRAEConfig
+from frae.protocol import Backend
 
 
 @dataclass(frozen=True)

@@ -180,6 +180,44 @@ def check_sequences(
     return _converted(batch, name, dtype), single
 
 
+def check_flag(value: object, name: str) -> bool:
+    """A ``bool``, nothing that merely converts to one."""
+    if not isinstance(value, bool | np.bool_):
+        raise TypeError(f"{name} must be a bool, got {describe(value)}")
+    return bool(value)
+
+
+def check_state(
+    state: object, batch: int, single: bool, width: int, dtype: npt.DTypeLike
+) -> npt.NDArray[np.floating[Any]]:
+    """The feedback entering a call's first step (contract section 3b): ``None`` for zeros,
+    else ``(batch, width)`` beside a batch of sequences or ``(width,)`` beside one sequence.
+
+    Returns a new C-contiguous ``(batch, width)`` array of ``dtype``.
+    """
+    if state is None:
+        return np.zeros((batch, width), dtype)
+    array = _as_float_array(state, "state")
+    expected = (width,) if single else (batch, width)
+    if array.ndim != len(expected):
+        layout = "(S,) beside one sequence (T, F)" if single else "(B, S) beside a batch (B, T, F)"
+        raise ValueError(
+            f"state must have rank {len(expected)}, {layout}, with S = {width}; "
+            f"got shape {array.shape}"
+        )
+    if array.shape[-1] != width:
+        raise ValueError(
+            f"state must have {width} features in its last axis (the feedback's width), "
+            f"got shape {array.shape}"
+        )
+    if not single and array.shape[0] != batch:
+        raise ValueError(
+            f"state must hold one row per sequence: the input has {batch} sequences, "
+            f"the state {array.shape[0]} (shape {array.shape})"
+        )
+    return _converted(array[None] if single else array, "state", dtype)
+
+
 def check_target(y: object, x: npt.NDArray[np.floating[Any]], single: bool) -> Any:
     """``y`` defaults to ``x``; otherwise it must be a finite float array of x's shape."""
     if y is None:

@@ -35,14 +35,17 @@ class ReferenceBackend(BaseBackend):
     def _write_weights(self, weights: Weights) -> None:
         self.params: Params = {name: value.astype(np.float64) for name, value in weights.items()}
 
-    def _predict(self, x: Array) -> Array:
-        return unroll(self.config, self.params, x)[0]
+    def _predict(self, x: Array, state: Array) -> tuple[Array, Array]:
+        outputs, _, last = unroll(self.config, self.params, x, state=state)
+        return outputs, last
 
-    def _encode(self, x: Array) -> Array:
-        return unroll(self.config, self.params, x)[1]
+    def _encode(self, x: Array, state: Array) -> tuple[Array, Array]:
+        _, codes, last = unroll(self.config, self.params, x, state=state)
+        return codes, last
 
-    def _decode(self, z: Array) -> Array:
-        return unroll(self.config, self.params, z, codes_given=True)[0]
+    def _decode(self, z: Array, state: Array) -> tuple[Array, Array]:
+        outputs, _, last = unroll(self.config, self.params, z, codes_given=True, state=state)
+        return outputs, last
 
     def _loss_and_grads(self, x: Array, y: Array) -> tuple[float, Mapping[str, Any]]:
         return train.loss_and_grads(self.config, self.params, x, y)

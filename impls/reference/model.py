@@ -94,9 +94,12 @@ def unroll(
     sequences: Array,
     *,
     codes_given: bool = False,
+    state: Array | None = None,
     traces: list[StepTraces] | None = None,
-) -> tuple[Array, Array]:
-    """Step the recurrence from x̂₀ = 0 (or s₀ = 0); returns ``(x̂, z)``, each ``(B, T, ·)``.
+) -> tuple[Array, Array, Array]:
+    """Step the recurrence from ``state``, x̂₀ (or s₀), zeros for ``None``; returns
+    ``(x̂, z, feedback)``: x̂ and z each ``(B, T, ·)``, and the feedback after the last step,
+    x̂_T (or s_T), ``(B, S)``.
 
     ``weights`` are float64 arrays by canonical name; ``sequences`` is x, from which the
     encoder makes each code from ``[x_t, x̂_{t-1}]`` (or ``[x_t, s_{t-1}]``); or, with
@@ -107,7 +110,9 @@ def unroll(
     dtype = sequences.dtype  # float64 in the reference; float32 for a float32 yardstick
     encoder, decoder = config.encoder_layers, config.decoder_layers  # built once, not per step
     gru = config.gru
-    feedback = np.zeros((batch, config.feedback_dim), dtype)
+    feedback = (
+        np.zeros((batch, config.feedback_dim), dtype) if state is None else state.astype(dtype)
+    )
     outputs = np.empty((batch, steps, config.input_dim), dtype)
     codes = np.empty((batch, steps, config.latent_dim), dtype)
     for t in range(steps):
@@ -129,4 +134,4 @@ def unroll(
         outputs[:, t] = output
         if traces is not None and encoder_trace is not None and decoder_trace is not None:
             traces.append((encoder_trace, decoder_trace, gru_trace))
-    return outputs, codes
+    return outputs, codes, feedback

@@ -68,7 +68,7 @@ def loss_and_grads(config: FRAEConfig, params: Params, x: Array, y: Array) -> tu
     step t+1 through the encoder's feedback rows (F..F+H-1) and through the GRU.
     """
     traces: list[StepTraces] = []
-    outputs, _ = unroll(config, params, x, traces=traces)
+    outputs, _, _ = unroll(config, params, x, traces=traces)
     error = outputs - y
     loss = float(np.mean(error**2))
     d_outputs = 2.0 * error / error.size
