@@ -159,6 +159,9 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
             for spec in training_only_backends(metafunc.config)
         ]
         metafunc.parametrize("backend_spec", [*selected, *training_only])
+    if "partner_spec" in metafunc.fixturenames:
+        partners = [*selected, "reference", *(metafunc.config.getoption("other_backend") or ())]
+        metafunc.parametrize("partner_spec", list(dict.fromkeys(partners)))
     if "other_spec" in metafunc.fixturenames:
         others = [
             name for name in ["reference", *frae.installed_backends()] if name not in selected
@@ -190,6 +193,13 @@ def make_backend(backend_spec: str) -> MakeBackend:
 def other_backend(other_spec: str) -> MakeBackend:
     """Another backend than the one under test, for transfers between the two."""
     return functools.partial(frae.create, other_spec)
+
+
+@pytest.fixture
+def partner(partner_spec: str) -> MakeBackend:
+    """A backend a stream moves to and from: each backend under test (itself included: a
+    second object), the reference, and each ``--other-backend``."""
+    return functools.partial(frae.create, partner_spec)
 
 
 @pytest.fixture

@@ -12,19 +12,33 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any, ClassVar
 
 import numpy as np
 
 from frae import gru_layout, validation
-from frae.backend import Array, TrainStep
-from frae.config import GRU, FRAEConfig
+from frae.backend import Array, Infer, TrainStep
+from frae.config import GRU
 from frae.optimizers import ADAM
 from frae.params import Weights
 from impls.reference import train
 from impls.reference.backend import ReferenceBackend
-from impls.reference.model import Params, dense_stack, gru_step, sigmoid, unroll
+from impls.reference.model import unroll
+
+
+def _float32(streamed: tuple[Array, Array]) -> tuple[Array, Array]:
+    """A call's outputs and last state rounded to float32, as a float32 port returns them."""
+    outputs, last = streamed
+    return outputs.astype(np.float32), last.astype(np.float32)
+
+
+def _step_by_step(infer: Infer, sequences: Array, state: Array) -> tuple[Array, Array]:
+    """``infer`` on each step alone, from the zero state every time: the feedback cut off."""
+    steps = [
+        infer(sequences[:, t : t + 1], np.zeros_like(state)) for t in range(sequences.shape[1])
+    ]
+    return np.concatenate([outputs for outputs, _ in steps], axis=1), steps[-1][1]
 
 
 class Float32Reference(ReferenceBackend):
@@ -33,14 +47,14 @@ class Float32Reference(ReferenceBackend):
     name = "float32_reference"
     breaks: ClassVar[str | None] = None
 
-    def _predict(self, x: Array) -> Array:
-        return super()._predict(x).astype(np.float32)
+    def _predict(self, x: Array, state: Array) -> tuple[Array, Array]:
+        return _float32(super()._predict(x, state))
 
-    def _encode(self, x: Array) -> Array:
-        return super()._encode(x).astype(np.float32)
+    def _encode(self, x: Array, state: Array) -> tuple[Array, Array]:
+        return _float32(super()._encode(x, state))
 
-    def _decode(self, z: Array) -> Array:
-        return super()._decode(z).astype(np.float32)
+    def _decode(self, z: Array, state: Array) -> tuple[Array, Array]:
+        return _float32(super()._decode(z, state))
 
     def _loss_and_grads(self, x: Array, y: Array) -> tuple[float, Mapping[str, Any]]:
         loss, grads = super()._loss_and_grads(x, y)
@@ -52,9 +66,8 @@ class FeedbackCutOff(Float32Reference):
 
     breaks = "outputs"
 
-    def _predict(self, x: Array) -> Array:
-        steps = [super()._predict(x[:, t : t + 1]) for t in range(x.shape[1])]
-        return np.concatenate(steps, axis=1)
+    def _predict(self, x: Array, state: Array) -> tuple[Array, Array]:
+        return _step_by_step(super()._predict, x, state)
 
 
 class OutputsShiftedByOneStep(Float32Reference):
@@ -62,9 +75,9 @@ class OutputsShiftedByOneStep(Float32Reference):
 
     breaks = "outputs"
 
-    def _predict(self, x: Array) -> Array:
-        outputs = super()._predict(x)
-        return np.concatenate([np.zeros_like(outputs[:, :1]), outputs[:, :-1]], axis=1)
+    def _predict(self, x: Array, state: Array) -> tuple[Array, Array]:
+        outputs, last = super()._predict(x, state)
+        return np.concatenate([np.zeros_like(outputs[:, :1]), outputs[:, :-1]], axis=1), last
 
 
 class Float16Inside(Float32Reference):
@@ -72,9 +85,10 @@ class Float16Inside(Float32Reference):
 
     breaks = "outputs"
 
-    def _predict(self, x: Array) -> Array:
+    def _predict(self, x: Array, state: Array) -> tuple[Array, Array]:
         rounded = {k: v.astype(np.float16).astype(np.float64) for k, v in self.params.items()}
-        return unroll(self.config, rounded, x)[0].astype(np.float32)
+        outputs, _, last = unroll(self.config, rounded, x, state=state)
+        return _float32((outputs, last))
 
 
 class CodesOfFirstSequence(Float32Reference):
@@ -82,9 +96,9 @@ class CodesOfFirstSequence(Float32Reference):
 
     breaks = "codes"
 
-    def _encode(self, x: Array) -> Array:
-        codes = super()._encode(x)
-        return np.broadcast_to(codes[:1], codes.shape).copy()
+    def _encode(self, x: Array, state: Array) -> tuple[Array, Array]:
+        codes, last = super()._encode(x, state)
+        return np.broadcast_to(codes[:1], codes.shape).copy(), last
 
 
 class DecoderWithoutFeedback(Float32Reference):
@@ -92,9 +106,8 @@ class DecoderWithoutFeedback(Float32Reference):
 
     breaks = "decoder"
 
-    def _decode(self, z: Array) -> Array:
-        steps = [super()._decode(z[:, t : t + 1]) for t in range(z.shape[1])]
-        return np.concatenate(steps, axis=1)
+    def _decode(self, z: Array, state: Array) -> tuple[Array, Array]:
+        return _step_by_step(super()._decode, z, state)
 
 
 class LossSummed(Float32Reference):
@@ -132,11 +145,12 @@ class StateCarriedOver(Float32Reference):
     breaks = "stateless"
     _previous: Array | None = None
 
-    def _predict(self, x: Array) -> Array:
+    def _predict(self, x: Array, state: Array) -> tuple[Array, Array]:
         previous, self._previous = self._previous, x
         if previous is None or len(previous) != len(x):
-            return super()._predict(x)
-        return super()._predict(np.concatenate([previous, x], axis=1))[:, -x.shape[1] :]
+            return super()._predict(x, state)
+        outputs, last = super()._predict(np.concatenate([previous, x], axis=1), state)
+        return outputs[:, -x.shape[1] :], last
 
 
 class SingleSequenceKeepsBatchAxis(Float32Reference):
@@ -144,9 +158,9 @@ class SingleSequenceKeepsBatchAxis(Float32Reference):
 
     breaks = "shapes"
 
-    def predict(self, x: Array) -> Array:
-        outputs = super().predict(x)
-        return outputs[None] if np.ndim(x) == 2 else outputs
+    def predict(self, x: Array, **stream: Any) -> Any:
+        outputs = super().predict(x, **stream)
+        return outputs[None] if np.ndim(x) == 2 and not stream else outputs
 
 
 class NaNReplaced(Float32Reference):
@@ -278,9 +292,10 @@ class HiddenActivationFixedToSwish(Float32Reference):
 
     breaks = "random_configs"
 
-    def _predict(self, x: Array) -> Array:
+    def _predict(self, x: Array, state: Array) -> tuple[Array, Array]:
         config = dataclasses.replace(self.config, activation="swish")
-        return unroll(config, self.params, x)[0].astype(np.float32)
+        outputs, _, last = unroll(config, self.params, x, state=state)
+        return _float32((outputs, last))
 
 
 class RollbackOffByOneStep(Float32Reference):
@@ -303,12 +318,12 @@ class PredictWritesBackItsWeights(Float32Reference):
         super().__init__(config, seed=seed, weights=weights)
         self._lock = contextlib.nullcontext()  # type: ignore[assignment]
 
-    def _predict(self, x: Array) -> Array:
+    def _predict(self, x: Array, state: Array) -> tuple[Array, Array]:
         params = self.params
         time.sleep(0.002)  # the computation, while another thread may run
-        outputs = unroll(self.config, params, x)[0].astype(np.float32)
+        outputs, _, last = unroll(self.config, params, x, state=state)
         self.params = params
-        return outputs
+        return _float32((outputs, last))
 
 
 class ReadOnlyOutputs(Float32Reference):
@@ -321,103 +336,6 @@ class ReadOnlyOutputs(Float32Reference):
         array = np.asarray(batch)
         array.flags.writeable = False
         return array[0] if single else array
-
-
-GRUCell = Callable[[Params, GRU, Array, Array], Array]
-"""z_t, s_{t-1} -> s_t, with the GRU's canonical weights."""
-
-
-def _reset_before_recurrent_product(params: Params, gru: GRU, code: Array, state: Array) -> Array:
-    """Keras' ``reset_after=False``: n = tanh(a_n + (r ⊙ s_{t-1}) @ U_n + b_Un)."""
-    a = code @ params[gru.kernel] + params[gru.bias]
-    c = state @ params[gru.recurrent_kernel] + params[gru.recurrent_bias]
-    width = gru.state_dim
-    reset = sigmoid(a[:, :width] + c[:, :width])
-    update = sigmoid(a[:, width : 2 * width] + c[:, width : 2 * width])
-    recurrent_n = params[gru.recurrent_kernel][:, 2 * width :]
-    candidate = np.tanh(
-        a[:, 2 * width :] + (reset * state) @ recurrent_n + params[gru.recurrent_bias][2 * width :]
-    )
-    return (1.0 - update) * candidate + update * state
-
-
-def _update_gate_inverted(params: Params, gru: GRU, code: Array, state: Array) -> Array:
-    """s_t = p ⊙ n + (1 − p) ⊙ s_{t-1}: the update gate's two sides exchanged."""
-    trace = gru_step(params, gru, code, state)[1]
-    return trace.update * trace.candidate + (1.0 - trace.update) * state
-
-
-def _canonical_cell(params: Params, gru: GRU, code: Array, state: Array) -> Array:
-    return gru_step(params, gru, code, state)[0]
-
-
-def _state_unroll(
-    config: FRAEConfig,
-    params: Params,
-    sequences: Array,
-    *,
-    cell: GRUCell = _canonical_cell,
-    codes_given: bool = False,
-    carry_new_state: bool = True,
-) -> tuple[Array, Array]:
-    """The state-feedback recurrence with ``cell`` for the GRU, float32 out: ``(x̂, z)``.
-
-    Without ``carry_new_state`` the state carried to the next step is the one from before the
-    GRU, s_{t-1} (a scan cell returning its input carry), so s₀ = 0 is fed back throughout.
-    """
-    assert config.gru is not None
-    state = np.zeros((len(sequences), config.feedback_dim))
-    outputs, codes = [], []
-    for t in range(sequences.shape[1]):
-        code = (
-            sequences[:, t]
-            if codes_given
-            else dense_stack(
-                params, config.encoder_layers, np.concatenate([sequences[:, t], state], 1), None
-            )
-        )
-        new_state = cell(params, config.gru, code, state)
-        outputs.append(dense_stack(params, config.decoder_layers, new_state, None))
-        codes.append(code)
-        state = new_state if carry_new_state else state
-    return np.stack(outputs, 1).astype(np.float32), np.stack(codes, 1).astype(np.float32)
-
-
-class ResetBeforeRecurrentProduct(Float32Reference):
-    """The GRU applies its reset gate to s_{t-1} before the recurrent product (Keras'
-    ``reset_after=False``), not after it as the contract's GRU does."""
-
-    breaks = "outputs"
-
-    def _predict(self, x: Array) -> Array:
-        if self.config.gru is None:
-            return super()._predict(x)
-        return _state_unroll(self.config, self.params, x, cell=_reset_before_recurrent_product)[0]
-
-
-class UpdateGateInverted(Float32Reference):
-    """The GRU keeps the candidate where the update gate is open: h' = u⊙n + (1−u)⊙h."""
-
-    breaks = "decoder"
-
-    def _decode(self, z: Array) -> Array:
-        if self.config.gru is None:
-            return super()._decode(z)
-        return _state_unroll(
-            self.config, self.params, z, cell=_update_gate_inverted, codes_given=True
-        )[0]
-
-
-class StateFedBackFromBeforeGRU(Float32Reference):
-    """The state fed back to the encoder (and carried on) is the one from before the GRU's
-    step, s_{t-1}, not its new state s_t: a cell that returns its input carry."""
-
-    breaks = "codes"
-
-    def _encode(self, x: Array) -> Array:
-        if self.config.gru is None:
-            return super()._encode(x)
-        return _state_unroll(self.config, self.params, x, carry_new_state=False)[1]
 
 
 class GateBlocksSwappedOnImport(Float32Reference):
@@ -445,5 +363,8 @@ class GateBlocksSwappedOnImport(Float32Reference):
 MUTANTS = [
     cls
     for cls in list(globals().values())
-    if isinstance(cls, type) and issubclass(cls, Float32Reference) and cls.breaks is not None
+    if isinstance(cls, type)
+    and issubclass(cls, Float32Reference)
+    and cls.breaks is not None
+    and cls.__module__ == __name__
 ]

@@ -79,6 +79,47 @@ PROPERTIES = {
         ),
         ("self",),
     ),
+    "streaming": Property(
+        "streaming",
+        "predict, encode and decode cut into chunks (drawn by hypothesis, down to one frame) and "
+        "chained through their states equal one call of the reference, outputs and last state, "
+        "for a batch, a batch of one and one sequence; a call from a given state equals the "
+        "reference's from it; initial_state is the zero state; for both feedbacks",
+        (
+            "test_chained_chunks_equal_one_call",
+            "test_a_chunk_continues_from_the_state_it_is_given",
+            "test_initial_state_is_the_zero_state",
+        ),
+        ("outputs",),
+    ),
+    "sender_state": Property(
+        "the sender's state",
+        "encode's last state is the decoder's feedback, what decode of its codes ends in, chunk "
+        "after chunk; for both feedbacks",
+        ("test_encode_ends_in_the_receivers_state",),
+        ("self",),
+    ),
+    "handoff": Property(
+        "a stream between backends",
+        "encoded on one backend and decoded on another (both ways), and predicted on one for "
+        "its first half and another for the rest, a stream equals the reference's one call; "
+        "every pair of backends under test, the reference and a second object of each; for "
+        "both feedbacks",
+        ("test_stream_moves_between_backends",),
+        ("outputs",),
+    ),
+    "bad_state": Property(
+        "bad state",
+        "every bad state (rank, width, batch, dtype, NaN or infinite after the cast, masked, a "
+        "list, a scalar; a return_state that is not a bool) raises the named error, names the "
+        "argument and changes nothing: weights, the next call, the state given; no call writes "
+        "into the state it is given",
+        (
+            "test_bad_state_raises_and_changes_nothing",
+            "test_a_state_beyond_the_compute_dtype_is_refused",
+            "test_a_call_writes_into_no_state_it_is_given",
+        ),
+    ),
     "shapes": Property(
         "shapes and dtypes",
         "(B, T, ·) in and out, a 2-D sequence gives 2-D outputs, plain writable NumPy float arrays",

@@ -1,0 +1,199 @@
+"""Streaming (contract section 3b): the feedback in and out of every call.
+
+A stream is a sequence sent in chunks, down to one frame, each call starting from the state
+the previous one returned. Chained so, the chunks must give what one call over the whole
+sequence gives, for both models, for a batch, a batch of one and a single sequence; the
+sender's ``encode`` must end in the receiver's state; and the state is canonical, so a stream
+may move to another backend mid-sequence (``test_stream_moves_between_backends``).
+
+The cuts are drawn by hypothesis (``STREAM_EXAMPLES`` draws besides frame by frame) within
+sequences of ``STEPS`` steps: each chunk length is a shape a compiled backend compiles once.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
+
+import frae
+from parity_tests.cases import CASES, Case
+from parity_tests.conftest import MakeBackend
+from parity_tests.tolerances import assert_close
+
+STEPS = 7
+STREAM_EXAMPLES = max(1, int(os.environ.get("FRAE_HYPOTHESIS_EXAMPLES", "6")) // 2)
+BOTH_MODELS = [
+    pytest.param(CASES["default"], id="output"),
+    pytest.param(CASES["state"], id="state"),
+]
+LAYOUTS = {"B=3": 3, "B=1": 1, "one sequence": None}
+"""How many sequences a stream carries; ``None``: one 2-D sequence, its state ``(S,)``."""
+
+cut_points = st.lists(st.integers(1, STEPS - 1), unique=True).map(sorted)
+"""Where a sequence of ``STEPS`` steps is cut into chunks: none (one call) to every frame."""
+
+Call = Callable[..., tuple[np.ndarray, np.ndarray]]
+
+
+def streamed(call: Call, sequences: np.ndarray, cuts: list[int], state: object = None) -> tuple:
+    """``call`` on each chunk of ``sequences`` (cut before each index in ``cuts``), each chunk
+    starting from the state the one before returned: the outputs joined, and the last state."""
+    outputs = []
+    for chunk in np.split(sequences, cuts, axis=-2):
+        output, state = call(chunk, state=state, return_state=True)
+        outputs.append(output)
+    return np.concatenate(outputs, axis=-2), state
+
+
+def stream_weights(case: Case) -> dict[str, np.ndarray]:
+    """Weights large enough (N(0, 0.3)) that the feedback visibly changes every step."""
+    rng = np.random.default_rng(31)
+    return {
+        name: rng.normal(0.0, 0.3, shape).astype(np.float32)
+        for name, shape in case.config.parameter_shapes().items()
+    }
+
+
+def stream_inputs(case: Case, batch: int | None, seed: int = 32) -> np.ndarray:
+    """``(batch, STEPS, F)`` uniform inputs, or one ``(STEPS, F)`` sequence for ``None``."""
+    x = Case(case.config, batch or 1, STEPS).inputs(seed)
+    return x if batch is not None else x[0]
+
+
+def whole(model: frae.Backend, method: str, sequences: np.ndarray) -> tuple:
+    """One call over the whole of ``sequences`` from the zero state, with its last state."""
+    return getattr(model, method)(sequences, return_state=True)
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("case", BOTH_MODELS)
+def test_chained_chunks_equal_one_call(
+    make_backend: MakeBackend, reference: MakeBackend, case: Case, layout: str
+) -> None:
+    """predict, encode and decode, cut at drawn points and chained through their states,
+    equal one call of the reference over the whole sequence, outputs and last state."""
+    weights = stream_weights(case)
+    model, oracle = (
+        make_backend(case.config, weights=weights),
+        reference(case.config, weights=weights),
+    )
+    x = stream_inputs(case, LAYOUTS[layout])
+    z = oracle.encode(x).astype(np.float32)
+    expected = {
+        "predict": whole(oracle, "predict", x),
+        "encode": whole(oracle, "encode", x),
+        "decode": whole(oracle, "decode", z),
+    }
+
+    @settings(
+        max_examples=STREAM_EXAMPLES,
+        deadline=None,
+        derandomize=os.environ.get("CI", "").lower() == "true",
+        suppress_health_check=[HealthCheck.too_slow],
+    )
+    @example(cuts=list(range(1, STEPS)))  # one frame per call
+    @given(cuts=cut_points)
+    def check(cuts: list[int]) -> None:
+        for method, sequences in (("predict", x), ("encode", x), ("decode", z)):
+            outputs, state = streamed(getattr(model, method), sequences, cuts)
+            what = f"{method} in chunks cut at {cuts}"
+            assert_close("outputs", outputs, expected[method][0], what)
+            assert_close("outputs", state, expected[method][1], f"{what}: last state")
+
+    check()
+
+
+@pytest.mark.parametrize("case", BOTH_MODELS)
+def test_a_chunk_continues_from_the_state_it_is_given(
+    make_backend: MakeBackend, reference: MakeBackend, case: Case
+) -> None:
+    """From a state that is not zero (another sequence's), a call equals the reference's from
+    that state: the state given is the one used, row by row."""
+    weights = stream_weights(case)
+    model, oracle = (
+        make_backend(case.config, weights=weights),
+        reference(case.config, weights=weights),
+    )
+    _, start = oracle.predict(case.inputs(seed=33), return_state=True)
+    start = start.astype(np.float32)
+    x = case.inputs(seed=34)
+    for method in ("predict", "encode"):
+        actual = getattr(model, method)(x, state=start, return_state=True)
+        expected = getattr(oracle, method)(x, state=start, return_state=True)
+        assert_close("outputs", actual[0], expected[0], method)
+        assert_close("outputs", actual[1], expected[1], f"{method}: last state")
+
+
+@pytest.mark.parametrize("case", BOTH_MODELS)
+def test_encode_ends_in_the_receivers_state(make_backend: MakeBackend, case: Case) -> None:
+    """The sender's ``encode`` runs the decoder too: its last state is what ``decode`` of its
+    codes ends in, chunk after chunk."""
+    model = make_backend(case.config, weights=stream_weights(case))
+    x = case.inputs(seed=35)
+    sender = receiver = None
+    for chunk in np.split(x, [2, 3], axis=1):
+        codes, sender = model.encode(chunk, state=sender, return_state=True)
+        _, receiver = model.decode(codes, state=receiver, return_state=True)
+        assert_close("self", sender, receiver, "encode's state against decode's")
+
+
+@pytest.mark.parametrize("case", BOTH_MODELS)
+def test_initial_state_is_the_zero_state(make_backend: MakeBackend, case: Case) -> None:
+    """``initial_state`` is zeros of the feedback's width in the compute dtype, and a call
+    from it is a call without ``state``; ``return_state=False`` returns the outputs alone."""
+    model = make_backend(case.config, weights=stream_weights(case))
+    width = case.config.feedback_dim
+    x = case.inputs(seed=36)
+    single, batched = model.initial_state(), model.initial_state(len(x))
+    assert single.shape == (width,) and batched.shape == (len(x), width)
+    outputs, state = model.predict(x, return_state=True)
+    assert state.dtype == outputs.dtype and np.issubdtype(batched.dtype, np.floating)
+    assert not batched.any() and not single.any()
+    assert state.shape == (len(x), width) and model.predict(x[0], return_state=True)[1].shape == (
+        width,
+    )
+    np.testing.assert_array_equal(model.predict(x, state=batched), outputs)
+    np.testing.assert_array_equal(model.predict(x, return_state=False), outputs)
+    for value in (outputs, state, single, batched):
+        assert type(value) is np.ndarray and value.flags.writeable
+
+
+@pytest.mark.parametrize("case", BOTH_MODELS)
+def test_stream_moves_between_backends(
+    make_backend: MakeBackend, partner: MakeBackend, reference: MakeBackend, case: Case
+) -> None:
+    """A stream that changes backend: encoded here and decoded by the partner (and the other
+    way), and predicted here for its first part and by the partner for the rest, equals the
+    reference's one call, outputs and last state."""
+    weights = stream_weights(case)
+    here, there = make_backend(case.config, weights=weights), partner(case.config, weights=weights)
+    oracle = reference(case.config, weights=weights)
+    x = case.inputs(seed=37)
+    expected_outputs, expected_state = oracle.predict(x, return_state=True)
+    halves = np.split(x, [3], axis=1)
+    for sender, receiver, route in (
+        (here, there, "here to partner"),
+        (there, here, "partner to here"),
+    ):
+        outputs, states = [], [None, None]
+        for chunk in halves:
+            codes, states[0] = sender.encode(chunk, state=states[0], return_state=True)
+            decoded, states[1] = receiver.decode(codes, state=states[1], return_state=True)
+            outputs.append(decoded)
+        assert_close("outputs", _float32(*outputs), expected_outputs, route)
+        assert_close("outputs", _float32(states[1]), expected_state, f"{route}: last state")
+    first, middle = here.predict(halves[0], return_state=True)
+    rest, last = there.predict(halves[1], state=middle, return_state=True)
+    assert_close("outputs", _float32(first, rest), expected_outputs, "switched")
+    assert_close("outputs", _float32(last), expected_state, "switched: last state")
+
+
+def _float32(*parts: np.ndarray) -> np.ndarray:
+    """Parts of a stream joined over time, as float32: a stream through a float32 backend
+    is held to the float32 tolerance even where its last part ran in float64."""
+    return np.concatenate(parts, axis=-2 if parts[0].ndim > 2 else 0).astype(np.float32)
