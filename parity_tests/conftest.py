@@ -163,7 +163,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         partners = [*selected, "reference", *(metafunc.config.getoption("other_backend") or ())]
         metafunc.parametrize("partner_spec", list(dict.fromkeys(partners)))
     if "other_spec" in metafunc.fixturenames:
-        others = [
+        others = metafunc.config.getoption("other_backend") or [
             name for name in ["reference", *frae.installed_backends()] if name not in selected
         ]
         others = list(dict.fromkeys(others)) or ["reference"]
