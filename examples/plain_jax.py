@@ -5,7 +5,9 @@ It shows what a port of your own needs to pass the parity suite:
     make parity BACKEND=examples.plain_jax:PlainJaxFRAE
 
 ``frae.BaseBackend`` supplies the interface, input validation and the ``fit`` loop; a port
-writes the ``_``-prefixed methods on checked float32 ``(B, T, ·)`` NumPy arrays.
+writes the ``_``-prefixed methods on checked float32 ``(B, T, ·)`` NumPy arrays; predict,
+encode and decode also get the feedback entering their first step, a ``(B, S)`` state
+(zeros unless the caller streams), and return the feedback after their last one.
 """
 
 from __future__ import annotations
@@ -29,8 +31,15 @@ ACTIVATIONS = {
 
 
 @functools.partial(jax.jit, static_argnames=("config", "codes_given"))
-def run(config: frae.FRAEConfig, params: dict, seq: jax.Array, codes_given: bool = False):
-    """(x̂, z) from x (or x̂ from the codes z alone), batch-major in and out."""
+def run(
+    config: frae.FRAEConfig,
+    params: dict,
+    seq: jax.Array,
+    start: jax.Array,
+    codes_given: bool = False,
+):
+    """(x̂, z, last feedback) from x (or from the codes z alone) and the feedback ``start``,
+    batch-major in and out; ``start`` is traced like ``seq``, so a new state never retraces."""
 
     def stack(layers, h):  # the config's layer table: names and activations
         for layer in layers:
@@ -55,14 +64,14 @@ def run(config: frae.FRAEConfig, params: dict, seq: jax.Array, codes_given: bool
             output = stack(config.decoder_layers, feedback)
         return feedback, (output, code)
 
-    start = jnp.zeros((seq.shape[0], config.feedback_dim), seq.dtype)
-    _, (outputs, codes) = jax.lax.scan(step, start, jnp.swapaxes(seq, 0, 1))
-    return jnp.swapaxes(outputs, 0, 1), jnp.swapaxes(codes, 0, 1)
+    last, (outputs, codes) = jax.lax.scan(step, start, jnp.swapaxes(seq, 0, 1))
+    return jnp.swapaxes(outputs, 0, 1), jnp.swapaxes(codes, 0, 1), last
 
 
 @functools.partial(jax.jit, static_argnames="config")
 def loss_and_grads(config: frae.FRAEConfig, params: dict, x: jax.Array, y: jax.Array):
-    return jax.value_and_grad(lambda p: jnp.mean((run(config, p, x)[0] - y) ** 2))(params)
+    start = jnp.zeros((x.shape[0], config.feedback_dim), x.dtype)  # training starts at rest
+    return jax.value_and_grad(lambda p: jnp.mean((run(config, p, x, start)[0] - y) ** 2))(params)
 
 
 class PlainJaxFRAE(frae.BaseBackend):
@@ -77,14 +86,17 @@ class PlainJaxFRAE(frae.BaseBackend):
     def _write_weights(self, weights):
         self.params = {name: jnp.asarray(value) for name, value in weights.items()}
 
-    def _predict(self, x):
-        return run(self.config, self.params, x)[0]
+    def _predict(self, x, state):
+        outputs, _, last = run(self.config, self.params, x, state)
+        return outputs, last
 
-    def _encode(self, x):
-        return run(self.config, self.params, x)[1]
+    def _encode(self, x, state):
+        _, codes, last = run(self.config, self.params, x, state)
+        return codes, last
 
-    def _decode(self, z):
-        return run(self.config, self.params, z, codes_given=True)[0]
+    def _decode(self, z, state):
+        outputs, _, last = run(self.config, self.params, z, state, codes_given=True)
+        return outputs, last
 
     def _loss_and_grads(self, x, y):
         return loss_and_grads(self.config, self.params, x, y)

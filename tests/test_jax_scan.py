@@ -1,5 +1,6 @@
-"""JAX-specific promises of ``jax_scan``: the NNX layout, float32, one trace per shape,
-transfers only at the interface, and nothing global changed in the user's process."""
+"""JAX-specific promises of ``jax_scan``: the NNX layout, float32, one trace per shape (the
+state a stream carries an argument, never a constant), transfers only at the interface, and
+nothing global changed in the user's process."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ import pytest
 
 import frae
 from impls.reference.model import gru_step
+from impls.reference.model import unroll as reference_unroll
 from parity_tests.tolerances import TOLERANCES, assert_close
 
 pytestmark = pytest.mark.backend_specific("jax_scan")
@@ -93,12 +95,14 @@ def test_scan_equals_the_cell_stepped_in_a_python_loop(config: frae.FRAEConfig) 
     weights = frae.initial_weights(config, seed=2)
     module = nnx.merge(jax_model.graphdef(config), jax_model.state_from_weights(weights))
     x = _inputs(seed=3)
-    outputs, codes = jax_model.unroll(config, weights, x)
-    feedback = np.zeros((BATCH, config.feedback_dim), np.float32)
+    start = _inputs(seed=4, width=config.feedback_dim)[:, 0]
+    outputs, codes, last = jax_model.unroll(config, weights, x, state=start)
+    feedback = start
     for t in range(STEPS):
         feedback, (output, code) = module.step(feedback, x[:, t])
         assert_close("self", np.asarray(output), np.asarray(outputs[:, t]), f"x̂ at {t}")
         assert_close("self", np.asarray(code), np.asarray(codes[:, t]), f"z at {t}")
+    assert_close("self", np.asarray(last), np.asarray(feedback), "last feedback")
 
 
 @pytest.mark.parametrize(
@@ -250,10 +254,11 @@ def _device_results(model: frae.Backend) -> dict[str, object]:
     compiled = jax_backend.compiled(model.config)
     params = model.params  # type: ignore[attr-defined]
     x, y = _inputs(seed=4), _inputs(seed=5)
+    state = model.initial_state(BATCH)
     results: dict[str, object] = {
-        "predict": compiled.predict(params, x),
-        "encode": compiled.encode(params, x),
-        "decode": compiled.decode(params, _inputs(seed=6, width=CONFIG.latent_dim)),
+        "predict": compiled.predict(params, x, state),
+        "encode": compiled.encode(params, x, state),
+        "decode": compiled.decode(params, _inputs(seed=6, width=CONFIG.latent_dim), state),
         "loss_and_grads": compiled.loss_and_grads(params, x, y),
     }
     for name, train_step in compiled.train_steps.items():
@@ -291,11 +296,8 @@ TRACED_CALLS: dict[str, Callable[[frae.Backend, np.ndarray], object]] = {
 }
 
 
-@pytest.mark.parametrize("call", TRACED_CALLS.values(), ids=TRACED_CALLS)
-def test_one_trace_per_shape(
-    monkeypatch: pytest.MonkeyPatch, call: Callable[[frae.Backend, np.ndarray], object]
-) -> None:
-    """Repeated calls with new values, new weights or a new instance reuse the compiled code."""
+def _counted_traces(monkeypatch: pytest.MonkeyPatch) -> Counter[int]:
+    """Traces of ``model.unroll`` by T, counted from now on."""
     traces: Counter[int] = Counter()
     unroll = jax_model.unroll
 
@@ -304,6 +306,15 @@ def test_one_trace_per_shape(
         return unroll(*args, **kwargs)
 
     monkeypatch.setattr(jax_model, "unroll", counted_unroll)
+    return traces
+
+
+@pytest.mark.parametrize("call", TRACED_CALLS.values(), ids=TRACED_CALLS)
+def test_one_trace_per_shape(
+    monkeypatch: pytest.MonkeyPatch, call: Callable[[frae.Backend, np.ndarray], object]
+) -> None:
+    """Repeated calls with new values, new weights or a new instance reuse the compiled code."""
+    traces = _counted_traces(monkeypatch)
     jax_backend.compiled.cache_clear()  # compile afresh, so that the first call must trace
     model = frae.create("jax_scan", CONFIG, seed=4)
     for seed in range(3):
@@ -315,6 +326,102 @@ def test_one_trace_per_shape(
     assert traces == {STEPS: 1, 3: 1}, "a new shape should trace once more"
 
 
+# streaming (contract section 3b): the feedback a call starts from is an argument of the
+# jitted functions, so one compilation per chunk length serves every state
+
+
+@pytest.mark.parametrize("method", ["predict", "encode", "decode"])
+@pytest.mark.parametrize("config", [CONFIG, STATE_CONFIG], ids=["output", "state"])
+@pytest.mark.usefixtures("fresh_compiled_code")
+def test_a_new_state_compiles_nothing(
+    monkeypatch: pytest.MonkeyPatch, config: frae.FRAEConfig, method: str
+) -> None:
+    """A call without a state (zeros passed in), calls from two other states, with and
+    without ``return_state``: one trace and one compiled program per T. The outputs differ,
+    so the state is not ignored; a new T traces and compiles once more."""
+    traces = _counted_traces(monkeypatch)
+    model = frae.create("jax_scan", config, seed=18)
+    call = getattr(model, method)
+    sequences = _inputs(
+        seed=19, width=config.latent_dim if method == "decode" else config.input_dim
+    )
+    rng = np.random.default_rng(20)
+    first, second = (rng.uniform(-1.0, 1.0, (BATCH, config.feedback_dim)) for _ in "ab")
+    from_zeros = call(sequences)
+    from_first, _ = call(sequences, state=first, return_state=True)
+    from_second = call(sequences, state=second)
+    compiled = getattr(jax_backend.compiled(config), method)
+    assert traces == {STEPS: 1} and compiled._cache_size() == 1
+    assert not np.allclose(from_first, from_second) and not np.allclose(from_zeros, from_first)
+    call(sequences[:, :3], state=first)
+    assert traces == {STEPS: 1, 3: 1} and compiled._cache_size() == 2
+
+
+def _chained(model: frae.Backend, method: str, sequences: np.ndarray) -> tuple[object, object]:
+    """``method`` over chunks of 1, 2 and 4 steps, each from the state the one before
+    returned: the outputs joined, and the last state."""
+    outputs, state = [], None
+    for chunk in np.split(sequences, [1, 3], axis=1):
+        output, state = getattr(model, method)(chunk, state=state, return_state=True)
+        outputs.append(output)
+    return np.concatenate(outputs, axis=1), state
+
+
+@pytest.mark.parametrize(
+    "batch", [BATCH, jax_model.BATCH_LAST_MIN_BATCH], ids=["batch_major", "batch_large"]
+)
+@pytest.mark.parametrize("config", [CONFIG, STATE_CONFIG], ids=["output", "state"])
+def test_chained_chunks_equal_one_call_of_the_reference(
+    config: frae.FRAEConfig, batch: int
+) -> None:
+    """predict, encode and decode in chained chunks equal the reference's one call, outputs
+    and last state, and encode ends in decode's state; from ``BATCH_LAST_MIN_BATCH`` on the
+    output model's loop runs batch-last, its state transposed in and out."""
+    rng = np.random.default_rng(21)
+    x = rng.uniform(-1.0, 1.0, (batch, STEPS, config.input_dim)).astype(np.float32)
+    model = frae.create("jax_scan", config, seed=22)
+    oracle = frae.create("reference", config, seed=22)
+    for method, sequences in (("predict", x), ("encode", x), ("decode", oracle.encode(x))):
+        expected, expected_state = getattr(oracle, method)(sequences, return_state=True)
+        outputs, state = _chained(model, method, sequences)
+        assert_close("outputs", outputs, expected, method)
+        assert_close("outputs", state, expected_state, f"{method}: last state")
+    codes, sender_state = model.encode(x, return_state=True)
+    assert_close("self", sender_state, model.decode(codes, return_state=True)[1])
+
+
+UNROLL_LAYOUTS = [
+    pytest.param(CONFIG, {"steps_per_iteration": 4}, id="output-unrolled"),
+    pytest.param(CONFIG, {"remat": True}, id="output-remat"),
+    pytest.param(CONFIG, {"batch_last": True}, id="output-batch_last"),
+    pytest.param(STATE_CONFIG, {"steps_per_iteration": 4}, id="state-unrolled"),
+]
+
+
+@pytest.mark.parametrize(("config", "layout"), UNROLL_LAYOUTS)
+@pytest.mark.parametrize("codes_given", [False, True], ids=["x", "z"])
+def test_every_layout_of_unroll_starts_from_the_state(
+    config: frae.FRAEConfig, layout: dict[str, object], codes_given: bool
+) -> None:
+    """``unroll`` in each layout a gradient or a large batch takes, from a given state,
+    equals the reference's from it: x̂, z and the last feedback."""
+    weights = frae.initial_weights(config, seed=23)
+    sequences = _inputs(seed=24, width=config.latent_dim if codes_given else config.input_dim)
+    start = _inputs(seed=25, width=config.feedback_dim)[:, 0]
+    results = jax_model.unroll(
+        config, weights, sequences, codes_given=codes_given, state=start, **layout
+    )
+    expected = reference_unroll(
+        config,
+        {name: np.float64(value) for name, value in weights.items()},
+        np.float64(sequences),
+        codes_given=codes_given,
+        state=np.float64(start),
+    )
+    for name, actual, wanted in zip(("x̂", "z", "last feedback"), results, expected, strict=True):
+        assert_close("outputs", np.asarray(actual), wanted, name)
+
+
 def test_compiled_calls_move_nothing_between_host_and_device() -> None:
     """Weights live on the device: given inputs already there, the backend's calls send
     nothing to it, and those that return arrays bring nothing back (the loss, a float, is
@@ -322,10 +429,11 @@ def test_compiled_calls_move_nothing_between_host_and_device() -> None:
     model = frae.create("jax_scan", CONFIG, seed=6)
     x, y = (jax.device_put(_inputs(seed)) for seed in (8, 9))
     z = jax.device_put(_inputs(seed=10, width=CONFIG.latent_dim))
-    for call in (model._predict, model._encode, lambda _: model._decode(z)):
-        call(x)  # compile outside the guard
+    state = jax.device_put(_inputs(seed=11)[:, 0])
+    for call in (model._predict, model._encode, lambda _, s: model._decode(z, s)):
+        call(x, state)  # compile outside the guard
         with jax.transfer_guard("disallow"):
-            call(x).block_until_ready()
+            jax.block_until_ready(call(x, state))
     model._loss_and_grads(x, y)
     model._train_step("adam", 1e-2)(x, y)
     with jax.transfer_guard_host_to_device("disallow"):

@@ -20,6 +20,9 @@ from frae.params import Weights
 from impls.jax_scan import model, train
 from impls.jax_scan.model import Params
 
+Streamed = tuple[jax.Array, jax.Array]
+"""A call's outputs and the feedback after its last step, on the device."""
+
 
 class Jitted[**P, R](Protocol):
     """What ``jax.jit`` returns for a function ``(*P) -> R``: called as the function, or
@@ -37,12 +40,15 @@ class Compiled:
     Each function is jitted once here, with the config bound, so a call hashes no static
     argument and a repeated call with the same shapes reuses the compiled code. They take
     and return canonical weights, a plain dict of arrays that jit flattens at little cost
-    per call (an ``nnx.State`` argument costs more).
+    per call (an ``nnx.State`` argument costs more). ``predict``, ``encode`` and ``decode``
+    take ``(params, sequences, state)``, the feedback entering the first step an argument
+    like the sequences (so a stream's next state compiles nothing, and a call without one
+    passes zeros), and return the outputs and the feedback after the last step.
     """
 
-    predict: Jitted[[Params, Any], jax.Array]
-    encode: Jitted[[Params, Any], jax.Array]
-    decode: Jitted[[Params, Any], jax.Array]
+    predict: Jitted[[Params, Any, Any], Streamed]
+    encode: Jitted[[Params, Any, Any], Streamed]
+    decode: Jitted[[Params, Any, Any], Streamed]
     loss_and_grads: Jitted[[Params, Any, Any], tuple[jax.Array, Params]]
     optimizer_inits: Mapping[str, Jitted[[Params], optax.OptState]]
     train_steps: Mapping[str, Jitted[..., tuple[Params, optax.OptState, jax.Array]]]
@@ -70,16 +76,28 @@ def compiled(config: FRAEConfig, *, by_hand: bool = False) -> Compiled:
             },
         )
 
-    def layout(sequences: Any) -> dict[str, bool]:
-        """The forward's layout for ``sequences``' batch size (``model.runs_batch_last``)."""
-        return {"batch_last": model.runs_batch_last(config, sequences.shape[0])}
+    def streamed(kept: int, *, codes_given: bool = False) -> Jitted[[Params, Any, Any], Streamed]:
+        """``model.unroll`` from a state, jitted: its output ``kept`` (0: x̂, 1: z) and the
+        last feedback, in the layout for the sequences' batch (``model.runs_batch_last``)."""
+
+        def run(params: Params, sequences: Any, state: Any) -> Streamed:
+            batch_last = model.runs_batch_last(config, sequences.shape[0])
+            results = model.unroll(
+                config,
+                params,
+                sequences,
+                codes_given=codes_given,
+                state=state,
+                batch_last=batch_last,
+            )
+            return results[kept], results[2]
+
+        return jit(run)
 
     return Compiled(
-        predict=jit(lambda params, x: model.unroll(config, params, x, **layout(x))[0]),
-        encode=jit(lambda params, x: model.unroll(config, params, x, **layout(x))[1]),
-        decode=jit(
-            lambda params, z: model.unroll(config, params, z, codes_given=True, **layout(z))[0]
-        ),
+        predict=streamed(0),
+        encode=streamed(1),
+        decode=streamed(0, codes_given=True),
         loss_and_grads=jit(functools.partial(train.loss_and_grads, config)),
         optimizer_inits={
             name: jit(functools.partial(train.init_optimizer, name)) for name in OPTIMIZERS
@@ -109,10 +127,11 @@ def data_parallel_steps(
 class JaxScanBackend(BaseBackend):
     """float32 throughout; the weights stay on the default device between calls.
 
-    Each call hands the jitted function the NumPy input (its one host-to-device transfer)
-    and returns the device result, which the base class converts to NumPy once. The jitted
-    functions belong to the config (``compiled``), so backends of one config share their
-    compiled code. Adam is optax's, which places ε outside the square root as the contract.
+    Each call hands the jitted function the NumPy input, and to predict, encode and decode
+    the state too (the host-to-device transfers), and returns the device results, which the
+    base class converts to NumPy once. The jitted functions belong to the config
+    (``compiled``), so backends of one config share their compiled code. Adam is optax's,
+    which places ε outside the square root as the contract.
     """
 
     name = "jax_scan"
@@ -162,14 +181,22 @@ class JaxScanBackend(BaseBackend):
     def _replicate(self, value: Any) -> jax.Array:
         return self._global(value, jax.sharding.PartitionSpec())
 
-    def _predict(self, x: Array) -> Any:
-        return self._local(self.compiled.predict(self._params, x))
+    def _predict(self, x: Array, state: Array) -> tuple[Any, Any]:
+        return self._streamed(self.compiled.predict, x, state)
 
-    def _encode(self, x: Array) -> Any:
-        return self._local(self.compiled.encode(self._params, x))
+    def _encode(self, x: Array, state: Array) -> tuple[Any, Any]:
+        return self._streamed(self.compiled.encode, x, state)
 
-    def _decode(self, z: Array) -> Any:
-        return self._local(self.compiled.decode(self._params, z))
+    def _decode(self, z: Array, state: Array) -> tuple[Any, Any]:
+        return self._streamed(self.compiled.decode, z, state)
+
+    def _streamed(
+        self, function: Jitted[[Params, Any, Any], Streamed], sequences: Array, state: Array
+    ) -> tuple[Any, Any]:
+        """``function`` on the sequences and the state, each sent to the device as an
+        argument; its outputs and last feedback as arrays this process can read."""
+        outputs, last = function(self._params, sequences, state)
+        return self._local(outputs), self._local(last)
 
     def _loss_and_grads(self, x: Array, y: Array) -> tuple[float, Mapping[str, Any]]:
         loss, grads = self.compiled.loss_and_grads(self._params, x, y)

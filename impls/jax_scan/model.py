@@ -14,8 +14,9 @@ module's ``State`` and ``nnx.merge`` rebuilds the modules from the config's ``Gr
 (built once per config, abstractly), both of which compile away. The time loop is a plain
 ``jax.lax.scan`` over the merged modules' cell, not ``nnx.scan``: the parameters are only
 read in the loop, never written, so they enter the scan as constants and the only carry is
-the feedback x̂_{t-1} (or s_{t-1}); ``nnx.scan`` would split and merge the modules around
-the loop body for state that never changes across steps.
+the feedback x̂_{t-1} (or s_{t-1}), which starts from the caller's state (a stream's
+previous chunk) or zeros; ``nnx.scan`` would split and merge the modules around the loop
+body for state that never changes across steps.
 """
 
 from __future__ import annotations
@@ -297,34 +298,46 @@ def unroll(
     sequences: Array,
     *,
     codes_given: bool = False,
+    state: Array | None = None,
     steps_per_iteration: int = 1,
     remat: bool = False,
     batch_last: bool = False,
-) -> tuple[Array, Array]:
-    """Step the recurrence from x̂₀ = 0 (or s₀ = 0); returns ``(x̂, z)``, each ``(B, T, ·)``.
+) -> tuple[Array, Array, Array]:
+    """Step the recurrence from ``state``, x̂₀ (or s₀), zeros for ``None``; returns
+    ``(x̂, z, feedback)``: x̂ and z each ``(B, T, ·)``, and the feedback after the last step,
+    x̂_T (or s_T), ``(B, S)``.
 
     ``weights`` are canonical (arrays or tracers); ``sequences`` is x, or with
-    ``codes_given`` the codes z for the decoder alone; ``steps_per_iteration`` time steps
-    run per iteration of the scan's loop (its ``unroll``); with ``remat`` a gradient
-    recomputes each step instead of storing its intermediates; with ``batch_last`` the loop
-    runs on ``(features, B)`` arrays (``runs_batch_last``; output feedback only). The one
-    transpose of each array: batch-major at the edges, time-major for the scan.
+    ``codes_given`` the codes z for the decoder alone; ``state`` is ``(B, S)``, an array or
+    a tracer (a jitted caller passes it as an argument, so a new value compiles nothing);
+    ``steps_per_iteration`` time steps run per iteration of the scan's loop (its
+    ``unroll``); with ``remat`` a gradient recomputes each step instead of storing its
+    intermediates; with ``batch_last`` the loop runs on ``(features, B)`` arrays
+    (``runs_batch_last``; output feedback only). The one transpose of each array:
+    batch-major at the edges, time-major (and the feedback feature-major with
+    ``batch_last``) for the scan.
     """
     model = nnx.merge(graphdef(config), state_from_weights(weights))
     batch = sequences.shape[0]
+    if state is None:
+        state = jnp.zeros((batch, config.feedback_dim), sequences.dtype)
+    feedback = jnp.asarray(state, sequences.dtype)
     cell: Callable[[Array, Array], Step]  # the scan's (carry, x) -> (carry, y)
-    if batch_last:  # (T, features, B) in the loop
+    if batch_last:  # (T, features, B) in the loop, the feedback (F, B)
         assert isinstance(model, FRAE)  # output feedback alone runs batch-last
         cell = model.decode_step_batch_last if codes_given else model.step_batch_last
-        feedback = jnp.zeros((config.input_dim, batch), sequences.dtype)
+        feedback = feedback.T
         into_loop, out_of_loop = (1, 2, 0), (2, 0, 1)
     else:  # (T, B, features)
         cell = model.decode_step if codes_given else model.step
-        feedback = jnp.zeros((batch, config.feedback_dim), sequences.dtype)
         into_loop = out_of_loop = (1, 0, 2)
     if remat:
         cell = jax.checkpoint(cell)
-    _, (outputs, codes) = jax.lax.scan(
+    last, (outputs, codes) = jax.lax.scan(
         cell, feedback, jnp.transpose(sequences, into_loop), unroll=steps_per_iteration
     )
-    return jnp.transpose(outputs, out_of_loop), jnp.transpose(codes, out_of_loop)
+    return (
+        jnp.transpose(outputs, out_of_loop),
+        jnp.transpose(codes, out_of_loop),
+        last.T if batch_last else last,
+    )

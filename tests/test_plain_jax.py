@@ -1,0 +1,63 @@
+"""The example port ``examples/plain_jax.py`` streams (contract section 3b): its jitted ``run``
+takes the state as an argument, so a new state compiles nothing, and chained chunks equal
+one call of the reference. (The kit runs on the port in ``test_conformance_kit.py``.)"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import frae
+from parity_tests.tolerances import assert_close
+
+pytest.importorskip("jax")
+pytest.importorskip("optax")
+plain_jax = pytest.importorskip("examples.plain_jax")
+PORT = "examples.plain_jax:PlainJaxFRAE"
+
+# every size different, so that a swapped axis fails
+CONFIGS = [
+    pytest.param(frae.FRAEConfig(input_dim=3, encoder_units=(5,), latent_dim=2), id="output"),
+    pytest.param(
+        frae.FRAEConfig(input_dim=3, latent_dim=2, feedback="state", state_dim=6), id="state"
+    ),
+]
+BATCH, STEPS = 4, 7
+
+
+@pytest.mark.parametrize("config", CONFIGS)
+def test_a_new_state_compiles_nothing(config: frae.FRAEConfig) -> None:
+    """predict and encode share one program of ``run`` per shape, whatever the state (zeros
+    when none is given); decode adds one; a new T one more. The outputs differ by state."""
+    model = frae.create(PORT, config, seed=1)
+    rng = np.random.default_rng(2)
+    x = rng.uniform(-1.0, 1.0, (BATCH, STEPS, config.input_dim)).astype(np.float32)
+    first, second = (rng.uniform(-1.0, 1.0, (BATCH, config.feedback_dim)) for _ in "ab")
+    plain_jax.run.clear_cache()
+    from_zeros = model.predict(x)
+    from_first = model.predict(x, state=first)
+    codes, _ = model.encode(x, state=second, return_state=True)
+    assert plain_jax.run._cache_size() == 1
+    assert not np.allclose(from_zeros, from_first)
+    model.decode(codes, state=first)
+    model.decode(codes, state=second)
+    assert plain_jax.run._cache_size() == 2
+    model.predict(x[:, :3], state=first)
+    assert plain_jax.run._cache_size() == 3
+
+
+@pytest.mark.parametrize("config", CONFIGS)
+def test_chained_chunks_equal_one_call_of_the_reference(config: frae.FRAEConfig) -> None:
+    """Chunks of 1, 2 and 4 steps, each from the state the one before returned, equal the
+    reference's one call: outputs and last state, for predict, encode and decode."""
+    rng = np.random.default_rng(3)
+    x = rng.uniform(-1.0, 1.0, (BATCH, STEPS, config.input_dim)).astype(np.float32)
+    model, oracle = frae.create(PORT, config, seed=4), frae.create("reference", config, seed=4)
+    for method, sequences in (("predict", x), ("encode", x), ("decode", oracle.encode(x))):
+        expected, expected_state = getattr(oracle, method)(sequences, return_state=True)
+        outputs, state = [], None
+        for chunk in np.split(sequences, [1, 3], axis=1):
+            output, state = getattr(model, method)(chunk, state=state, return_state=True)
+            outputs.append(output)
+        assert_close("outputs", np.concatenate(outputs, axis=1), expected, method)
+        assert_close("outputs", state, expected_state, f"{method}: last state")
