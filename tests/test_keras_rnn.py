@@ -95,6 +95,76 @@ def test_repeated_calls_do_not_retrace(monkeypatch: pytest.MonkeyPatch, case_nam
     assert calls["count"] == traced, "a repeated call with the same shapes traced again"
 
 
+STREAMING_CONFIGS = {
+    "output": frae.FRAEConfig(),
+    "state": frae.FRAEConfig(feedback="state", state_dim=3),
+}
+
+
+@pytest.mark.skipif(
+    keras.backend.backend() == "torch", reason="on torch keras_rnn runs eagerly: nothing is traced"
+)
+@pytest.mark.parametrize("feedback", list(STREAMING_CONFIGS))
+def test_a_new_state_does_not_retrace(monkeypatch: pytest.MonkeyPatch, feedback: str) -> None:
+    """The state is an input of Keras' compiled predict function, not a constant folded
+    into it: ``decode_step`` (run by every model's cell) runs only while Keras traces, and
+    a second state value, or none (zeros), at the same shapes traces nothing."""
+    calls = {"count": 0}
+    original = keras_model.FRAECell.decode_step
+
+    def counting(self, code, feedback):
+        calls["count"] += 1
+        return original(self, code, feedback)
+
+    monkeypatch.setattr(keras_model.FRAECell, "decode_step", counting)
+    config = STREAMING_CONFIGS[feedback]
+    model = frae.create("keras_rnn", config, seed=1)
+    rng = np.random.default_rng(5)
+    x = rng.normal(size=(3, 4, config.input_dim)).astype(np.float32)
+    z = rng.normal(size=(3, 4, config.latent_dim)).astype(np.float32)
+
+    def stream(state: np.ndarray | None) -> None:
+        model.predict(x, state=state, return_state=True)
+        model.encode(x, state=state, return_state=True)
+        model.decode(z, state=state, return_state=True)
+
+    stream(rng.normal(size=(3, config.feedback_dim)))
+    traced = calls["count"]
+    assert traced > 0
+    stream(rng.normal(size=(3, config.feedback_dim)))
+    stream(None)
+    assert calls["count"] == traced, "a new state value at the same shapes traced again"
+
+
+def _chained(call, sequences: np.ndarray, splits: list[int]) -> tuple[np.ndarray, np.ndarray]:
+    """``call`` over the chunks of ``sequences`` split along time at ``splits``, each chunk
+    starting from the state the previous one returned: the outputs joined, the last state."""
+    pieces, state = [], None
+    for chunk in np.split(sequences, splits, axis=1):
+        outputs, state = call(chunk, state=state, return_state=True)
+        pieces.append(outputs)
+    return np.concatenate(pieces, axis=1), state
+
+
+@pytest.mark.parametrize("feedback", list(STREAMING_CONFIGS))
+def test_chained_chunks_equal_one_whole_call(feedback: str) -> None:
+    """Chunks of 1, 3 and 5 steps chained through ``return_state`` give the reference's
+    outputs and last state over the whole sequence, for ``predict``, ``encode`` (its state
+    the decoder's) and ``decode``. Sizes all differ: B 3, T 9, F 2, L 1 (or H 3)."""
+    config = STREAMING_CONFIGS[feedback]
+    reference = frae.create("reference", config, seed=1)
+    model = frae.create("keras_rnn", config, seed=1)
+    x = np.random.default_rng(6).normal(size=(3, 9, config.input_dim)).astype(np.float32)
+    z, encoded_last = reference.encode(x, return_state=True)
+    cases = [("predict", x, model.predict, reference.predict(x, return_state=True))]
+    cases.append(("encode", x, model.encode, (z, encoded_last)))
+    cases.append(("decode", z, model.decode, reference.decode(z, return_state=True)))
+    for name, sequences, call, (expected, expected_last) in cases:
+        outputs, last = _chained(call, sequences, [1, 4])
+        assert_close("outputs", outputs, expected, name)
+        assert_close("outputs", last, expected_last, f"{name}'s last state")
+
+
 @pytest.mark.parametrize("case_name", ["features_3", "state"])
 def test_keras_file_round_trip(tmp_path: Path, case_name: str) -> None:
     case = CASES[case_name]
@@ -109,8 +179,12 @@ def test_keras_file_round_trip(tmp_path: Path, case_name: str) -> None:
         restored_value, saved_value = (keras_model.to_numpy(v.value) for v in (restored, saved))
         np.testing.assert_array_equal(restored_value, saved_value)
     loaded.jit_compile = model.jit_compile  # run as the backend runs: compiling moves ulps
-    predicted = np.asarray(loaded.predict_on_batch(x))  # NumPy on every Keras backend
-    np.testing.assert_array_equal(predicted, model.predict(x))
+    state = np.random.default_rng(4).normal(size=(len(x), case.config.feedback_dim))
+    state = state.astype(np.float32)
+    predicted, last = loaded.predict_on_batch([x, state])  # NumPy on every Keras backend
+    expected, expected_last = model.predict(x, state=state, return_state=True)
+    np.testing.assert_array_equal(np.asarray(predicted), expected)
+    np.testing.assert_array_equal(np.asarray(last), expected_last)
 
 
 def test_canonical_weights_load_into_the_keras_model() -> None:
@@ -119,8 +193,8 @@ def test_canonical_weights_load_into_the_keras_model() -> None:
     model = frae.create("keras_rnn", case.config, weights=weights)
     x = case.inputs(seed=3)
     expected = frae.create("reference", case.config, weights=weights).predict(x)
-    predicted = np.asarray(model.keras_model.predict_on_batch(x))
-    assert_close("outputs", predicted, expected)
+    predicted, _ = model.keras_model.predict_on_batch([x, model.initial_state(len(x))])
+    assert_close("outputs", np.asarray(predicted), expected)
 
 
 def _stock_gru_steps(gru: GRU, weights: dict[str, np.ndarray], codes: np.ndarray) -> np.ndarray:
@@ -202,7 +276,8 @@ def _tensorflow_gradient_hlo(through_the_outputs: bool) -> str:
         @tf.function(jit_compile=True, autograph=False)
         def gradients(x, y):  # type: ignore[no-untyped-def]
             with tf.GradientTape() as tape:
-                loss = tf.reduce_mean(tf.square(autoencoder(x) - y))
+                outputs, _ = autoencoder([x, tf.zeros((2, config.feedback_dim))])
+                loss = tf.reduce_mean(tf.square(outputs - y))
             return loss, tape.gradient(loss, autoencoder.trainable_variables)
 
     else:

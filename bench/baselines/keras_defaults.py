@@ -8,15 +8,16 @@ from impls.keras_rnn import KerasRNNBackend
 
 
 class KerasDefaultsBackend(KerasRNNBackend):
-    """``model.predict(x)``, and ``model.fit([x, y])`` on keras_rnn's training model (its
-    target an input); Keras resolves ``"auto"`` to no XLA for
-    TensorFlow on a CPU-only machine, so there it runs graph mode, step by step."""
+    """``model.predict([x, state])``, and ``model.fit([x, y])`` on keras_rnn's training
+    model (its target an input); Keras resolves ``"auto"`` to no XLA for TensorFlow on a
+    CPU-only machine, so there it runs graph mode, step by step."""
 
     name = "keras_defaults"
     jit_compile = "auto"
 
-    def _predict(self, x: Array) -> Array:
-        return self.keras_model.predict(x, verbose=0)
+    def _predict(self, x: Array, state: Array) -> tuple[Array, Array]:
+        outputs, last = self.keras_model.predict([x, state], verbose=0)
+        return outputs, last
 
     def _train_step(self, optimizer: str, learning_rate: float) -> TrainStep:
         trainer = self.trainer(optimizer, learning_rate)

@@ -24,7 +24,9 @@ from impls.keras_rnn.train import (
 class KerasRNNBackend(BaseBackend):
     """``keras.layers.RNN(FRAECell)`` in a functional ``keras.Model``, compiled with XLA.
 
-    ``keras_model`` is the autoencoder itself: it saves to and loads from ``.keras``.
+    ``keras_model`` is the autoencoder itself, ``[x, state] -> [x̂, feedback]`` (the
+    feedback entering the first step and the one after the last): it saves to and loads
+    from ``.keras``.
     ``predict``/``encode``/``decode`` run Keras' compiled predict function
     (``predict_on_batch``) and a training step is ``train_on_batch``: Keras' own compiled
     train step, so ``fit`` reports the loss of each step, not Keras' running mean. With
@@ -73,19 +75,24 @@ class KerasRNNBackend(BaseBackend):
         for name, value in weights.items():
             self._variables[name].assign(value)
 
-    def _predict(self, x: Array) -> Array:
-        return self._predict_with(self.keras_model, x)
+    def _predict(self, x: Array, state: Array) -> tuple[Any, Any]:
+        return self._predict_with(self.keras_model, x, state)
 
-    def _encode(self, x: Array) -> Array:
-        return self._predict_with(self._encoder, x)
+    def _encode(self, x: Array, state: Array) -> tuple[Any, Any]:
+        return self._predict_with(self._encoder, x, state)
 
-    def _decode(self, z: Array) -> Array:
-        return self._predict_with(self._decoder, z)
+    def _decode(self, z: Array, state: Array) -> tuple[Any, Any]:
+        return self._predict_with(self._decoder, z, state)
 
-    def _predict_with(self, model: keras.Model, sequences: Array) -> Array:
+    def _predict_with(self, model: keras.Model, sequences: Array, state: Array) -> tuple[Any, Any]:
+        """``model``'s outputs and last feedback: the state is the compiled predict
+        function's input, as the sequences are, so a new value reuses its program."""
+        inputs = [sequences, state]
         if self.engine is None:
-            return model.predict_on_batch(sequences)
-        return self.engine.predict(model, sequences)
+            outputs, last = model.predict_on_batch(inputs)
+        else:
+            outputs, last = self.engine.predict(model, inputs)
+        return outputs, last
 
     def _loss_and_grads(self, x: Array, y: Array) -> tuple[float, Mapping[str, Any]]:
         if self.engine is None:

@@ -5,7 +5,8 @@ The cell contract: ``call(inputs, states) -> (output, new_states)`` with ``state
 GRU's state s_{t-1} (size H), and the output is ``[x̂_t, z_t]`` (size F + L), so one
 ``keras.layers.RNN`` gives reconstructions and codes. ``DecoderCell`` runs the same weights
 from given codes (``decode``). Keras supplies the loop: ``tf.while_loop`` on TensorFlow,
-``lax.scan`` on JAX.
+``lax.scan`` on JAX; it starts from a given state (``initial_state``) and returns the one
+after the last step (``return_state``), which a stream carries into its next call.
 """
 
 from __future__ import annotations
@@ -146,36 +147,51 @@ class DecoderCell(keras.layers.Layer):
 
 
 def unroll(
-    config: FRAEConfig, weights: FRAECell, sequences: Tensor, *, codes_given: bool = False
-) -> tuple[Tensor, Tensor]:
-    """The recurrence over symbolic batch-major ``sequences`` from x̂₀ = 0 (or s₀ = 0):
-    ``(x̂, z)``.
+    config: FRAEConfig,
+    weights: FRAECell,
+    sequences: Tensor,
+    *,
+    codes_given: bool = False,
+    state: Tensor | None = None,
+) -> tuple[Tensor, Tensor, Tensor]:
+    """The recurrence over symbolic batch-major ``sequences`` from ``state``, x̂₀ (or s₀),
+    zeros for ``None``: ``(x̂, z, feedback)``, the feedback after the last step x̂_T (or s_T).
 
     ``weights`` is the ``FRAECell``, the layer that holds every canonical weight (a Keras
-    cell owns its variables); ``keras.layers.RNN`` supplies the loop. ``sequences`` is x,
-    or with ``codes_given`` the codes z for the decoder alone (then z is returned as given).
+    cell owns its variables); ``keras.layers.RNN`` supplies the loop, ``state`` its
+    ``initial_state``. ``sequences`` is x, or with ``codes_given`` the codes z for the
+    decoder alone (then z is returned as given).
     """
+    initial_state = None if state is None else [state]
     if codes_given:
         loop = keras.layers.RNN(
-            DecoderCell(weights), return_sequences=True, name="frae_decoder_rnn"
+            DecoderCell(weights), return_sequences=True, return_state=True, name="frae_decoder_rnn"
         )
-        return loop(sequences), sequences
-    both = keras.layers.RNN(weights, return_sequences=True, name="frae_rnn")(sequences)
-    return both[..., : config.input_dim], both[..., config.input_dim :]
+        decoded, last = loop(sequences, initial_state=initial_state)
+        return decoded, sequences, last
+    loop = keras.layers.RNN(weights, return_sequences=True, return_state=True, name="frae_rnn")
+    both, last = loop(sequences, initial_state=initial_state)
+    return both[..., : config.input_dim], both[..., config.input_dim :], last
 
 
 def build_models(config: FRAEConfig) -> tuple[keras.Model, keras.Model, keras.Model]:
-    """The autoencoder (x -> x̂), its encoder (x -> z) and its decoder (z -> x̂).
+    """The autoencoder ``[x, state] -> [x̂, feedback]``, its encoder ``[x, state] -> [z,
+    feedback]`` and its decoder ``[z, state] -> [x̂, feedback]``.
 
-    The three share one ``FRAECell``; the autoencoder is the model a user saves.
+    ``state`` ``(B, S)`` is the feedback entering the first step and ``feedback`` the one
+    after the last (contract section 3b): an input of the compiled predict function, so a
+    new value runs the same program. The encoder's feedback is its decoder's (the sender's
+    replica of the receiver). The three share one ``FRAECell``; the autoencoder is the
+    model a user saves.
     """
     cell = FRAECell(config.to_dict(), name="frae_cell")
     sequences = keras.Input((None, config.input_dim), name="x")
-    outputs, codes = unroll(config, cell, sequences)
+    state = keras.Input((config.feedback_dim,), name="state")
+    outputs, codes, last = unroll(config, cell, sequences, state=state)
     given = keras.Input((None, config.latent_dim), name="z")
-    decoded, _ = unroll(config, cell, given, codes_given=True)
+    decoded, _, decoded_last = unroll(config, cell, given, codes_given=True, state=state)
     return (
-        keras.Model(sequences, outputs, name="frae"),
-        keras.Model(sequences, codes, name="frae_encoder"),
-        keras.Model(given, decoded, name="frae_decoder"),
+        keras.Model([sequences, state], [outputs, last], name="frae"),
+        keras.Model([sequences, state], [codes, last], name="frae_encoder"),
+        keras.Model([given, state], [decoded, decoded_last], name="frae_decoder"),
     )

@@ -268,8 +268,9 @@ class DataParallel(Protocol):
     def creating(self) -> contextlib.AbstractContextManager[Any]:
         """The scope in which variables, models and optimizers are made."""
 
-    def predict(self, model: keras.Model, x: Array) -> Any:
-        """``model.predict_on_batch(x)``, the whole batch's outputs, whatever the devices."""
+    def predict(self, model: keras.Model, inputs: list[Array]) -> Any:
+        """``model.predict_on_batch(inputs)``, the whole batch's outputs, whatever the
+        devices; ``inputs`` are batch-major arrays of one batch size (sequences, state)."""
 
     def gradients(self, function: Callable[[Any, Any], Any], x: Array, y: Array) -> Any:
         """``function(x, y)`` (``gradient_function``) on the engine's devices."""
@@ -311,9 +312,9 @@ class JaxDataParallel:
     def creating(self) -> contextlib.AbstractContextManager[Any]:
         return self.distribution.scope()
 
-    def predict(self, model: keras.Model, x: Array) -> Any:
+    def predict(self, model: keras.Model, inputs: list[Array]) -> Any:
         with self.distribution.scope():
-            return model.predict_on_batch(x)
+            return model.predict_on_batch(inputs)
 
     def gradients(self, function: Callable[[Any, Any], Any], x: Array, y: Array) -> Any:
         with self.distribution.scope():
@@ -352,11 +353,11 @@ class TensorFlowDataParallel:
     def creating(self) -> contextlib.AbstractContextManager[Any]:
         return self.strategy.scope()
 
-    def predict(self, model: keras.Model, x: Array) -> Any:
+    def predict(self, model: keras.Model, inputs: list[Array]) -> Any:
         """Keras' TensorFlow predict runs each replica on its own part of a distributed
         input and concatenates the parts (a plain array would run whole on every replica):
         the first replica gets every row, the others none, so it is computed once."""
-        return model.predict_on_batch(self.on_first_replica(x))
+        return model.predict_on_batch(self.on_first_replica(inputs))
 
     def gradients(self, function: Callable[[Any, Any], Any], x: Array, y: Array) -> Any:
         return function(x, y)  # cross-replica: the variables read as their first copy
@@ -379,8 +380,10 @@ class TensorFlowDataParallel:
 
         return self.strategy.experimental_distribute_values_from_function(part)
 
-    def on_first_replica(self, batch: Array) -> Any:
-        """``batch`` whole on the first replica, and none of it on the others."""
+    def on_first_replica(self, inputs: list[Array]) -> Any:
+        """Each of ``inputs`` whole on the first replica, and none of them on the others."""
         return self.strategy.experimental_distribute_values_from_function(
-            lambda context: batch if context.replica_id_in_sync_group == 0 else batch[:0]
+            lambda context: [
+                array if context.replica_id_in_sync_group == 0 else array[:0] for array in inputs
+            ]
         )
