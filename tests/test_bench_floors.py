@@ -8,6 +8,10 @@
 - The floor's flat layout reads the concatenation directly and places the GRU.
 - The C forward (``bench.baselines.c_forward``) equals the reference's outputs (skipped
   without ``cc``); the floors without a GRU refuse a state-feedback model.
+- Streaming (contract section 3b): both floors, from a state given, in chunks chained through
+  the states they return, equal the reference's one call (the C forward for ``predict``, its
+  one operation); the state is an argument of the compiled loop, so a new state value
+  compiles nothing.
 
 Each check is shown to reject a deliberately broken floor.
 """
@@ -21,6 +25,8 @@ import numpy as np
 import pytest
 
 import frae
+from frae.backend import Array, Streamed
+from frae.data import multi_sine
 from parity_tests.tolerances import assert_close
 from tests.bench_cases import (
     NO_HIDDEN_CONFIG,
@@ -35,7 +41,7 @@ from tests.bench_cases import (
 numba = pytest.importorskip("numba", reason="the floor needs numba: pip install 'frae[bench]'")
 
 from bench.baselines import numba_floor as floor  # noqa: E402
-from bench.baselines.c_forward import CForwardBackend, compiler  # noqa: E402
+from bench.baselines.c_forward import CForwardBackend, compile_forward, compiler  # noqa: E402
 from bench.baselines.layout import flatten, plan, unflatten  # noqa: E402
 
 needs_cc = pytest.mark.skipif(compiler() is None, reason="no C compiler (cc or gcc)")
@@ -197,3 +203,144 @@ def test_the_c_check_rejects_a_broken_forward() -> None:
             DroppedBiasC(config, seed=3).predict(x),
             frae.create("reference", config, seed=3).predict(x),
         )
+
+
+CUTS = [1, 2, 5]
+"""Where the streaming checks cut their sequences of 9 steps: chunks of 1, 1, 3 and 4 steps
+(the second of one shape with the first, so a result left in the workspace they share is
+overwritten before it is compared)."""
+
+
+def check_streaming(
+    model: frae.Backend,
+    config: frae.FRAEConfig,
+    operations: tuple[str, ...] = ("predict", "encode", "decode"),
+) -> None:
+    """Each of ``operations`` from a random state, over x (or the codes z) in chunks, each
+    chunk from the state the one before returned: the outputs joined and the last state equal
+    the reference's one call over the whole sequence."""
+    reference = frae.create("reference", config, seed=3)
+    x = multi_sine(batch=3, steps=9, features=config.input_dim, seed=1)
+    start = np.random.default_rng(4).normal(0.0, 0.5, (3, config.feedback_dim))
+    inputs = {"predict": x, "encode": x, "decode": reference.encode(x, state=start)}
+    for operation in operations:
+        expected, last = getattr(reference, operation)(
+            inputs[operation], state=start, return_state=True
+        )
+        outputs, state = [], start
+        for chunk in np.split(inputs[operation], CUTS, axis=1):
+            output, state = getattr(model, operation)(chunk, state=state, return_state=True)
+            outputs.append(output)
+        assert_close("outputs", np.concatenate(outputs, axis=1), expected, f"{operation} chunks")
+        assert_close("outputs", state, last, f"{operation}'s last state")
+
+
+class StateDroppedFloor(floor.NumbaFloorBackend):
+    """Broken: every call starts from zeros, whatever state it is given."""
+
+    def _stream(self, sequences: Array, state: Array, codes_given: bool, keep: str) -> Streamed:
+        return super()._stream(sequences, np.zeros_like(state), codes_given, keep)
+
+
+class StateGivenBackFloor(floor.NumbaFloorBackend):
+    """Broken: the state returned is the one given (the loop's last feedback never read)."""
+
+    def _stream(self, sequences: Array, state: Array, codes_given: bool, keep: str) -> Streamed:
+        return super()._stream(sequences, state, codes_given, keep)[0], state
+
+
+class WorkspaceHandedOutFloor(floor.NumbaFloorBackend):
+    """Broken: the outputs handed out as the workspace's transpose, copied only where it is not
+    contiguous: z of one step with L = 1 is the workspace itself, which the next call of that
+    shape overwrites."""
+
+    def _stream(self, sequences: Array, state: Array, codes_given: bool, keep: str) -> Streamed:
+        final = np.empty_like(state)
+        space = self._unroll(sequences, codes_given, record=False, streamed=(state, final))
+        return np.ascontiguousarray(getattr(space, keep).transpose(2, 0, 1)), final
+
+
+class StateDroppedC(CForwardBackend):
+    """Broken: the C forward starts from zeros, whatever state it is given."""
+
+    def _predict(self, x: Array, state: Array) -> tuple[Array, Array]:
+        return super()._predict(x, np.zeros_like(state))
+
+
+STREAMING = {
+    "numba-output": (floor.NumbaFloorBackend, frae.FRAEConfig()),
+    "numba-state": (floor.NumbaFloorBackend, STATE_CONFIG),
+    "numba-float64-state": (floor.NumbaFloor64Backend, STATE_CONFIGS["state_deep"]),
+}
+
+
+@pytest.mark.parametrize(("backend", "config"), STREAMING.values(), ids=STREAMING)
+def test_the_numba_floor_streams_in_chunks_as_one_call(
+    backend: type[floor.NumbaFloorBackend], config: frae.FRAEConfig
+) -> None:
+    check_streaming(backend(config, seed=3), config)
+
+
+@needs_cc
+def test_the_c_forward_streams_in_chunks_as_one_call() -> None:
+    config = OTHER_CONFIG
+    check_streaming(CForwardBackend(config, seed=3), config, operations=("predict",))
+
+
+@pytest.mark.parametrize(
+    ("broken", "config"),
+    [
+        (StateDroppedFloor, frae.FRAEConfig()),
+        (StateGivenBackFloor, frae.FRAEConfig()),
+        (WorkspaceHandedOutFloor, frae.FRAEConfig()),
+        (StateDroppedFloor, STATE_CONFIG),
+        (StateGivenBackFloor, STATE_CONFIG),
+    ],
+    ids=[
+        "state-dropped",
+        "state-given-back",
+        "workspace-handed-out",
+        "gru-state-dropped",
+        "gru-state-given-back",
+    ],
+)
+def test_the_streaming_check_rejects_a_broken_floor(
+    broken: type[floor.NumbaFloorBackend], config: frae.FRAEConfig
+) -> None:
+    with pytest.raises(AssertionError):
+        check_streaming(broken(config, seed=3), config)
+
+
+@needs_cc
+def test_the_streaming_check_rejects_a_broken_c_forward() -> None:
+    with pytest.raises(AssertionError):
+        check_streaming(StateDroppedC(OTHER_CONFIG, seed=3), OTHER_CONFIG, ("predict",))
+
+
+@pytest.mark.parametrize("config", [frae.FRAEConfig(), STATE_CONFIG], ids=["output", "state"])
+def test_the_numba_floor_compiles_once_for_every_state(config: frae.FRAEConfig) -> None:
+    """Numba compiles a loop once per argument types: two states, a batch of one and another
+    chunk length add none to the forward's one signature, and the states do change x̂."""
+    model = floor.NumbaFloorBackend(config, seed=3)
+    x = sequences(config, seed=1)
+    first = model.predict(x, state=np.full((3, config.feedback_dim), 0.5))
+    second = model.predict(x, state=np.full((3, config.feedback_dim), -0.5))
+    model.predict(x[:1, :2], state=np.zeros((1, config.feedback_dim)))
+    model.decode(model.encode(x))
+    assert not np.allclose(first, second)
+    assert len(model._kernels.forward.signatures) == 1
+
+
+@needs_cc
+def test_the_c_forward_compiles_once_for_every_state() -> None:
+    """One library per config, built when the backend is made: a config of its own, so the
+    build is this test's; two states and another chunk length build nothing more."""
+    config = frae.FRAEConfig(input_dim=4, encoder_units=(3,), latent_dim=2, decoder_units=(5,))
+    misses = compile_forward.cache_info().misses
+    model = CForwardBackend(config, seed=3)
+    x = sequences(config, seed=1)
+    first = model.predict(x, state=np.full((3, 4), 0.5))
+    second = model.predict(x, state=np.full((3, 4), -0.5))
+    model.predict(x[:, :2], state=np.zeros((3, 4)))
+    assert not np.allclose(first, second)
+    assert compile_forward.cache_info().misses == misses + 1

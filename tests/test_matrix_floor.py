@@ -10,6 +10,11 @@ math's rounding (sums reassociated, glibc's vector exp and tanh) fits the same t
 every float32 backend. Each check is shown to reject a floor built from ``matrix_floor.c`` with one
 deliberate mistake. Loading the library leaves the process's floating-point environment alone.
 Without a C compiler the checks are skipped.
+
+Streaming (contract section 3b): predict, encode and decode from a random state, in chunks
+chained through the states returned, equal the reference's one call, outputs and last state;
+the state is an argument of the C loop, so two states and two chunk lengths build the library
+once.
 """
 
 from __future__ import annotations
@@ -87,6 +92,29 @@ def check_gradients(model: frae.Backend, config: frae.FRAEConfig, batch: int) ->
         assert_close("gradients", grads[name], expected[name], name)
 
 
+CUTS = [1, 2, 5]
+"""Where the streaming checks cut their sequences of 9 steps: chunks of 1, 1, 3 and 4 steps
+(the second of one shape with the first, so a result left in the workspace they share is
+overwritten before it is compared)."""
+
+
+def check_streaming(model: frae.Backend, config: frae.FRAEConfig, batch: int) -> None:
+    """predict, encode and decode from a random state over chunks of x (or of the codes z),
+    each chunk from the state the one before returned, against the reference's one call."""
+    reference = frae.create("reference", config, seed=3)
+    x = multi_sine(batch=batch, steps=9, features=config.input_dim, seed=1)
+    start = np.random.default_rng(4).normal(0.0, 0.5, (batch, config.feedback_dim))
+    inputs = {"predict": x, "encode": x, "decode": reference.encode(x, state=start)}
+    for operation, sequences in inputs.items():
+        expected, last = getattr(reference, operation)(sequences, state=start, return_state=True)
+        outputs, state = [], start
+        for chunk in np.split(sequences, CUTS, axis=1):
+            output, state = getattr(model, operation)(chunk, state=state, return_state=True)
+            outputs.append(output)
+        assert_close("outputs", np.concatenate(outputs, axis=1), expected, f"{operation} chunks")
+        assert_close("outputs", state, last, f"{operation}'s last state")
+
+
 def broken(*edits: tuple[str, str]) -> type[MatrixFloorBackend]:
     """The matrix floor built from ``matrix_floor.c`` with each ``(old, new)`` of ``edits``
     made once."""
@@ -129,6 +157,14 @@ MISTAKES = {
     "last-kernel-rows-of-the-weight-gradients-skipped": (
         check_gradients,
         [("for (; k < m; ++k)\n        outer_rows(", "for (; 0;)\n        outer_rows(")],
+    ),
+    "state-dropped": (
+        check_streaming,
+        [("previous ? previous[b * spacing + f]", "t > 0 ? previous[b * spacing + f]")],
+    ),
+    "state-from-before-the-last-step": (
+        check_streaming,
+        [("last + b * ROWS + OUTPUT_ROW,", "last + b * ROWS + FEEDBACK_A,")],
     ),
 }
 
@@ -177,3 +213,27 @@ def test_loading_the_matrix_floor_keeps_subnormals_in_the_process() -> None:
         [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=120
     )
     assert result.stdout.strip() == "True", result.stdout
+
+
+@needs_cc
+@pytest.mark.parametrize("batch", [1, 37])
+@pytest.mark.parametrize("config", [frae.FRAEConfig(), WIDE_CONFIG], ids=["default", "wide"])
+def test_the_matrix_floor_streams_in_chunks_as_one_call(
+    config: frae.FRAEConfig, batch: int
+) -> None:
+    check_streaming(MatrixFloorBackend(config, seed=3), config, batch)
+
+
+@needs_cc
+def test_the_matrix_floor_compiles_once_for_every_state() -> None:
+    """A config of its own, so its one build is this test's: made when the backend is, and
+    not again for two states, another chunk length, encode or decode."""
+    config = frae.FRAEConfig(input_dim=3, encoder_units=(20,), latent_dim=4, decoder_units=(18,))
+    misses = compile_matrix.cache_info().misses
+    model = MatrixFloorBackend(config, seed=3)
+    x = _data(config, 37, seed=1)
+    first = model.predict(x, state=np.full((37, 3), 0.5))
+    second = model.predict(x, state=np.full((37, 3), -0.5))
+    model.decode(model.encode(x[:, :3], state=np.zeros((37, 3))))
+    assert not np.allclose(first, second)
+    assert compile_matrix.cache_info().misses == misses + 1

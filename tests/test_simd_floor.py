@@ -16,6 +16,12 @@ decoded sequences, loss and gradients equal the float64 reference's within the s
 float32 tolerances, at the same three batch sizes, on the three state configs of the parity
 suite, and it trains as the scalar floor does; each GRU check is shown to reject a floor
 built from ``simd_floor.c`` with one deliberate mistake in the GRU.
+
+Streaming (contract section 3b): for both models, at B = 1 and B = 37, predict, encode and
+decode from a random state, in chunks chained through the states returned, equal the
+reference's one call, outputs and last state; each check rejects a floor that drops the state
+given or returns the state from before the last step. The state is an argument of the C loop:
+two states and two chunk lengths build the library once.
 """
 
 from __future__ import annotations
@@ -129,10 +135,10 @@ class TailLanesDroppedFloor(SimdFloorBackend):
     """Broken: the lanes past the last full vector of 16 are left as they were (a missing
     remainder loop), here zero."""
 
-    def _predict(self, x: np.ndarray) -> np.ndarray:
-        outputs = super()._predict(x)
+    def _predict(self, x: np.ndarray, state: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        outputs, last = super()._predict(x, state)
         outputs[x.shape[0] // 16 * 16 :] = 0.0
-        return outputs
+        return outputs, last
 
 
 class TruncatedSimdFloor(SimdFloorBackend):
@@ -318,3 +324,75 @@ def test_without_a_compiler_the_floor_is_refused_and_the_benchmark_says_why(
     finally:
         compile_simd.cache_clear()
     assert unavailable(variant) == "no C compiler (cc or gcc) on PATH"
+
+
+CUTS = [1, 2, 5]
+"""Where the streaming checks cut their sequences of 9 steps: chunks of 1, 1, 3 and 4 steps
+(the second of one shape with the first, so a result left in the workspace they share is
+overwritten before it is compared)."""
+
+
+def check_streaming(model: frae.Backend, config: frae.FRAEConfig, batch: int) -> None:
+    """predict, encode and decode from a random state over chunks of x (or of the codes z),
+    each chunk from the state the one before returned, against the reference's one call."""
+    reference = frae.create("reference", config, seed=3)
+    x = multi_sine(batch=batch, steps=9, features=config.input_dim, seed=1)
+    start = np.random.default_rng(4).normal(0.0, 0.5, (batch, config.feedback_dim))
+    inputs = {"predict": x, "encode": x, "decode": reference.encode(x, state=start)}
+    for operation, sequences in inputs.items():
+        expected, last = getattr(reference, operation)(sequences, state=start, return_state=True)
+        outputs, state = [], start
+        for chunk in np.split(sequences, CUTS, axis=1):
+            output, state = getattr(model, operation)(chunk, state=state, return_state=True)
+            outputs.append(output)
+        assert_close("outputs", np.concatenate(outputs, axis=1), expected, f"{operation} chunks")
+        assert_close("outputs", state, last, f"{operation}'s last state")
+
+
+STREAMING_CONFIGS = {"output": frae.FRAEConfig(), "state": STATE_CONFIGS["state_deep"]}
+STREAM_MISTAKES = {
+    "state-dropped": [("initial ? initial[b * FEEDBACK + f] : 0.0f;", "0.0f;")],
+    "state-from-before-the-last-step": [
+        ("h[(FED_BACK_ROW + f) * batch + b];", "h[(FEEDBACK_A + f) * batch + b];")
+    ],
+}
+
+
+@needs_cc
+@pytest.mark.parametrize("batch", [1, 37])
+@pytest.mark.parametrize("config", STREAMING_CONFIGS.values(), ids=STREAMING_CONFIGS)
+def test_the_simd_floor_streams_in_chunks_as_one_call(config: frae.FRAEConfig, batch: int) -> None:
+    check_streaming(SimdFloorBackend(config, seed=3), config, batch)
+
+
+@needs_cc
+@pytest.mark.parametrize("edits", STREAM_MISTAKES.values(), ids=STREAM_MISTAKES)
+@pytest.mark.parametrize("config", STREAMING_CONFIGS.values(), ids=STREAMING_CONFIGS)
+def test_the_streaming_check_rejects_a_broken_simd_floor(
+    config: frae.FRAEConfig, edits: list[tuple[str, str]]
+) -> None:
+    model = broken(*edits)(config, seed=3)
+    with pytest.raises(AssertionError):
+        check_streaming(model, config, batch=37)
+
+
+@needs_cc
+@pytest.mark.parametrize(
+    "config",
+    [
+        frae.FRAEConfig(input_dim=3, encoder_units=(5,), latent_dim=2, decoder_units=(6,)),
+        frae.FRAEConfig(input_dim=3, latent_dim=2, feedback="state", state_dim=5),
+    ],
+    ids=["output", "state"],
+)
+def test_the_simd_floor_compiles_once_for_every_state(config: frae.FRAEConfig) -> None:
+    """A config of its own, so its one build is this test's: made when the backend is, and
+    not again for two states, another chunk length, encode or decode."""
+    misses = compile_simd.cache_info().misses
+    model = SimdFloorBackend(config, seed=3)
+    x = _data(config, 37, seed=1)
+    first = model.predict(x, state=np.full((37, config.feedback_dim), 0.5))
+    second = model.predict(x, state=np.full((37, config.feedback_dim), -0.5))
+    model.decode(model.encode(x[:, :3], state=np.zeros((37, config.feedback_dim))))
+    assert not np.allclose(first, second)
+    assert compile_simd.cache_info().misses == misses + 1

@@ -44,11 +44,15 @@ static inline void dense(float *h, const float *theta, int in_row, int fan_in, i
 #define FRAE_DENSE(in_row, fan_in, out_row, units, kernel, bias, kind) \
     dense(h, theta, in_row, fan_in, out_row, units, kernel, bias, kind, batch);
 
-/* x (T, F, B) -> outputs (T, F, B), from x̂_0 = 0; h is a (ROWS, B) workspace. */
-void frae_predict(const float *x, const float *theta, float *outputs, float *h, long steps,
-                  long batch) {
+/* x (T, F, B) -> outputs (T, F, B), from x̂_0 = initial (B, F), and x̂_T into final (B, F);
+ * h is a (ROWS, B) workspace. */
+void frae_predict(const float *x, const float *initial, const float *theta, float *outputs,
+                  float *final, float *h, long steps, long batch) {
     const long block = FEATURES * batch;
-    memset(h, 0, sizeof(float) * ROWS * batch);
+    for (int f = 0; f < FEATURES; ++f)
+        for (long b = 0; b < batch; ++b)
+            h[(long)(FEEDBACK_A + f) * batch + b] = initial[b * FEATURES + f];
+    memcpy(h + (long)FEEDBACK_D * batch, h + (long)FEEDBACK_A * batch, sizeof(float) * block);
     for (long t = 0; t < steps; ++t) {
         memcpy(h, x + t * block, sizeof(float) * block);
         FRAE_LAYERS(FRAE_DENSE)
@@ -57,4 +61,7 @@ void frae_predict(const float *x, const float *theta, float *outputs, float *h, 
         memcpy(h + (long)FEEDBACK_A * batch, reconstruction, sizeof(float) * block);
         memcpy(h + (long)FEEDBACK_D * batch, reconstruction, sizeof(float) * block);
     }
+    for (int f = 0; f < FEATURES; ++f) /* the feedback rows hold x̂_T now */
+        for (long b = 0; b < batch; ++b)
+            final[b * FEATURES + f] = h[(long)(FEEDBACK_A + f) * batch + b];
 }

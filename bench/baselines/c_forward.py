@@ -2,9 +2,9 @@
 
 ``compile_forward`` writes the config's layer table as ``frae_plan.h`` next to a copy of
 ``c_forward.c`` in a temporary folder and builds a shared library with the system C compiler
-(``cc``, else ``gcc``) at ``-O2``. ``CForwardBackend`` offers ``predict`` only: it is the
-forward the Numba floor must stay close to, not a training loop; it has no GRU, and refuses
-a state-feedback model.
+(``cc``, else ``gcc``) at ``-O2``. ``CForwardBackend`` offers ``predict`` only (from a
+given state, contract section 3b): it is the forward the Numba floor must stay close to, not
+a training loop; it has no GRU, and refuses a state-feedback model.
 """
 
 from __future__ import annotations
@@ -79,7 +79,7 @@ def compile_forward(config: FRAEConfig) -> ctypes.CDLL:
     )
     forward = ctypes.CDLL(str(library))
     pointer = np.ctypeslib.ndpointer(np.float32, flags="C_CONTIGUOUS")
-    forward.frae_predict.argtypes = [pointer] * 4 + [ctypes.c_long, ctypes.c_long]
+    forward.frae_predict.argtypes = [pointer] * 6 + [ctypes.c_long, ctypes.c_long]
     forward.frae_predict.restype = None
     return forward
 
@@ -104,22 +104,23 @@ class CForwardBackend(BaseBackend):
     def _write_weights(self, weights: Weights) -> None:
         self._theta = flatten(weights, self._plan, np.float32)
 
-    def _predict(self, x: Array) -> Array:
+    def _predict(self, x: Array, state: Array) -> tuple[Array, Array]:
+        """x̂ from ``state`` (B, F), and x̂_T: one call of ``frae_predict``."""
         batch, steps, _ = x.shape
         outputs = np.empty((steps, self._plan.features, batch), np.float32)
-        work = np.empty((self._plan.rows, batch), np.float32)
+        final, work = np.empty_like(state), np.empty((self._plan.rows, batch), np.float32)
         inputs = np.ascontiguousarray(x.transpose(1, 2, 0))
-        self._library.frae_predict(inputs, self._theta, outputs, work, steps, batch)
-        return np.ascontiguousarray(outputs.transpose(2, 0, 1))
+        self._library.frae_predict(inputs, state, self._theta, outputs, final, work, steps, batch)
+        return np.ascontiguousarray(outputs.transpose(2, 0, 1)), final
 
     @staticmethod
     def _unsupported() -> NotImplementedError:
         return NotImplementedError("the C check is the forward alone (predict)")
 
-    def _encode(self, x: Array) -> Array:
+    def _encode(self, x: Array, state: Array) -> tuple[Array, Array]:
         raise self._unsupported()
 
-    def _decode(self, z: Array) -> Array:
+    def _decode(self, z: Array, state: Array) -> tuple[Array, Array]:
         raise self._unsupported()
 
     def _loss_and_grads(self, x: Array, y: Array) -> tuple[float, Mapping[str, Any]]:

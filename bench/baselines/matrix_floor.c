@@ -311,21 +311,25 @@ static void transpose_kernels(const float *theta, float *transposed) {
     FRAE_LAYERS(TRANSPOSE)
 }
 
-/* The recurrence from x̂_0 = 0 over batch-major inputs (B, T, width): x, or with codes_given
- * the codes z for the decoder alone. With `record` step t keeps its workspace and slopes in
- * work[t], slopes[t] (each (T, B, ROWS)); without, one (B, ROWS) workspace is reused and no
- * slope is kept. Writes batch-major outputs (B, T, F) and codes (B, T, L) where not NULL. */
-static inline void forward(const float *inputs, int codes_given, const float *theta,
-                           const float *transposed, float *work, float *slopes, float *outputs,
-                           float *codes, long steps, long width, long batch, int record) {
+/* The recurrence from x̂_0 = `initial` (B, F), zeros for NULL, over batch-major inputs
+ * (B, T, width): x, or with codes_given the codes z for the decoder alone. With `record` step
+ * t keeps its workspace and slopes in work[t], slopes[t] (each (T, B, ROWS)); without, one
+ * (B, ROWS) workspace is reused and no slope is kept. Writes batch-major outputs (B, T, F),
+ * codes (B, T, L) and x̂_T into final (B, F), each where not NULL. */
+static inline void forward(const float *inputs, const float *initial, int codes_given,
+                           const float *theta, const float *transposed, float *work, float *slopes,
+                           float *outputs, float *codes, float *final, long steps, long width,
+                           long batch, int record) {
     const long plane = (long)ROWS * batch, input_row = codes_given ? CODE_ROW : 0;
     for (long t = 0; t < steps; ++t) {
         float *h = work + (record ? t * plane : 0), *s = record ? slopes + t * plane : h;
-        const float *previous = record ? h - plane : h;
+        /* x̂_{t-1}: the last step's output row, or the state given (one row of it per b) */
+        const float *previous = t > 0 ? (record ? h - plane : h) + OUTPUT_ROW : initial;
+        const long spacing = t > 0 ? ROWS : FEATURES;
         for (long b = 0; b < batch; ++b) {
             float *row = h + b * ROWS;
             for (int f = 0; f < FEATURES; ++f) {
-                const float fed = t == 0 ? 0.0f : previous[b * ROWS + OUTPUT_ROW + f];
+                const float fed = previous ? previous[b * spacing + f] : 0.0f;
                 row[FEEDBACK_A + f] = fed;
                 row[FEEDBACK_D + f] = fed;
             }
@@ -342,15 +346,20 @@ static inline void forward(const float *inputs, int codes_given, const float *th
             memcpy(codes + (b * steps + t) * LATENT, h + b * ROWS + CODE_ROW,
                    sizeof(float) * LATENT);
     }
+    const float *last = work + (record ? (steps - 1) * plane : 0);
+    for (long b = 0; final && b < batch; ++b)
+        memcpy(final + b * FEATURES, last + b * ROWS + OUTPUT_ROW, sizeof(float) * FEATURES);
 }
 
-/* x̂ (outputs) or z (codes) of inputs (B, T, width), one (B, ROWS) workspace reused;
- * `transposed` (WEIGHTS) receives the kernels' transposes. */
-void frae_forward(const float *inputs, int codes_given, const float *theta, float *transposed,
-                  float *work, float *outputs, float *codes, long steps, long width, long batch) {
+/* x̂ (outputs) or z (codes) of inputs (B, T, width) from the state `initial` (B, F), and the
+ * state after the last step into final (B, F), one (B, ROWS) workspace reused; `transposed`
+ * (WEIGHTS) receives the kernels' transposes. */
+void frae_forward(const float *inputs, const float *initial, int codes_given, const float *theta,
+                  float *transposed, float *work, float *outputs, float *codes, float *final,
+                  long steps, long width, long batch) {
     transpose_kernels(theta, transposed);
-    forward(inputs, codes_given, theta, transposed, work, work, outputs, codes, steps, width,
-            batch, 0);
+    forward(inputs, initial, codes_given, theta, transposed, work, work, outputs, codes, final,
+            steps, width, batch, 0);
 }
 
 /* mean((x̂ - y)²) over x (B, T, F) and targets y (B, T, F), into loss (1, double), and its
@@ -370,7 +379,8 @@ void frae_loss_and_grads(const float *inputs, const float *targets, float scale,
                          double *loss, long steps, long batch) {
     const long plane = (long)ROWS * batch;
     transpose_kernels(theta, transposed);
-    forward(inputs, 0, theta, transposed, work, slopes, NULL, NULL, steps, FEATURES, batch, 1);
+    forward(inputs, NULL, 0, theta, transposed, work, slopes, NULL, NULL, NULL, steps, FEATURES,
+            batch, 1);
     float *g = gradient;
     double sum = 0.0;
     memset(carry, 0, sizeof(float) * FEATURES * batch);

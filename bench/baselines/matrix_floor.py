@@ -43,8 +43,9 @@ def compile_matrix(config: FRAEConfig, source: Path = SOURCE) -> ctypes.CDLL:
     doubles = np.ctypeslib.ndpointer(np.float64, flags="C_CONTIGUOUS")
     # the outputs' and the codes' arrays: an address, or None (NULL) for the one not kept
     nullable = [ctypes.c_void_p] * 2
-    loops.frae_forward.argtypes = [floats, ctypes.c_int, *[floats] * 3, *nullable]
-    loops.frae_forward.argtypes += [ctypes.c_long] * 3
+    # the state enters after the inputs and leaves after the codes
+    loops.frae_forward.argtypes = [floats, floats, ctypes.c_int, *[floats] * 3, *nullable]
+    loops.frae_forward.argtypes += [floats, *[ctypes.c_long] * 3]
     loops.frae_loss_and_grads.argtypes = [*[floats] * 2, ctypes.c_float, *[floats] * 8, doubles]
     loops.frae_loss_and_grads.argtypes += [ctypes.c_long] * 2
     for function in (loops.frae_forward, loops.frae_loss_and_grads):

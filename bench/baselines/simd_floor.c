@@ -261,39 +261,59 @@ static inline void gru_backward_one(const float *h, float *delta, float *lanes,
 }
 #endif
 
+#ifdef FRAE_GRU
+enum { FEEDBACK = STATE, FED_BACK_ROW = STATE_ROW }; /* s_t, fed back */
+#else
+enum { FEEDBACK = FEATURES, FED_BACK_ROW = OUTPUT_ROW }; /* x̂_t, fed back */
+#endif
+
+/* The state entering the first step, `initial` (B, FEEDBACK), zeros for NULL (training), into
+ * the FEEDBACK_A block of h (ROWS, B); the state after the last step, h's FED_BACK_ROW block,
+ * into `final` (B, FEEDBACK). */
+static inline void feed_in(float *h, const float *initial, long batch) {
+    for (long f = 0; f < FEEDBACK; ++f)
+#pragma omp simd
+        for (long b = 0; b < batch; ++b)
+            h[(FEEDBACK_A + f) * batch + b] = initial ? initial[b * FEEDBACK + f] : 0.0f;
+}
+
+static inline void feed_out(const float *h, float *final, long batch) {
+    for (long f = 0; f < FEEDBACK; ++f)
+#pragma omp simd
+        for (long b = 0; b < batch; ++b)
+            final[b * FEEDBACK + f] = h[(FED_BACK_ROW + f) * batch + b];
+}
+
 #define FORWARD(in_row, fan_in, out_row, units, kernel, bias, kind) \
     dense_forward(h, s, theta, in_row, fan_in, out_row, units, kernel, bias, kind, batch);
 #define BACKWARD(in_row, fan_in, out_row, units, kernel, bias, kind) \
     dense_backward(h, s, delta, lanes, theta, in_row, fan_in, out_row, units, kernel, bias, batch);
 
-/* The recurrence from x̂_0 = 0 (or s_0 = 0) over batch-major inputs (B, T, width): x, or with
- * codes_given the codes z for the decoder alone. With `record` step t keeps its workspace and
- * slopes in work[t], slopes[t] (each (T, ROWS, B)) for frae_backward; without, one (ROWS, B)
- * workspace is reused. Writes batch-major outputs (B, T, F) and codes (B, T, L) where not
- * NULL: the caller's arrays are read and written in place, never transposed. */
-static inline void forward(const float *inputs, int codes_given, const float *theta, float *work,
-                           float *slopes, float *outputs, float *codes, long steps, long width,
-                           long batch, int record) {
-    const long plane = (long)ROWS * batch, block = FEATURES * batch;
-    const long input_row = codes_given ? CODE_ROW : 0;
+/* The recurrence from x̂_0 (or s_0) = `initial` (B, FEEDBACK), zeros for NULL, over
+ * batch-major inputs (B, T, width): x, or with codes_given the codes z for the decoder alone.
+ * With `record` step t keeps its workspace and slopes in work[t], slopes[t] (each
+ * (T, ROWS, B)) for frae_backward; without, one (ROWS, B) workspace is reused. Writes
+ * batch-major outputs (B, T, F), codes (B, T, L) and the feedback after the last step, x̂_T
+ * (or s_T), into final (B, FEEDBACK), each where not NULL: the caller's arrays are read and
+ * written in place, never transposed. */
+static inline void forward(const float *inputs, const float *initial, int codes_given,
+                           const float *theta, float *work, float *slopes, float *outputs,
+                           float *codes, float *final, long steps, long width, long batch,
+                           int record) {
+    const long plane = (long)ROWS * batch, input_row = codes_given ? CODE_ROW : 0;
     for (long t = 0; t < steps; ++t) {
         float *h = work + (record ? t * plane : 0), *s = slopes + (record ? t * plane : 0);
-#ifdef FRAE_GRU
-        float *fed = h + (long)PREVIOUS_ROW * batch;
+        /* s_{t-1} into the encoder input, where the GRU reads it too; or x̂_{t-1} into both
+         * the encoder's input and the decoder's */
         if (t == 0)
-            memset(fed, 0, sizeof(float) * STATE * batch);
+            feed_in(h, initial, batch);
         else
-            memcpy(fed, (record ? h - plane : h) + (long)STATE_ROW * batch,
-                   sizeof(float) * STATE * batch);
-#else
-        if (t == 0) {
-            memset(h + (long)FEEDBACK_A * batch, 0, sizeof(float) * block);
-            memset(h + (long)FEEDBACK_D * batch, 0, sizeof(float) * block);
-        } else {
-            const float *previous = (record ? h - plane : h) + (long)OUTPUT_ROW * batch;
-            memcpy(h + (long)FEEDBACK_A * batch, previous, sizeof(float) * block);
-            memcpy(h + (long)FEEDBACK_D * batch, previous, sizeof(float) * block);
-        }
+            memcpy(h + (long)FEEDBACK_A * batch,
+                   (record ? h - plane : h) + (long)FED_BACK_ROW * batch,
+                   sizeof(float) * FEEDBACK * batch);
+#ifndef FRAE_GRU
+        memcpy(h + (long)FEEDBACK_D * batch, h + (long)FEEDBACK_A * batch,
+               sizeof(float) * FEATURES * batch);
 #endif
         for (long w = 0; w < width; ++w) {
             float *row = h + (input_row + w) * batch;
@@ -327,17 +347,22 @@ static inline void forward(const float *inputs, int codes_given, const float *th
                 column[b * steps * LATENT] = row[b];
         }
     }
+    if (final)
+        feed_out(work + (record ? (steps - 1) * plane : 0), final, batch);
 }
 
-void frae_forward(const float *inputs, int codes_given, const float *theta, float *work,
-                  float *slopes, float *outputs, float *codes, long steps, long width, long batch) {
-    forward(inputs, codes_given, theta, work, slopes, outputs, codes, steps, width, batch, 0);
+/* One streaming call: from the state `initial` to the state `final`, each (B, FEEDBACK). */
+void frae_forward(const float *inputs, const float *initial, int codes_given, const float *theta,
+                  float *work, float *slopes, float *outputs, float *codes, float *final,
+                  long steps, long width, long batch) {
+    forward(inputs, initial, codes_given, theta, work, slopes, outputs, codes, final, steps, width,
+            batch, 0);
 }
 
-/* The forward of x (B, T, F) for frae_backward, which reads x̂_t from work[t]. */
+/* The forward of x (B, T, F) from zeros for frae_backward, which reads x̂_t from work[t]. */
 void frae_forward_recorded(const float *inputs, const float *theta, float *work, float *slopes,
                            long steps, long batch) {
-    forward(inputs, 0, theta, work, slopes, NULL, NULL, steps, FEATURES, batch, 1);
+    forward(inputs, NULL, 0, theta, work, slopes, NULL, NULL, NULL, steps, FEATURES, batch, 1);
 }
 
 #ifdef FRAE_GRU

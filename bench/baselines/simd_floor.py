@@ -30,7 +30,7 @@ import numpy as np
 from bench.baselines.c_forward import build_folder, plan_header
 from bench.baselines.layout import GRUPlan, Layer, Plan, plan
 from bench.baselines.numba_floor import NumbaFloorBackend
-from frae.backend import Array
+from frae.backend import Array, Streamed
 from frae.config import FRAEConfig
 from frae.params import Weights
 
@@ -119,8 +119,9 @@ def compile_simd(config: FRAEConfig, source: Path = SOURCE) -> ctypes.CDLL:
     doubles = np.ctypeslib.ndpointer(np.float64, flags="C_CONTIGUOUS")
     # the outputs' and the codes' arrays: an address, or None (NULL) for the one not kept
     nullable = [ctypes.c_void_p] * 2
-    loops.frae_forward.argtypes = [floats, ctypes.c_int, *[floats] * 3, *nullable]
-    loops.frae_forward.argtypes += [ctypes.c_long] * 3
+    # the state enters after the inputs and leaves after the codes
+    loops.frae_forward.argtypes = [floats, floats, ctypes.c_int, *[floats] * 3, *nullable]
+    loops.frae_forward.argtypes += [floats, *[ctypes.c_long] * 3]
     loops.frae_forward_recorded.argtypes = [*[floats] * 4, ctypes.c_long, ctypes.c_long]
     loops.frae_backward.argtypes = [*[floats] * 3, ctypes.c_float, *[floats] * 4, doubles]
     loops.frae_backward.argtypes += [ctypes.c_long] * 2
@@ -140,34 +141,38 @@ class ForwardInC(NumbaFloorBackend):
         """The two workspaces the C forward takes after the weights, for one shape."""
         raise NotImplementedError
 
-    def _forward(self, sequences: Array, codes_given: bool, keep: str) -> Array:
-        """x̂ (``keep="outputs"``) or z (``keep="codes"``), (B, T, ·), written batch-major by
-        the C loop straight into the array returned."""
+    def _forward(self, sequences: Array, state: Array, codes_given: bool, keep: str) -> Streamed:
+        """x̂ (``keep="outputs"``) or z (``keep="codes"``), (B, T, ·), and the feedback after
+        the last step, (B, S), from ``state`` (B, S): one call of the C loop, which reads the
+        inputs and the state where they are and writes both results straight into the
+        arrays returned, batch-major."""
         batch, steps, width = sequences.shape
         rows = self._plan.features if keep == "outputs" else self._plan.latent
-        kept = np.empty((batch, steps, rows), np.float32)
+        kept, final = np.empty((batch, steps, rows), np.float32), np.empty_like(state)
         address = kept.ctypes.data  # the kept array's argument, NULL for the other
         self._loops.frae_forward(
             np.ascontiguousarray(sequences, np.float32),
+            state,
             int(codes_given),
             self._theta,
             *self._forward_buffers(steps, batch, width),
             address if keep == "outputs" else None,
             address if keep == "codes" else None,
+            final,
             steps,
             width,
             batch,
         )
-        return kept
+        return kept, final
 
-    def _predict(self, x: Array) -> Array:
-        return self._forward(x, codes_given=False, keep="outputs")
+    def _predict(self, x: Array, state: Array) -> Streamed:
+        return self._forward(x, state, codes_given=False, keep="outputs")
 
-    def _encode(self, x: Array) -> Array:
-        return self._forward(x, codes_given=False, keep="codes")
+    def _encode(self, x: Array, state: Array) -> Streamed:
+        return self._forward(x, state, codes_given=False, keep="codes")
 
-    def _decode(self, z: Array) -> Array:
-        return self._forward(z, codes_given=True, keep="outputs")
+    def _decode(self, z: Array, state: Array) -> Streamed:
+        return self._forward(z, state, codes_given=True, keep="outputs")
 
 
 class SimdFloorBackend(ForwardInC):

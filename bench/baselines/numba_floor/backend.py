@@ -1,5 +1,6 @@
 """The floor behind the contract: ``NumbaFloorBackend`` runs the compiled loops of
-``loops.kernels`` on the flat weights, through ``predict``, ``loss_and_grads`` and ``fit``."""
+``loops.kernels`` on the flat weights, through ``predict`` (``encode``, ``decode``, each from
+a given state, contract section 3b), ``loss_and_grads`` and ``fit``."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import numpy.typing as npt
 
 from bench.baselines.layout import flatten, plan, unflatten
 from bench.baselines.numba_floor.loops import kernels
-from frae.backend import Array, BaseBackend, TrainStep, kept_slot
+from frae.backend import Array, BaseBackend, Streamed, TrainStep, kept_slot
 from frae.optimizers import ADAM
 from frae.params import Weights
 
@@ -27,15 +28,20 @@ class _Workspace(NamedTuple):
     carry: Array
     lanes: Array
     loss: npt.NDArray[np.float64]
+    start: Array
+    """(B, S) zeros: the feedback a training forward starts from."""
+    end: Array
+    """(B, S): where a training forward leaves its last feedback, which nothing reads."""
 
 
 class NumbaFloorBackend(BaseBackend):
     """The native floor behind the contract: Numba loops, float32, one thread.
 
-    ``predict`` runs the forward with one reused workspace; ``loss_and_grads`` records every
-    step's workspace and slopes, then runs the backward pass; a training step adds the contract's
-    Adam (or SGD) on the flat weights. Inputs are transposed once to time-major,
-    batch-innermost (T, F, B) and outputs once back.
+    ``predict``, ``encode`` and ``decode`` are one call each of the compiled forward, which
+    takes the state in and writes the last one out, with one reused workspace;
+    ``loss_and_grads`` records every step's workspace and slopes, then runs the backward
+    pass; a training step adds the contract's Adam (or SGD) on the flat weights. Inputs are
+    transposed once to time-major, batch-innermost (T, F, B) and outputs once back.
     """
 
     name = "numba_floor"
@@ -71,39 +77,59 @@ class NumbaFloorBackend(BaseBackend):
                 carry=np.empty((layout.feedback_width, batch), dtype),
                 lanes=np.empty((layout.size, batch), dtype),
                 loss=np.empty(batch, np.float64),
+                start=np.zeros((batch, layout.feedback_width), dtype),
+                end=np.empty((batch, layout.feedback_width), dtype),
             )
         return self._workspaces[key]
 
-    def _run(self, sequences: Array, codes_given: bool, record: bool) -> _Workspace:
+    def _unroll(
+        self,
+        sequences: Array,
+        codes_given: bool,
+        record: bool,
+        streamed: tuple[Array, Array] | None = None,
+    ) -> _Workspace:
+        """One call of the compiled forward over ``sequences`` (B, T, ·), into the shape's
+        workspace. ``streamed`` is the feedback ``(initial, final)``, each (B, S): the
+        state entering the first step, read, and the array receiving the one after the last;
+        ``None`` (training) starts from zeros and leaves the last in the workspace."""
         batch, steps, width = sequences.shape
         space = self._workspace(steps, batch, width, record)
+        initial, final = (space.start, space.end) if streamed is None else streamed
         forward = self._kernels.forward_recorded if record else self._kernels.forward
         forward(
             np.ascontiguousarray(sequences.transpose(1, 2, 0)),
+            initial,
             codes_given,
             self._theta,
             space.work,
             space.slopes,
             space.outputs,
             space.codes,
+            final,
         )
         return space
 
-    @staticmethod
-    def _batch_major(time_major: Array) -> Array:
-        return np.ascontiguousarray(time_major.transpose(2, 0, 1))
+    def _stream(self, sequences: Array, state: Array, codes_given: bool, keep: str) -> Streamed:
+        """x̂ (``keep="outputs"``) or z (``keep="codes"``), (B, T, ·), and the feedback after
+        the last step, each in a new array: the caller keeps them while the workspace is
+        reused (a transpose can be contiguous already, (1, 1, B) for instance, so it is
+        copied whatever its layout)."""
+        final = np.empty_like(state)
+        space = self._unroll(sequences, codes_given, record=False, streamed=(state, final))
+        return getattr(space, keep).transpose(2, 0, 1).copy(), final
 
-    def _predict(self, x: Array) -> Array:
-        return self._batch_major(self._run(x, codes_given=False, record=False).outputs)
+    def _predict(self, x: Array, state: Array) -> Streamed:
+        return self._stream(x, state, codes_given=False, keep="outputs")
 
-    def _encode(self, x: Array) -> Array:
-        return self._batch_major(self._run(x, codes_given=False, record=False).codes)
+    def _encode(self, x: Array, state: Array) -> Streamed:
+        return self._stream(x, state, codes_given=False, keep="codes")
 
-    def _decode(self, z: Array) -> Array:
-        return self._batch_major(self._run(z, codes_given=True, record=False).outputs)
+    def _decode(self, z: Array, state: Array) -> Streamed:
+        return self._stream(z, state, codes_given=True, keep="outputs")
 
     def _flat_loss_and_grads(self, x: Array, y: Array) -> tuple[float, Array]:
-        space = self._run(x, codes_given=False, record=True)
+        space = self._unroll(x, codes_given=False, record=True)
         self._kernels.backward(
             space.work,
             space.slopes,

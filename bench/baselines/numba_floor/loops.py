@@ -26,7 +26,8 @@ class Kernels(NamedTuple):
     """The compiled loops of one config and dtype (see ``kernels``)."""
 
     forward: Kernel
-    """``(inputs, codes_given, theta, work, slopes, outputs, codes)``: x̂ and z."""
+    """``(inputs, initial, codes_given, theta, work, slopes, outputs, codes, final)``: x̂, z
+    and the feedback after the last step, from the feedback ``initial`` entering the first."""
     forward_recorded: Kernel
     """The same, keeping every step's slopes for ``backward``."""
     backward: Kernel
@@ -35,21 +36,21 @@ class Kernels(NamedTuple):
     """``(theta, grads, m, v, rate, β₁, β₂, ε, t)``, in place."""
 
 
-def _forward(layout: Plan, encoder: Kernel, decoder: Kernel, zero: Any) -> Kernel:
+def _forward(layout: Plan, encoder: Kernel, decoder: Kernel) -> Kernel:
     """The time loop around one step: the ``encoder`` layers, then the ``decoder`` layers."""
     features, latent = layout.features, layout.latent
     code_row, output_row = layout.code_row, layout.output_row
     feedback_a, feedback_d = layout.feedback_rows
 
     @compiled
-    def forward(inputs, codes_given, theta, work, slopes, outputs, codes):  # type: ignore[no-untyped-def]
-        """Step the recurrence from x̂₀ = 0 over time-major ``inputs`` (T, width, B): x, or
-        with ``codes_given`` the codes z for the decoder alone.
+    def forward(inputs, initial, codes_given, theta, work, slopes, outputs, codes, final):  # type: ignore[no-untyped-def]
+        """Step the recurrence from x̂₀ = ``initial`` (B, F) over time-major ``inputs``
+        (T, width, B): x, or with ``codes_given`` the codes z for the decoder alone.
 
         ``work`` and ``slopes`` are (S, rows, B): with S = T step t keeps its workspace (and
         its slopes, in the recording kernel) for the backward pass; with S = 1 one workspace
         is reused.
-        Writes ``outputs`` (T, F, B) and ``codes`` (T, L, B).
+        Writes ``outputs`` (T, F, B), ``codes`` (T, L, B) and x̂_T into ``final`` (B, F).
         """
         steps, width, batch = inputs.shape
         span = work.shape[0]
@@ -59,7 +60,7 @@ def _forward(layout: Plan, encoder: Kernel, decoder: Kernel, zero: Any) -> Kerne
             previous = work[(t - 1) % span]
             for f in range(features):
                 for b in range(batch):
-                    fed = previous[output_row + f, b] if t > 0 else zero
+                    fed = previous[output_row + f, b] if t > 0 else initial[b, f]
                     h[feedback_a + f, b] = fed
                     h[feedback_d + f, b] = fed
             for w in range(width):
@@ -74,6 +75,10 @@ def _forward(layout: Plan, encoder: Kernel, decoder: Kernel, zero: Any) -> Kerne
             for c in range(latent):
                 for b in range(batch):
                     codes[t, c, b] = h[code_row + c, b]
+        last = work[(steps - 1) % span]
+        for f in range(features):
+            for b in range(batch):
+                final[b, f] = last[output_row + f, b]
 
     return forward
 
@@ -111,9 +116,7 @@ def _backward(layout: Plan, layers: Kernel, zero: Any) -> Kernel:
     return backward
 
 
-def _state_forward(
-    layout: Plan, encoder: Kernel, gru: Kernel, decoder: Kernel, zero: Any
-) -> Kernel:
+def _state_forward(layout: Plan, encoder: Kernel, gru: Kernel, decoder: Kernel) -> Kernel:
     """``_forward`` with state feedback: the ``encoder`` layers, the ``gru``, the ``decoder``
     layers, s_t fed back into the encoder input (where the GRU reads s_{t-1} too)."""
     assert layout.gru is not None
@@ -122,8 +125,9 @@ def _state_forward(
     previous, new = layout.gru.previous_row, layout.gru.state_row
 
     @compiled
-    def forward(inputs, codes_given, theta, work, slopes, outputs, codes):  # type: ignore[no-untyped-def]
-        """``_forward``'s arguments and results, from s₀ = 0."""
+    def forward(inputs, initial, codes_given, theta, work, slopes, outputs, codes, final):  # type: ignore[no-untyped-def]
+        """``_forward``'s arguments and results, from s₀ = ``initial`` (B, H) to s_T in
+        ``final`` (B, H)."""
         steps, width, batch = inputs.shape
         span = work.shape[0]
         input_row = code_row if codes_given else 0
@@ -132,7 +136,7 @@ def _state_forward(
             last = work[(t - 1) % span]
             for i in range(state):
                 for b in range(batch):
-                    h[previous + i, b] = last[new + i, b] if t > 0 else zero
+                    h[previous + i, b] = last[new + i, b] if t > 0 else initial[b, i]
             for w in range(width):
                 for b in range(batch):
                     h[input_row + w, b] = inputs[t, w, b]
@@ -146,6 +150,10 @@ def _state_forward(
             for c in range(latent):
                 for b in range(batch):
                     codes[t, c, b] = h[code_row + c, b]
+        last = work[(steps - 1) % span]
+        for i in range(state):
+            for b in range(batch):
+                final[b, i] = last[new + i, b]
 
     return forward
 
@@ -217,7 +225,7 @@ def kernels(config: FRAEConfig, dtype_name: str) -> Kernels:
     def loop(record: bool) -> Kernel:
         layers = [dense_forward(layer, record, activate) for layer in layout.layers]
         encoder, decoder = layers[: layout.encoder_layers], layers[layout.encoder_layers :]
-        return _forward(layout, in_turn(encoder, 3), in_turn(decoder, 3), zero)
+        return _forward(layout, in_turn(encoder, 3), in_turn(decoder, 3))
 
     backward = [dense_backward(layer) for layer in reversed(layout.layers)]
     return Kernels(
@@ -237,7 +245,7 @@ def _state_kernels(layout: Plan, activate: Kernel, zero: Any, one: Any) -> Kerne
     def loop(record: bool) -> Kernel:
         layers = [dense_forward(layer, record, activate) for layer in layout.layers]
         encoder, decoder = in_turn(layers[:split], 3), in_turn(layers[split:], 3)
-        return _state_forward(layout, encoder, gru_step, decoder, zero)
+        return _state_forward(layout, encoder, gru_step, decoder)
 
     backward = [dense_backward(layer) for layer in layout.layers]
     return Kernels(
