@@ -1,14 +1,20 @@
-"""TensorFlow-specific promises of ``tf_while``: one trace per shape, a quiet terminal, a
-gradient loop that copies nothing T long and saves no weights per step, and GRU weights that
-Keras' own ``GRUCell`` steps as the reference does; of its twin ``TWIN``: the tape's gradient
-is the backward pass written by hand, whose reverse loop carries only the feedback's
-gradient."""
+"""TensorFlow-specific promises of ``tf_while``: one trace per shape, a state that is an
+input of the compiled program (no retrace, one XLA compilation per chunk length), a quiet
+terminal, a gradient loop that copies nothing T long and saves no weights per step, and GRU
+weights that Keras' own ``GRUCell`` steps as the reference does; of its twin ``TWIN``: the
+tape's gradient is the backward pass written by hand, whose reverse loop carries only the
+feedback's gradient."""
 
 from __future__ import annotations
 
+import dataclasses
+import os
 import re
 import subprocess
 import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -23,6 +29,8 @@ backend = pytest.importorskip("impls.tf_while.backend")
 TWIN = "bench.twins.tf_while:TFWhileBPTTBackend"
 """The benchmark's hand-written-backward twin, by import path: also the worker group its
 tests share with its kit tests."""
+TEXTBOOK = "bench.baselines.textbook_fix:TextbookFixBackend"
+"""The benchmark's baseline: ``tf_while``'s functions in graph mode, without XLA."""
 
 
 def _tracing_counts(jit_compile: bool = True, name: str = "tf_while") -> dict[str, int]:
@@ -70,12 +78,111 @@ def test_one_trace_per_shape_shared_by_instances(name: str, config: frae.FRAECon
 def test_textbook_graph_mode_equals_compiled() -> None:
     x = frae.data.multi_sine(batch=3, steps=20, seed=2)
     compiled = frae.create("tf_while", seed=3)
-    textbook = frae.create("bench.baselines.textbook_fix:TextbookFixBackend", seed=3)
+    textbook = frae.create(TEXTBOOK, seed=3)
     assert textbook.name == "textbook_fix"
     assert_close("outputs", textbook.predict(x), compiled.predict(x))
     before = _tracing_counts(jit_compile=False)["predict"]
     textbook.predict(x)
     assert _tracing_counts(jit_compile=False)["predict"] == before
+
+
+STREAMING = [
+    pytest.param("tf_while", id="tf_while"),
+    pytest.param(TWIN, id="twin", marks=pytest.mark.backend_specific(TWIN)),
+    pytest.param(TEXTBOOK, id="textbook_fix"),
+]
+OWN_WIDTHS = {"tf_while": (6,), TWIN: (6, 3), TEXTBOOK: (6,)}
+"""Encoder widths that only the retrace test traces, by backend: the twin's predict, encode
+and decode are ``tf_while``'s functions, so it has widths of its own."""
+MODELS = {"output": frae.FRAEConfig(), "state": frae.FRAEConfig(feedback="state", state_dim=3)}
+STREAMED = ("predict", "encode", "decode")
+
+
+def _streamed_model(name: str, config: frae.FRAEConfig) -> frae.Backend:
+    """``name`` holding weights N(0, 0.5), large enough that the state changes every output."""
+    rng = np.random.default_rng(8)
+    model = frae.create(name, config)
+    model.set_weights(
+        {k: rng.normal(0.0, 0.5, shape) for k, shape in config.parameter_shapes().items()}
+    )
+    return model
+
+
+@pytest.mark.parametrize("name", STREAMING)
+@pytest.mark.parametrize("model_kind", MODELS)
+def test_a_new_state_value_does_not_retrace(name: str, model_kind: str) -> None:
+    """The state is an argument of the ``tf.function``: calls from three states (zeros by
+    ``None`` among them) at one shape trace predict, encode and decode once each, another
+    instance traces nothing, and another chunk length traces once more."""
+    config = dataclasses.replace(MODELS[model_kind], encoder_units=OWN_WIDTHS[name])
+    x = frae.data.multi_sine(batch=3, steps=5, seed=9)
+    model = _streamed_model(name, config)
+    jit_compile = model.jit_compile  # type: ignore[attr-defined]
+    zeros = model.initial_state(3)
+    states = [None, zeros + 0.5, np.random.default_rng(10).normal(size=zeros.shape)]
+    before = _tracing_counts(jit_compile, name)
+    for state in states:
+        model.predict(x, state=state)
+        model.decode(model.encode(x, state=state), state=state)
+    frae.create(name, config, seed=11).predict(x, state=states[2])
+    after = _tracing_counts(jit_compile, name)
+    traced = {op: after[op] - before[op] for op in after}
+    assert traced == {op: int(op in STREAMED) for op in after}, traced
+    outputs = [model.predict(x, state=state) for state in states]
+    assert np.abs(outputs[1] - outputs[0]).max() > 1e-2  # the state reached the program
+    model.predict(x[:, :4], state=states[1])
+    assert _tracing_counts(jit_compile, name)["predict"] == after["predict"] + 1
+
+
+@pytest.mark.parametrize("name", STREAMING)
+@pytest.mark.parametrize("model_kind", MODELS)
+def test_chunks_chained_through_the_state_equal_one_call(name: str, model_kind: str) -> None:
+    """predict, encode and decode over chunks of 2 and 5 steps, each from the state the one
+    before returned, give the reference's outputs and last state of one call over all 7;
+    encode ends in the state decode does."""
+    config = MODELS[model_kind]
+    x = frae.data.multi_sine(batch=3, steps=7, seed=12)
+    model, reference = _streamed_model(name, config), _streamed_model("reference", config)
+    start = np.random.default_rng(13).normal(0.0, 0.5, reference.initial_state(3).shape)
+    whole, whole_state = reference.predict(x, state=start, return_state=True)
+    codes, codes_state = reference.encode(x, state=start, return_state=True)
+
+    def chained(call: Callable[..., Any], sequences: np.ndarray) -> tuple[np.ndarray, Any]:
+        head, state = call(sequences[:, :2], state=start, return_state=True)
+        tail, state = call(sequences[:, 2:], state=state, return_state=True)
+        return np.concatenate([head, tail], axis=1), state
+
+    for call, sequences, expected in [
+        (model.predict, x, (whole, whole_state)),
+        (model.encode, x, (codes, codes_state)),
+        (model.decode, codes.astype(np.float32), (whole, whole_state)),
+    ]:
+        outputs, state = chained(call, sequences)
+        assert_close("outputs", outputs, expected[0], call.__name__)
+        assert_close("outputs", state, expected[1], f"{call.__name__}'s state")
+    assert np.abs(whole_state - start).max() > 1e-2  # the chunks carried a state that moves
+
+
+XLA_RUN = """
+import numpy as np, frae
+
+model = frae.create("tf_while", frae.FRAEConfig(feedback="state", state_dim=3))
+x = np.ones((3, 4, 2), np.float32)
+for value in (0.5, -0.25, 2.0):
+    model.predict(x, state=np.full((3, 3), value, np.float32))
+model.predict(x)  # from zeros
+model.predict(x[:, :3], state=np.ones((3, 3), np.float32))
+"""
+
+
+def test_one_xla_compilation_per_chunk_length_whatever_the_state(tmp_path: Path) -> None:
+    """XLA dumps each program it compiles: predict from four states (zeros among them) at
+    4 steps and from one at 3 compiles two programs, one per chunk length."""
+    flags = f"--xla_dump_to={tmp_path} --xla_dump_hlo_module_re=.*predict.*"
+    env = {**os.environ, "XLA_FLAGS": f"{os.environ.get('XLA_FLAGS', '')} {flags}"}
+    subprocess.run([sys.executable, "-c", XLA_RUN], env=env, timeout=600, check=True)
+    programs = sorted(path.name for path in tmp_path.glob("*.before_optimizations.txt"))
+    assert len(programs) == 2, programs
 
 
 QUIET_RUN = """

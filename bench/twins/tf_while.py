@@ -13,7 +13,9 @@ class TFWhileBPTTBackend(TFWhileBackend):
     gradient, each weight's gradient one product over all steps after it.
 
     The backward pass is written for output feedback; a state-feedback model (contract
-    section 1b) runs ``TFWhileBackend``'s functions, its gradient TensorFlow's autodiff."""
+    section 1b) runs ``TFWhileBackend``'s functions, its gradient TensorFlow's autodiff.
+    predict, encode and decode, the feedback an input and an output of each (contract
+    section 3b), are ``TFWhileBackend``'s functions and traces for both models."""
 
     name = "tf_while_bptt"
 

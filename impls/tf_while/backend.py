@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from frae.backend import Array, BaseBackend, TrainStep, kept_slot
+from frae.config import FRAEConfig
 from frae.devices import tensorflow_strategy
 from frae.params import Weights, from_flat
 from impls.tf_while import model, train
@@ -29,19 +30,56 @@ class _DropRetracingAdvice(logging.Filter):
 tf.get_logger().addFilter(_DropRetracingAdvice())
 
 
+Streamed = tuple[tf.Tensor, tf.Tensor]
+"""A call's outputs and the feedback after its last step."""
+
+
+def predict(
+    config: FRAEConfig, variables: model.Variables, x: tf.Tensor, state: tf.Tensor
+) -> Streamed:
+    """x̂ of ``x`` from the feedback ``state`` ``(B, S)``, and x̂_T (or s_T).
+
+    ``state`` is an argument, so it is an input of the traced program: one trace (and one
+    XLA executable) per shape of ``x`` serves every state value, zeros included.
+    """
+    outputs, _, last = model.unroll(config, variables, x, state=state)
+    return outputs, last
+
+
+def encode(
+    config: FRAEConfig, variables: model.Variables, x: tf.Tensor, state: tf.Tensor
+) -> Streamed:
+    """z of ``x`` from ``state``, and the decoder's feedback after the last step (the
+    sender's replica of the receiver), as ``predict``."""
+    _, codes, last = model.unroll(config, variables, x, state=state)
+    return codes, last
+
+
+def decode(
+    config: FRAEConfig, variables: model.Variables, z: tf.Tensor, state: tf.Tensor
+) -> Streamed:
+    """x̂ of the codes ``z`` from ``state``, and the feedback after the last step, as
+    ``predict``."""
+    outputs, _, last = model.unroll(config, variables, z, codes_given=True, state=state)
+    return outputs, last
+
+
 @functools.cache
 def compiled_functions(jit_compile: bool) -> dict[str, Any]:
     """One ``tf.function`` per operation, shared by every instance.
 
-    Weights and optimizer slots are arguments, not captured, so two instances with the same
-    config and input shape share one trace and one XLA executable; the config is a static
-    (hashable) argument.
+    Weights, optimizer slots and the feedback entering a call are arguments, not captured,
+    so two instances with the same config and input shape share one trace and one XLA
+    executable whatever their weights and states; the config is a static (hashable)
+    argument. There is no input signature: each shape of the sequences, (B, T), is its own
+    trace, whose loop has the static trip count T that XLA needs (one compilation per chunk
+    length); the state's shape (B, S) follows from B and the config.
     """
     compile_ = functools.partial(tf.function, jit_compile=jit_compile, autograph=False)
     return {
-        "predict": compile_(lambda config, v, x: model.unroll(config, v, x)[0]),
-        "encode": compile_(lambda config, v, x: model.unroll(config, v, x)[1]),
-        "decode": compile_(lambda config, v, z: model.unroll(config, v, z, codes_given=True)[0]),
+        "predict": compile_(predict),
+        "encode": compile_(encode),
+        "decode": compile_(decode),
         **_training_functions(compile_, train.mean_squared_error),
         "start_fit": compile_(train.start_fit),
     }
@@ -147,14 +185,19 @@ class TFWhileBackend(BaseBackend):
         for name, value in weights.items():
             self.variables[name].assign(value)
 
-    def _predict(self, x: Array) -> Array:
-        return self._call("predict", x).numpy()
+    def _stream(self, operation: str, sequences: Array, state: Array) -> tuple[Array, Array]:
+        """``operation``'s outputs and last feedback, both NumPy, from the feedback ``state``."""
+        outputs, last = self._call(operation, sequences, state)
+        return outputs.numpy(), last.numpy()
 
-    def _encode(self, x: Array) -> Array:
-        return self._call("encode", x).numpy()
+    def _predict(self, x: Array, state: Array) -> tuple[Array, Array]:
+        return self._stream("predict", x, state)
 
-    def _decode(self, z: Array) -> Array:
-        return self._call("decode", z).numpy()
+    def _encode(self, x: Array, state: Array) -> tuple[Array, Array]:
+        return self._stream("encode", x, state)
+
+    def _decode(self, z: Array, state: Array) -> tuple[Array, Array]:
+        return self._stream("decode", z, state)
 
     def _loss_and_grads(self, x: Array, y: Array) -> tuple[float, Mapping[str, Any]]:
         loss, grads = self._call("loss_and_grads", x, y)

@@ -106,18 +106,27 @@ def make_cell(config: FRAEConfig, variables: Variables, *, codes_given: bool = F
 
 
 def unroll(
-    config: FRAEConfig, weights: Variables, sequences: tf.Tensor, *, codes_given: bool = False
-) -> tuple[tf.Tensor, tf.Tensor]:
-    """Run the recurrence from x̂₀ = 0 (or s₀ = 0) over batch-major ``sequences`` (static shape).
+    config: FRAEConfig,
+    weights: Variables,
+    sequences: tf.Tensor,
+    *,
+    codes_given: bool = False,
+    state: tf.Tensor | None = None,
+) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
+    """Run the recurrence from ``state`` over batch-major ``sequences`` (static shape).
 
     Args:
         config: the model's sizes and activations.
         weights: the canonical weights, one ``tf.Variable`` each.
         sequences: ``(B, T, F)`` inputs x, or ``(B, T, L)`` codes z if ``codes_given``
             (the decoder alone, with its own feedback).
+        state: the feedback entering the first step, x̂₀ (or s₀), ``(B, S)``; the initial
+            value of the loop variable, so a tensor argument of a compiled caller stays an
+            input of its program. ``None``: zeros.
 
     Returns:
-        ``(x̂, z)``, batch-major ``(B, T, F)`` and ``(B, T, L)``.
+        ``(x̂, z, feedback)``: batch-major ``(B, T, F)`` and ``(B, T, L)``, and the feedback
+        after the last step, x̂_T (or s_T), ``(B, S)``.
     """
     cell = make_cell(config, weights, codes_given=codes_given)
     batch, steps = sequences.shape[0], sequences.shape[1]
@@ -131,13 +140,16 @@ def unroll(
         code, reconstruction, feedback = cell(inputs.read(t), feedback)
         return t + 1, feedback, outputs.write(t, reconstruction), codes.write(t, code)
 
-    _, _, outputs, codes = tf.while_loop(
+    if state is None:
+        state = tf.zeros([batch, config.feedback_dim])
+    _, feedback, outputs, codes = tf.while_loop(
         lambda t, *_: t < steps,
         step,
-        (tf.constant(0), tf.zeros([batch, config.feedback_dim]), outputs, codes),
+        (tf.constant(0), state, outputs, codes),
         maximum_iterations=steps,  # a static trip count: XLA needs it to compile the loop
     )
     return (
         tf.transpose(outputs.stack(), [1, 0, 2]),
         tf.transpose(codes.stack(), [1, 0, 2]),
+        feedback,
     )
