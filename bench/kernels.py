@@ -100,7 +100,7 @@ def tf_while_programs(config: frae.FRAEConfig, x: np.ndarray) -> Programs:
     functions, variables = backend.compiled, backend.variables
     x_tensor, rate = tf.constant(x), tf.constant(1e-3)
     arguments = {
-        "predict": (x_tensor,),
+        "predict": (x_tensor, tf.zeros([x.shape[0], config.feedback_dim])),
         "loss_and_grads": (x_tensor, x_tensor),
         "train_step": (backend.optimizer_slots, x_tensor, x_tensor, rate),
     }
