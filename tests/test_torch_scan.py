@@ -1,12 +1,14 @@
 """PyTorch-specific promises of ``torch_scan``: the ``nn.Linear`` and ``nn.GRUCell`` layouts
 and their one transpose, the scan equal to the cell stepped in Python, float32, one
-compilation for every shape, and nothing global changed in the user's process; of
+compilation for every shape and state, chunks chained through their states equal to one
+call, and nothing global changed in the user's process; of
 its twin ``TWIN``, that autograd's gradient calls run its hand-written backward (with
 output feedback; autograd's own with state feedback)."""
 
 from __future__ import annotations
 
 import importlib.util
+import itertools
 import json
 import os
 import subprocess
@@ -167,12 +169,13 @@ def test_scan_equals_the_cell_stepped_in_a_python_loop(config: frae.FRAEConfig) 
     torch_model.load_canonical(module, weights)
     x = torch.from_numpy(_inputs(seed=3))
     with torch.no_grad():
-        outputs, codes = torch_model.unroll(config, module, x)
+        outputs, codes, last = torch_model.unroll(config, module, x)
         feedback = torch.zeros(BATCH, config.feedback_dim)
         for t in range(STEPS):
             feedback, (output, code) = module.step(feedback, x[:, t])
             assert_close("self", output.numpy(), outputs[:, t].numpy(), f"x̂ at {t}")
             assert_close("self", code.numpy(), codes[:, t].numpy(), f"z at {t}")
+        assert_close("self", feedback.numpy(), last.numpy(), "the last feedback")
 
 
 def test_float32_throughout() -> None:
@@ -233,11 +236,22 @@ def test_state_feedback_is_differentiated_by_autograd() -> None:
         assert_close("gradients", grads[name], grad, name)
 
 
-COMPILED_CALLS: dict[str, Callable[[frae.Backend, np.ndarray], object]] = {
-    "predict": lambda model, x: model.predict(x),
-    "decode": lambda model, x: model.decode(x[..., : CONFIG.latent_dim]),
-    "loss_and_grads": lambda model, x: model.loss_and_grads(x),
+Call = Callable[[frae.Backend, np.ndarray, np.ndarray | None], object]
+COMPILED_CALLS: dict[str, Call] = {
+    "predict": lambda model, x, state: model.predict(x, state=state, return_state=True),
+    "decode": lambda model, x, state: model.decode(
+        x[..., : CONFIG.latent_dim], state=state, return_state=True
+    ),
+    "loss_and_grads": lambda model, x, state: model.loss_and_grads(x),  # from zeros: no state
 }
+
+
+def _state(config: frae.FRAEConfig, seed: int, batch: int = BATCH) -> np.ndarray | None:
+    """A feedback entering the first step, ``(batch, S)``; ``None`` (zeros) for seed 0."""
+    if seed == 0:
+        return None
+    rng = np.random.default_rng(100 + seed)
+    return rng.uniform(-1.0, 1.0, size=(batch, config.feedback_dim)).astype(np.float32)
 
 
 def test_an_adam_step_beyond_float32_ends_as_divergence() -> None:
@@ -255,25 +269,65 @@ def test_an_adam_step_beyond_float32_ends_as_divergence() -> None:
 
 @pytest.mark.parametrize("config", CONFIGS.values(), ids=CONFIGS)
 @pytest.mark.parametrize("call", COMPILED_CALLS.values(), ids=COMPILED_CALLS)
-def test_one_compilation_for_every_shape(
-    call: Callable[[frae.Backend, np.ndarray], object], config: frae.FRAEConfig
-) -> None:
-    """New values, new weights, a new instance and a new T reuse the compiled code; B = 1,
-    which Dynamo specializes, compiles once more."""
+def test_one_compilation_for_every_shape(call: Call, config: frae.FRAEConfig) -> None:
+    """New values, new states (and none: the zeros are passed in), new weights, a new
+    instance and a new T reuse the compiled code: the state is an input of the graph, not a
+    constant in it; B = 1, which Dynamo specializes, compiles once more."""
     torch._dynamo.reset()  # forget the code compiled so far, so that the first call compiles
     graphs = torch._dynamo.utils.counters["stats"]
     model = frae.create("torch_scan", config, seed=4)
     before = graphs["unique_graphs"]
     for seed in range(3):
-        call(model, _inputs(seed=seed))
+        call(model, _inputs(seed=seed), _state(config, seed))
         model.set_weights(frae.initial_weights(config, seed=seed))
-    call(frae.create("torch_scan", config, seed=5), _inputs(seed=4))
-    call(model, _inputs(seed=5)[:, :3])
-    call(model, _inputs(seed=6, batch=3))
+    call(frae.create("torch_scan", config, seed=5), _inputs(seed=4), _state(config, 4))
+    call(model, _inputs(seed=5)[:, :3], _state(config, 5))
+    call(model, _inputs(seed=6, batch=3), _state(config, 6, batch=3))
     assert graphs["unique_graphs"] - before == 1
-    call(model, _inputs(seed=7, batch=1))
-    call(model, _inputs(seed=8, batch=1)[:, :4])
+    call(model, _inputs(seed=7, batch=1), _state(config, 7, batch=1))
+    call(model, _inputs(seed=8, batch=1)[:, :4], _state(config, 8, batch=1))
     assert graphs["unique_graphs"] - before == 2, "B = 1 should compile once more"
+
+
+@pytest.mark.parametrize("config", CONFIGS.values(), ids=CONFIGS)
+def test_chained_chunks_equal_one_call_and_compile_once(config: frae.FRAEConfig) -> None:
+    """Chunks chained through ``return_state`` from a given state give the reference's one
+    call over the whole sequence: x̂, z, decode's x̂ from those z, and the last state, which
+    ``encode`` and ``decode`` end in alike. The first chunk's T is the state's width S,
+    which duck shapes would make one symbol, then a constant: the later lengths compile
+    nothing more (one graph for the unroll, one for the decoder)."""
+    torch._dynamo.reset()
+    graphs = torch._dynamo.utils.counters["stats"]
+    before = graphs["unique_graphs"]
+    width = config.feedback_dim
+    bounds = (0, width, width + 2, width + 5)
+    rng = np.random.default_rng(11)
+    x = rng.uniform(-1.0, 1.0, size=(BATCH, bounds[-1], config.input_dim)).astype(np.float32)
+    start = rng.uniform(-1.0, 1.0, size=(BATCH, width)).astype(np.float32)
+    # N(0, 0.3): weights large enough that the state visibly changes every step
+    weights = {
+        name: rng.normal(0.0, 0.3, shape).astype(np.float32)
+        for name, shape in config.parameter_shapes().items()
+    }
+    model = frae.create("torch_scan", config, weights=weights)
+    reference = frae.create("reference", config, weights=weights)
+    expected, last = reference.predict(x, state=start, return_state=True)
+    chunks: dict[str, list[np.ndarray]] = {"predict": [], "encode": [], "decode": []}
+    states = {call: start for call in chunks}
+    for low, high in itertools.pairwise(bounds):
+        chunk = x[:, low:high]
+        output, states["predict"] = model.predict(chunk, state=states["predict"], return_state=True)
+        code, states["encode"] = model.encode(chunk, state=states["encode"], return_state=True)
+        decoded, states["decode"] = model.decode(code, state=states["decode"], return_state=True)
+        for call, value in zip(chunks, (output, code, decoded), strict=True):
+            chunks[call].append(value)
+    joined = {call: np.concatenate(outputs, axis=1) for call, outputs in chunks.items()}
+    assert_close("outputs", joined["predict"], expected, "predict")
+    assert_close("outputs", joined["encode"], reference.encode(x, state=start), "encode")
+    assert_close("outputs", joined["decode"], expected, "decode")
+    for call, state in states.items():
+        assert_close("outputs", state, last, f"{call}'s last state")
+    assert graphs["unique_graphs"] - before == 2
 
 
 PROBE = """

@@ -15,7 +15,7 @@ import torch
 
 from frae.config import FRAEConfig
 from impls.torch_scan import model
-from impls.torch_scan.backend import Functions, TorchScanBackend
+from impls.torch_scan.backend import Decoded, Functions, TorchScanBackend, Unrolled
 
 Cell = Callable[[model.FRAE, torch.Tensor, torch.Tensor], tuple[torch.Tensor, Any]]
 """``(module, x̂_{t-1}, x_t) -> (x̂_t, y_t)``: ``model.FRAE.step`` or ``decode_step``."""
@@ -37,16 +37,18 @@ def python_loop(
     sequences: torch.Tensor,
     cell: Cell,
     codes_given: bool,
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """``model.unroll`` as a Python loop over ``cell``, for an output-feedback ``module``."""
+    state: torch.Tensor | None = None,
+) -> Unrolled:
+    """``model.unroll`` as a Python loop over ``cell``, for an output-feedback ``module``,
+    from ``state`` (x̂₀, zeros for ``None``): x̂, z and the feedback after the last step."""
     module = output_feedback(module)
-    feedback = sequences.new_zeros(sequences.shape[0], config.input_dim)
+    feedback = sequences.new_zeros(sequences.shape[0], config.input_dim) if state is None else state
     outputs, codes = [], []
     for t in range(sequences.shape[1]):
         feedback, y_t = cell(module, feedback, sequences[:, t])
         outputs.append(y_t if codes_given else y_t[0])
         codes.append(sequences[:, t] if codes_given else y_t[1])
-    return torch.stack(outputs, dim=1), torch.stack(codes, dim=1)
+    return torch.stack(outputs, dim=1), torch.stack(codes, dim=1), feedback
 
 
 def python_loop_functions(
@@ -57,9 +59,14 @@ def python_loop_functions(
         raise NotImplementedError(
             'the Python loop has no GRU: it runs feedback="output" models only'
         )
+
+    def decode(module: model.Module, z: torch.Tensor, state: torch.Tensor | None) -> Decoded:
+        outputs, _, last = python_loop(config, module, z, decode_step, True, state)
+        return outputs, last
+
     return Functions(
-        unroll=lambda module, x: python_loop(config, module, x, step, False),
-        decode=lambda module, z: python_loop(config, module, z, decode_step, True)[0],
+        unroll=lambda module, x, state: python_loop(config, module, x, step, False, state),
+        decode=decode,
     )
 
 

@@ -95,15 +95,15 @@ def _dense_stack(
 
 def _script_loop(
     sequences: torch.Tensor,
+    feedback: torch.Tensor,
     layers: list[list[torch.Tensor]],
     encoder_codes: list[int],
     decoder_codes: list[int],
-    input_dim: int,
     codes_given: bool,
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """``model.unroll`` in the subset of Python that TorchScript compiles; ``layers`` is
-    ``[encoder kernels, encoder biases, decoder kernels, decoder biases]``."""
-    feedback = torch.zeros(sequences.shape[0], input_dim, dtype=sequences.dtype)
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """``model.unroll`` in the subset of Python that TorchScript compiles, from the feedback
+    x̂₀ ``(B, F)``; ``layers`` is ``[encoder kernels, encoder biases, decoder kernels,
+    decoder biases]``. Returns x̂, z and the feedback after the last step."""
     outputs: list[torch.Tensor] = []
     codes: list[torch.Tensor] = []
     for t in range(sequences.shape[1]):
@@ -113,7 +113,7 @@ def _script_loop(
         feedback = _dense_stack(torch.cat([z, feedback], 1), layers[2], layers[3], decoder_codes)
         outputs.append(feedback)
         codes.append(z)
-    return torch.stack(outputs, 1), torch.stack(codes, 1)
+    return torch.stack(outputs, 1), torch.stack(codes, 1), feedback
 
 
 @functools.cache
@@ -133,7 +133,9 @@ def scripted_functions(config: FRAEConfig) -> Functions:
         for layers in (config.encoder_layers, config.decoder_layers)
     )
 
-    def run(module: model.Module, x: torch.Tensor, codes_given: bool) -> Any:
+    def run(
+        module: model.Module, x: torch.Tensor, state: torch.Tensor | None, codes_given: bool
+    ) -> Any:
         module = output_feedback(module)
         layers = [
             [linear.weight for linear in module.encoder.layers.values()],
@@ -141,11 +143,12 @@ def scripted_functions(config: FRAEConfig) -> Functions:
             [linear.weight for linear in module.decoder.layers.values()],
             [linear.bias for linear in module.decoder.layers.values()],
         ]
-        return script_loop()(x, layers, encoder_codes, decoder_codes, config.input_dim, codes_given)
+        feedback = x.new_zeros(x.shape[0], config.input_dim) if state is None else state
+        return script_loop()(x, feedback, layers, encoder_codes, decoder_codes, codes_given)
 
     return Functions(
-        unroll=lambda module, x: run(module, x, False),
-        decode=lambda module, z: run(module, z, True)[0],
+        unroll=lambda module, x, state: run(module, x, state, False),
+        decode=lambda module, z, state: run(module, z, state, True)[::2],
     )
 
 
@@ -165,8 +168,8 @@ class TorchScriptBackend(TorchScanBackend):
 class TorchAOTIBackend(TorchScanBackend):
     """``torch.export`` + AOTInductor: the scan compiled ahead of time into a shared library
     per input shape (Inductor's C++ wrapper, without Dynamo's guards at each call); the
-    weights are inputs of the library, so ``set_weights`` needs no recompilation. Inference
-    only: AOTInductor compiles no backward."""
+    weights and the state are inputs of the library, so neither ``set_weights`` nor a new
+    state needs a recompilation. Inference only: AOTInductor compiles no backward."""
 
     name = "torch_aoti"
 
@@ -179,13 +182,15 @@ class TorchAOTIBackend(TorchScanBackend):
     def _ahead_of_time(self, codes_given: bool) -> Callable[..., Any]:
         packages: dict[tuple[int, ...], Any] = {}
 
-        def run(module: model.FRAE, x: torch.Tensor) -> Any:
+        def run(module: model.Module, x: torch.Tensor, state: torch.Tensor | None) -> Any:
+            if state is None:
+                state = x.new_zeros(x.shape[0], self.config.feedback_dim)
             weights = tuple(p.detach() for p in module.parameters())
             key = tuple(x.shape)
             if key not in packages:
-                packages[key] = _aoti_package(module, x, weights, codes_given)
-            result = packages[key](x, *weights)
-            return result[0] if codes_given else tuple(result)
+                packages[key] = _aoti_package(module, x, state, weights, codes_given)
+            outputs, codes, last = packages[key](x, state, *weights)
+            return (outputs, last) if codes_given else (outputs, codes, last)
 
         return run
 
@@ -197,34 +202,37 @@ class TorchAOTIBackend(TorchScanBackend):
 
 
 class _Unrolled(torch.nn.Module):
-    """``model.unroll`` of a module whose parameters are passed in, for ``torch.export``."""
+    """``model.unroll`` of a module whose state and parameters are passed in, for
+    ``torch.export``: both are inputs of the library, so neither a new state nor new
+    weights compile it again."""
 
-    def __init__(self, module: model.FRAE, codes_given: bool) -> None:
+    def __init__(self, module: model.Module, codes_given: bool) -> None:
         super().__init__()
         self.module, self.codes_given = module, codes_given
         self.names = [name for name, _ in module.named_parameters()]
 
-    def forward(self, sequences: torch.Tensor, *weights: torch.Tensor) -> Any:
+    def forward(self, sequences: torch.Tensor, state: torch.Tensor, *weights: torch.Tensor) -> Any:
         parameters = dict(zip(self.names, weights, strict=True))
         return torch.func.functional_call(
             self.module,
             parameters,
             (sequences,),
-            {"codes_given": self.codes_given},
+            {"codes_given": self.codes_given, "state": state},
         )
 
 
 def _aoti_package(
-    module: model.FRAE,
+    module: model.Module,
     x: torch.Tensor,
+    state: torch.Tensor,
     weights: tuple[torch.Tensor, ...],
     codes_given: bool,
 ) -> Callable[..., Any]:
-    """Export, compile and load the loop for the shape of ``x``."""
+    """Export, compile and load the loop for the shapes of ``x`` and ``state``."""
     # AOTInductor's entry points, as PyTorch documents them (a private module, public names)
     from torch._inductor import aoti_compile_and_package, aoti_load_package
 
-    program = torch.export.export(_Unrolled(module, codes_given), (x, *weights))
+    program = torch.export.export(_Unrolled(module, codes_given), (x, state, *weights))
     # the loader unpacks the package where it keeps it: the package file is not needed after
     with tempfile.TemporaryDirectory(prefix="frae-aoti-") as folder:
         path = os.path.join(folder, "unroll.pt2")

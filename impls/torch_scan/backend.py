@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
 import warnings
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,7 +19,6 @@ from frae.backend import Array, BaseBackend, TrainStep, kept_slot
 from frae.config import FRAEConfig
 from frae.params import Weights
 from impls.torch_scan import model, train
-from impls.torch_scan.train import Unroll
 
 
 class _DropCompilerNotices(logging.Filter):
@@ -48,19 +48,42 @@ warnings.filterwarnings("ignore", "CUDA initialization", UserWarning)
 COMPILE_OPTIONS = (("cpp_wrapper", True),)
 PYTHON_WRAPPER = (("cpp_wrapper", False),)
 
-# Dynamo keeps its compiled code on the Python function compiled (``model.unroll``) for
+# Dynamo keeps its compiled code on the Python function compiled (``_unroll``) for
 # every config together, and stops at 8 (``recompile_limit``): each config, and each of
 # inference, gradients and B = 1, takes one.
 RECOMPILE_LIMIT = 256
 
 
+Unrolled = tuple[torch.Tensor, torch.Tensor, torch.Tensor]
+"""``(x̂, z, feedback)``: ``model.unroll``'s outputs, the feedback after the last step."""
+Decoded = tuple[torch.Tensor, torch.Tensor]
+"""``(x̂, feedback)``: the decoder's outputs and its feedback after the last step."""
+
+
 @dataclass(frozen=True)
 class Functions:
-    """How a backend runs the loop: ``unroll`` maps ``(module, x)`` to ``(x̂, z)`` and
-    ``decode`` maps ``(module, z)`` to x̂ (``model.unroll`` with ``codes_given``)."""
+    """How a backend runs the loop: ``unroll`` maps ``(module, x, state)`` to ``(x̂, z,
+    feedback)`` and ``decode`` maps ``(module, z, state)`` to ``(x̂, feedback)``
+    (``model.unroll`` with ``codes_given``). ``state`` is the feedback entering the first
+    step, ``(B, S)``; ``None`` (what training passes) starts from zeros."""
 
-    unroll: Callable[[model.Module, torch.Tensor], tuple[torch.Tensor, torch.Tensor]]
-    decode: Unroll
+    unroll: Callable[[model.Module, torch.Tensor, torch.Tensor | None], Unrolled]
+    decode: Callable[[model.Module, torch.Tensor, torch.Tensor | None], Decoded]
+
+
+def _unroll(
+    config: FRAEConfig, module: model.Module, x: torch.Tensor, state: torch.Tensor | None
+) -> Unrolled:
+    """``model.unroll`` from ``state``, which is positional here: ``Functions.unroll``."""
+    return model.unroll(config, module, x, state=state)
+
+
+def _decode(
+    config: FRAEConfig, module: model.Module, z: torch.Tensor, state: torch.Tensor | None
+) -> Decoded:
+    """The decoder alone from ``state``: ``Functions.decode``."""
+    outputs, _, last = model.unroll(config, module, z, codes_given=True, state=state)
+    return outputs, last
 
 
 @functools.lru_cache(maxsize=64)
@@ -73,13 +96,17 @@ def compiled(
     Each takes the module as an argument: Dynamo guards on its structure, not its identity,
     so modules of one config share the compiled code. Sizes are dynamic from the first
     call, so one compilation serves every B and T (Dynamo still specializes a size of 1,
-    so B = 1 compiles once more); and Dynamo guards on whether gradients are enabled, so a
-    gradient's forward and backward are compiled apart from inference.
+    so B = 1 and T = 1 each compile once more); inference traces without duck shapes
+    (``shapes_apart``), so that no B or T equal to a width at the first call becomes a
+    constant. Dynamo guards on whether gradients are enabled, so a gradient's forward and
+    backward are compiled apart from inference. The state is an
+    input of the graph (inference always passes one, zeros for a call without), so every
+    state value runs the same code; training passes ``None``, its zeros made in the graph.
     """
     compile_ = functools.partial(torch.compile, fullgraph=True, dynamic=True, options=dict(options))
     return Functions(
-        unroll=compile_(functools.partial(model.unroll, config)),
-        decode=compile_(lambda module, z: model.unroll(config, module, z, codes_given=True)[0]),
+        unroll=compile_(functools.partial(_unroll, config)),
+        decode=compile_(functools.partial(_decode, config)),
     )
 
 
@@ -149,18 +176,21 @@ class TorchScanBackend(BaseBackend):
     def _write_weights(self, weights: Weights) -> None:
         model.load_canonical(self.module, weights)
 
-    def _infer(self, function: Callable[..., Any], x: Array) -> Any:
-        with torch.no_grad(), torch._dynamo.config.patch(recompile_limit=RECOMPILE_LIMIT):
-            return function(self.module, torch.from_numpy(x))
+    def _infer(self, function: Callable[..., Any], x: Array, state: Array) -> Any:
+        with torch.no_grad(), shapes_apart():
+            return function(self.module, torch.from_numpy(x), torch.from_numpy(state))
 
-    def _predict(self, x: Array) -> Array:
-        return self._infer(self.compiled.unroll, x)[0].numpy()
+    def _predict(self, x: Array, state: Array) -> tuple[Array, Array]:
+        outputs, _, last = self._infer(self.compiled.unroll, x, state)
+        return outputs.numpy(), last.numpy()
 
-    def _encode(self, x: Array) -> Array:
-        return self._infer(self.compiled.unroll, x)[1].numpy()
+    def _encode(self, x: Array, state: Array) -> tuple[Array, Array]:
+        _, codes, last = self._infer(self.compiled.unroll, x, state)
+        return codes.numpy(), last.numpy()
 
-    def _decode(self, z: Array) -> Array:
-        return self._infer(self.compiled.decode, z).numpy()
+    def _decode(self, z: Array, state: Array) -> tuple[Array, Array]:
+        outputs, last = self._infer(self.compiled.decode, z, state)
+        return outputs.numpy(), last.numpy()
 
     def _loss(self, x: Array, y: Array) -> torch.Tensor:
         """The loss, with autograd's record of it."""
@@ -171,7 +201,7 @@ class TorchScanBackend(BaseBackend):
         functions = self.compiled_for_gradients
         with torch._dynamo.config.patch(recompile_limit=RECOMPILE_LIMIT):
             return train.mean_squared_error(
-                lambda module, x: functions.unroll(module, x)[0], self.module, x, y
+                lambda module, x: functions.unroll(module, x, None)[0], self.module, x, y
             )
 
     def _loss_and_grads(self, x: Array, y: Array) -> tuple[float, Mapping[str, Any]]:
@@ -251,22 +281,29 @@ class HandWrittenFunctions:
     reverse_loop: train.ReverseLoop
 
 
-def _shapes_apart(function: Callable[..., Any]) -> Callable[..., Any]:
-    """``function`` called with this backend's Dynamo limit and without duck shapes.
+@contextlib.contextmanager
+def shapes_apart() -> Iterator[None]:
+    """This backend's Dynamo limit, and no duck shapes, while the ``with`` lasts.
 
-    The settings must hold when autograd calls the backward, outside any ``with`` of the
-    backend's. Duck shapes give sizes of equal value one symbol: a batch of 4 through a
-    layer of 4 units then becomes the constant 4 (the layer's width is), and every other B
-    compiles again.
+    Duck shapes give sizes of equal value one symbol at the first trace: a batch of 4
+    through a layer of 4 units then becomes the constant 4 (the layer's width is), and
+    every other B compiles again; so would a T equal to the state's width S.
     """
+    with (
+        torch._dynamo.config.patch(recompile_limit=RECOMPILE_LIMIT),
+        # a config module whose patch is installed when it loads: untyped
+        torch.fx.experimental._config.patch(use_duck_shape=False),  # type: ignore[attr-defined]
+    ):
+        yield
+
+
+def _shapes_apart(function: Callable[..., Any]) -> Callable[..., Any]:
+    """``function`` called under ``shapes_apart``: the settings must hold when autograd
+    calls the backward, outside any ``with`` of the backend's."""
 
     @functools.wraps(function)
     def call(*args: Any) -> Any:
-        with (
-            torch._dynamo.config.patch(recompile_limit=RECOMPILE_LIMIT),
-            # a config module whose patch is installed when it loads: untyped
-            torch.fx.experimental._config.patch(use_duck_shape=False),  # type: ignore[attr-defined]
-        ):
+        with shapes_apart():
             return function(*args)
 
     return call

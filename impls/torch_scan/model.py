@@ -117,17 +117,21 @@ class FRAE(nn.Module):
         return output.clone(), output.clone()
 
     def forward(
-        self, sequences: torch.Tensor, codes_given: bool = False
-    ) -> tuple[torch.Tensor, torch.Tensor]:
-        """``unroll(config, self, sequences, codes_given=codes_given)``: x̂ and z."""
-        return unroll(self.config, self, sequences, codes_given=codes_given)
+        self,
+        sequences: torch.Tensor,
+        codes_given: bool = False,
+        state: torch.Tensor | None = None,
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """``unroll(config, self, sequences, codes_given=codes_given, state=state)``: x̂, z
+        and the feedback after the last step."""
+        return unroll(self.config, self, sequences, codes_given=codes_given, state=state)
 
 
 class StateFRAE(nn.Module):
     """The state-feedback FRAE (contract section 1b): encoder, the decoder's GRU
     (``nn.GRUCell``) and its dense layers; ``step`` is the recurrent cell.
 
-    The carry is the GRU's state s_{t-1} of shape ``(B, H)``, s₀ = 0::
+    The carry is the GRU's state s_{t-1} of shape ``(B, H)``, from s₀ (zeros unless given)::
 
         z_t = encoder(concat(x_t, s_{t-1}))                       # (B, L)
         a = z_t @ K + b_K;  c = s_{t-1} @ U + b_U                 # (B, 3H): [r | p | n]
@@ -163,10 +167,14 @@ class StateFRAE(nn.Module):
         return state.clone(), self.decoder(state).clone()
 
     def forward(
-        self, sequences: torch.Tensor, codes_given: bool = False
-    ) -> tuple[torch.Tensor, torch.Tensor]:
-        """``unroll(config, self, sequences, codes_given=codes_given)``: x̂ and z."""
-        return unroll(self.config, self, sequences, codes_given=codes_given)
+        self,
+        sequences: torch.Tensor,
+        codes_given: bool = False,
+        state: torch.Tensor | None = None,
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """``unroll(config, self, sequences, codes_given=codes_given, state=state)``: x̂, z
+        and the feedback after the last step."""
+        return unroll(self.config, self, sequences, codes_given=codes_given, state=state)
 
 
 Module = FRAE | StateFRAE
@@ -232,18 +240,24 @@ def unroll(
     sequences: torch.Tensor,
     *,
     codes_given: bool = False,
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """Step the recurrence from x̂₀ = 0 (or s₀ = 0); returns ``(x̂, z)``, each ``(B, T, ·)``.
+    state: torch.Tensor | None = None,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Step the recurrence from ``state``, x̂₀ (or s₀) ``(B, S)``, zeros for ``None``;
+    returns ``(x̂, z, feedback)``: x̂ and z each ``(B, T, ·)``, and the feedback after the
+    last step, x̂_T (or s_T), ``(B, S)``: the scan's final carry.
 
     ``weights`` is the module that holds them, ``FRAE`` or ``StateFRAE``: its cell defines
     the feedback; ``sequences`` is x, or with ``codes_given`` the codes z for the decoder
     alone (then returned as z). The one transpose of each array: batch-major at the edges,
-    time-major for the scan.
+    time-major for the scan. Under ``torch.compile`` a given ``state`` is an input of the
+    graph, so every value of it runs the same compiled code.
     """
-    feedback = sequences.new_zeros(sequences.shape[0], config.feedback_dim)
+    feedback = state
+    if feedback is None:
+        feedback = sequences.new_zeros(sequences.shape[0], config.feedback_dim)
     time_major = sequences.transpose(0, 1)
     if codes_given:
-        _, outputs = scan(weights.decode_step, feedback, time_major)
-        return outputs.transpose(0, 1), sequences
-    _, (outputs, codes) = scan(weights.step, feedback, time_major)
-    return outputs.transpose(0, 1), codes.transpose(0, 1)
+        last, outputs = scan(weights.decode_step, feedback, time_major)
+        return outputs.transpose(0, 1), sequences, last
+    last, (outputs, codes) = scan(weights.step, feedback, time_major)
+    return outputs.transpose(0, 1), codes.transpose(0, 1), last
