@@ -36,6 +36,7 @@ REGISTRY: dict[str, BackendEntry] = {
 BACKEND_METHODS = (
     "get_weights",
     "set_weights",
+    "initial_state",
     "predict",
     "encode",
     "decode",
