@@ -53,7 +53,7 @@ class InferenceOnly:
         self.name, self.config = "inference_only", reference.config
         self.get_weights, self.set_weights = reference.get_weights, reference.set_weights
         self.predict, self.encode = reference.predict, reference.encode
-        self.decode = reference.decode
+        self.decode, self.initial_state = reference.decode, reference.initial_state
 
 
 def inference_only(
