@@ -1,5 +1,5 @@
 """What a run's records say, before any of it is written out: the pivot, the floors, the call
-costs and the readings to doubt.
+costs, the stream's costs and the readings to doubt.
 
 Every figure is read through one ``Pivot`` of the records, which finds the variants by their
 role and their identity (``bench.records.Listing``), never by name. The report
@@ -16,6 +16,7 @@ import numpy as np
 
 from bench.records import (
     DEFAULT_MODEL,
+    STREAM,
     DoneRecord,
     EndRecord,
     Listing,
@@ -41,10 +42,23 @@ class Key(NamedTuple):
     operation: str
     batch: int
     steps: int
+    side: str | None = None
+    """The stream's side (``bench.records.SIDES``); ``None`` for every other operation."""
+    chunk: int | None = None
+    """The stream's frames per call; ``None`` for every other operation."""
 
     @property
     def shape(self) -> Shape:
         return Shape(self.batch, self.steps)
+
+    def of(self, variant: str) -> Key:
+        """The same measurement of ``variant``."""
+        return Key(variant, self.operation, self.batch, self.steps, self.side, self.chunk)
+
+
+def key_of(r: ResultRecord) -> Key:
+    """Where ``r`` was measured."""
+    return Key(r.variant, r.operation, r.batch, r.steps, r.side, r.chunk)
 
 
 class FirstCall(NamedTuple):
@@ -58,8 +72,22 @@ class FirstCall(NamedTuple):
 TARGET_SHAPE = Shape(1, 1000)
 """Where the per-step targets are judged."""
 BATCHED_SHAPE = Shape(256, 1000)
-LABELS = {"predict": "predict", "loss_and_grads": "loss_and_grads", "train_step": "train step"}
+LABELS = {
+    "predict": "predict",
+    "loss_and_grads": "loss_and_grads",
+    "train_step": "train step",
+    STREAM: "stream",
+}
 """Each operation as the tables name it."""
+
+
+def label(operation: str, side: str | None = None, chunk: int | None = None) -> str:
+    """A measurement's operation as the tables name it, with the stream's side and chunk
+    length: "train step", "stream sender, chunk 10"."""
+    named = LABELS.get(operation, operation)
+    return named if side is None else f"{named} {side}, chunk {chunk}"
+
+
 TIME, THROUGHPUT = "us_per_step", "sequence_steps_per_s"
 """The figures a target divides: µs per time step, sequence-steps per second."""
 
@@ -103,7 +131,7 @@ class Pivot:
                 case VariantRecord():
                     pivot.facts[r.variant] = r
                 case ResultRecord() if r.model == pivot.model:
-                    pivot.results[Key(r.variant, r.operation, r.batch, r.steps)] = r
+                    pivot.results[key_of(r)] = r
                 case DoneRecord():
                     pivot.walls[r.variant] = r.wall_s
                 case EndRecord():
@@ -124,8 +152,13 @@ class Pivot:
     def floor(self, operation: str, shape: Shape) -> float | None:
         """The floor's µs per step for ``operation`` at ``shape``: the fastest of the floors
         (``bench.roles.FLOORS``) measured there, the tightest bound this run has."""
+        return self.floor_of(Key("", operation, *shape))
+
+    def floor_of(self, key: Key) -> float | None:
+        """The floor's µs per step where ``key`` was measured (its operation, shape and,
+        for the stream, side and chunk length), whatever its variant."""
         names = [name for role in FLOORS for name in self.named(role)]
-        figures = [self.figure(Key(name, operation, *shape)) for name in names]
+        figures = [self.figure(key.of(name)) for name in names]
         return min((f for f in figures if f is not None), default=None)
 
     @property
@@ -140,9 +173,9 @@ class Pivot:
         return self.config.get("feedback") == "state"
 
     def floor_ratio(self, key: Key) -> float | None:
-        """µs per step of a measurement over the floor's (``floor``), same operation and
-        shape."""
-        floor, value = self.floor(key.operation, key.shape), self.figure(key)
+        """µs per step of a measurement over the floor's (``floor_of``), same operation and
+        shape (and side and chunk length)."""
+        floor, value = self.floor_of(key), self.figure(key)
         return None if value is None or floor is None else value / floor
 
     def first_calls(self) -> dict[tuple[str, str], FirstCall]:
@@ -230,7 +263,7 @@ def call_costs(pivot: Pivot, batch: int = TARGET_SHAPE.batch) -> list[CallCost]:
     """
     times: dict[tuple[str, str], dict[int, float]] = {}
     for key, r in pivot.results.items():
-        if key.batch == batch and r.median_s is not None:
+        if key.batch == batch and r.median_s is not None and key.operation != STREAM:
             times.setdefault((key.variant, key.operation), {})[key.steps] = r.median_s
     costs = []
     for (name, operation), by_steps in times.items():
@@ -248,8 +281,9 @@ def call_costs(pivot: Pivot, batch: int = TARGET_SHAPE.batch) -> list[CallCost]:
 
 
 def timed_steps(pivot: Pivot, batch: int = TARGET_SHAPE.batch) -> list[int]:
-    """The T timed at ``batch`` by any variant, sorted."""
-    return sorted({k.steps for k, r in pivot.results.items() if k.batch == batch and r.median_s})
+    """The T timed at ``batch`` by any variant (the stream aside), sorted."""
+    timed = pivot.results.items()
+    return sorted({k.steps for k, r in timed if k.batch == batch and r.median_s and not k.side})
 
 
 def floor_per_step(costs: Iterable[CallCost], pivot: Pivot) -> dict[str, float]:
@@ -259,6 +293,55 @@ def floor_per_step(costs: Iterable[CallCost], pivot: Pivot) -> dict[str, float]:
     for c in costs:
         if c.variant in floors and c.fits:
             floor[c.operation] = min(c.per_step_us, floor.get(c.operation, c.per_step_us))
+    return floor
+
+
+MIN_FIT_CHUNKS = 2
+"""The chunk lengths a stream's split needs: through two, the line is exact."""
+
+
+@dataclass(frozen=True)
+class StreamCost:
+    """One side of a variant's stream: a call of c frames split as ``per_call + per_frame·c``,
+    fitted through its call time t(c) = c · (µs per frame at c) at each chunk length."""
+
+    variant: str
+    side: str
+    chunks: tuple[int, ...]
+    per_call_us: float
+    """What a call costs whatever its length: dispatch, checking the arguments and the
+    state, launching the compiled loop, the outputs and the state back to NumPy."""
+    per_frame_us: float
+    """What each frame adds: one step of the loop."""
+
+
+def stream_costs(pivot: Pivot) -> list[StreamCost]:
+    """Lines through each (variant, side)'s call time against the chunk length, where at
+    least ``MIN_FIT_CHUNKS`` were timed: exact through two, least squares on relative errors
+    through more (as ``call_costs``)."""
+    calls: dict[tuple[str, str], dict[int, float]] = {}
+    for key, r in pivot.results.items():
+        if key.side is not None and key.chunk is not None and r.us_per_step is not None:
+            calls.setdefault((key.variant, key.side), {})[key.chunk] = key.chunk * r.us_per_step
+    costs = []
+    for (name, side), by_chunk in calls.items():
+        if len(by_chunk) >= MIN_FIT_CHUNKS:
+            chunks = np.array(sorted(by_chunk), dtype=float)
+            call_us = np.array([by_chunk[int(c)] for c in chunks])
+            slope, intercept = np.polyfit(chunks, call_us, 1, w=1 / call_us)
+            fitted = tuple(int(c) for c in chunks)
+            costs.append(StreamCost(name, side, fitted, float(intercept), float(slope)))
+    return costs
+
+
+def floor_per_frame(costs: Iterable[StreamCost], pivot: Pivot) -> dict[str, float]:
+    """side -> the floors' least cost per frame of the stream, among those fitted above zero
+    (below it, the times do not resolve it)."""
+    floors = {name for role in FLOORS for name in pivot.named(role)}
+    floor: dict[str, float] = {}
+    for c in costs:
+        if c.variant in floors and c.per_frame_us > 0:
+            floor[c.side] = min(c.per_frame_us, floor.get(c.side, c.per_frame_us))
     return floor
 
 

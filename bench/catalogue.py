@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, replace
 
 import frae
 from bench.grid import WIDE_SHAPES, Shape
-from bench.records import OPERATIONS
+from bench.records import EVERY_OPERATION, OPERATIONS, STREAM
 from bench.roles import Role
 
 
@@ -37,7 +37,8 @@ class Variant:
         slow: it interprets every time step (the reference, graph mode without XLA, eager
             PyTorch), so it gets only part of the grid (``Settings.slow_max_steps``,
             ``slow_max_batch``).
-        operations: what it offers.
+        operations: what it offers (every operation of the grid by default); one that
+            leaves out the stream says why in ``no_stream``.
         optional: it runs only when named in ``--variants`` (the routes PyTorch's backend
             was chosen over: measured for docs/performance.md, outside the default grid's
             time budget).
@@ -57,6 +58,8 @@ class Variant:
         devices: data-parallel on this many devices (``create(..., devices=N)``), virtual
             CPU devices where the machine has no accelerators (``frae.devices.start``).
         of: the variant this one is, on one device (role ``DEVICES``).
+        no_stream: why it does not stream, exactly when ``operations`` leave the stream
+            out (the report lists it with the reason).
     """
 
     name: str
@@ -67,7 +70,7 @@ class Variant:
     needs: tuple[str, ...] = ()
     needs_compiler: bool = False
     slow: bool = False
-    operations: tuple[str, ...] = OPERATIONS
+    operations: tuple[str, ...] = EVERY_OPERATION
     optional: bool = False
     quick: bool = True
     only_shapes: tuple[Shape, ...] | None = None
@@ -76,6 +79,15 @@ class Variant:
     twin_of: str | None = None
     devices: int | None = None
     of: str | None = None
+    no_stream: str | None = None
+
+    def __post_init__(self) -> None:
+        if (STREAM in self.operations) == (self.no_stream is not None):
+            raise ValueError(
+                f"variant {self.name!r} must give no_stream exactly when its operations leave "
+                f"out {STREAM!r}, got operations {self.operations} and no_stream "
+                f"{self.no_stream!r}"
+            )
 
 
 TARGETED = ("predict", "train_step")
@@ -119,6 +131,9 @@ def _keras_defaults(framework: str) -> Variant:
         optional=framework == "torch",
         # beside keras_rnn at the targets' shapes: what the defaults cost is read there
         only_shapes=WIDE_SHAPES,
+        operations=OPERATIONS,
+        no_stream="only predict and fit go through Keras' defaults; its encode and decode "
+        "are keras_rnn's, whose stream is measured",
     )
 
 
@@ -140,6 +155,8 @@ def _by_hand(twin: str, backend: str, mechanism: str) -> Variant:
         no_state_feedback="its backward is written by hand for output feedback (the price "
         "of autodiff is measured on output-feedback models)",
         twin_of=twin,
+        no_stream="its forward is its twin's (the backward alone is written by hand): the "
+        "twin's stream is its own",
     )
 
 
@@ -196,7 +213,7 @@ def _torch_routes() -> tuple[Variant, ...]:
             "shape; inference only",
             needs=("torch",),
             slow=True,
-            operations=("predict",),
+            operations=("predict", STREAM),
             optional=True,
         ),
     )
@@ -222,6 +239,7 @@ def on_devices(variant: Variant, count: int) -> Variant:
         quick=False,
         devices=count,
         of=variant.name,
+        no_stream="the devices axis times a training step alone",
     )
 
 
@@ -242,6 +260,7 @@ VARIANTS = (
         needs_compiler=True,
         operations=("predict",),
         no_state_feedback="the C check's forward has no GRU",
+        no_stream="the C check is the forward alone (predict); the floors stream",
     ),
     Variant(
         "simd_floor",
@@ -318,7 +337,7 @@ VARIANTS = (
     Variant(
         "reference",
         "reference",
-        Role.BASELINE,
+        Role.REFERENCE,
         "the float64 NumPy reference, one time step at a time",
         slow=True,
     ),

@@ -37,7 +37,7 @@ from pathlib import Path
 from bench.catalogue import TARGETED, VARIANTS, Variant, unavailable
 from bench.grid import BATCHES, STEPS, choose_grid, read_config
 from bench.job import QUICK_SETTINGS, Settings
-from bench.records import OPERATIONS, Record
+from bench.records import EVERY_OPERATION, OPERATIONS, Record
 from bench.roles import Role
 from bench.runner import default_out, run
 from frae.config import FRAEConfig
@@ -124,8 +124,9 @@ def parser(prog: str) -> argparse.ArgumentParser:
         "--quick",
         action="store_true",
         help="fewer repeats and a small grid (under 3 minutes on 2 cores): every operation at B=1, "
-        "T=100 and T=1000, predict at B=256, T=1000; leaves out the variants --list marks "
-        "'not in --quick' (--batch/--steps/--operations replace the grid)",
+        "T=100 and T=1000, predict at B=256, T=1000, the stream at B=1 over 1000 frames; leaves "
+        "out the variants --list marks 'not in --quick' (--batch/--steps/--operations replace "
+        "the grid)",
     )
     add(
         "--variants",
@@ -143,7 +144,14 @@ def parser(prog: str) -> argparse.ArgumentParser:
     )
     add("--batch", nargs="+", type=positive_int, metavar="B", help=f"default {BATCHES}")
     add("--steps", nargs="+", type=positive_int, metavar="T", help=f"default {STEPS}")
-    add("--operations", nargs="+", choices=OPERATIONS, metavar="OP", help=f"default {OPERATIONS}")
+    add(
+        "--operations",
+        nargs="+",
+        choices=EVERY_OPERATION,
+        metavar="OP",
+        help=f"among {EVERY_OPERATION}; default {OPERATIONS} (the stream is B sequences sent a "
+        "chunk at a time over each T)",
+    )
     add("--repeats", type=positive_int, help="least number of timed calls (default 7; quick 5)")
     add(
         "--train-steps",
@@ -167,6 +175,7 @@ def print_variants() -> None:
             + ("" if v.quick else "  [not in --quick]")
             + (f"  [width axis: {', '.join(v.wide)}]" if v.wide else "")
             + ("  [no state feedback]" if v.no_state_feedback else "")
+            + ("  [no stream]" if v.no_stream else "")
             + (f"  [skipped: {reason}]" if reason else "")
         )
 

@@ -3,7 +3,8 @@
     frae diff OLD NEW [--fail-slower RATIO] [--min-margin FRACTION] [--markdown]
 
 OLD and NEW are ``results.jsonl`` files (``bench.records``) or the report folders holding
-them. Measurements pair by (variant, operation, model, B, T). For a pair timed in both runs,
+them. Measurements pair by (variant, operation, model, B, T, and the stream's side and
+chunk length). For a pair timed in both runs,
 with medians m₀ (old) and m₁ (new) and quartiles [q1₀, q3₀] and [q1₁, q3₁]:
 
     r = m₁ / m₀                            the ratio new/old
@@ -38,6 +39,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from bench.analysis import label
 from bench.records import DEFAULT_MODEL, ResultRecord, RunRecord, read
 from bench.render import WIDTH, table
 
@@ -58,6 +60,15 @@ class Key(NamedTuple):
     model: str
     batch: int
     steps: int
+    side: str | None = None
+    """The stream's side; ``None`` for every other operation."""
+    chunk: int | None = None
+    """The stream's frames per call; ``None`` for every other operation."""
+
+    @property
+    def operation_label(self) -> str:
+        """The operation as the tables name it, with the stream's side and chunk length."""
+        return label(self.operation, self.side, self.chunk)
 
 
 @dataclass(frozen=True)
@@ -89,7 +100,8 @@ class Comparison:
 
 def key(result: ResultRecord) -> Key:
     """What pairs a measurement with its counterpart in the other run."""
-    return Key(result.variant, result.operation, result.model, result.batch, result.steps)
+    r = result
+    return Key(r.variant, r.operation, r.model, r.batch, r.steps, r.side, r.chunk)
 
 
 def load(path: Path, name: str) -> Run:
@@ -216,7 +228,7 @@ def _rows(comparisons: list[Comparison]) -> list[list[str]]:
     rows = []
     for c in comparisons:
         ratio = "—" if c.ratio is None else f"{c.ratio:.2f}×"
-        where = [c.key.variant, c.key.operation, str(c.key.batch), str(c.key.steps)]
+        where = [c.key.variant, c.key.operation_label, str(c.key.batch), str(c.key.steps)]
         rows.append([*where, _us(c.old), _us(c.new), ratio, c.verdict])
     return rows
 
@@ -231,8 +243,13 @@ def _tables(comparisons: list[Comparison], markdown: bool) -> list[str]:
         if models != [DEFAULT_MODEL]:
             lines += ["", f"model {model}:"]
         in_model = [c for c in comparisons if c.key.model == model]
-        lines += ["", table(header, _rows(in_model), markdown, wrapping=(0,))]
-    return [*lines, "", "µs: median per time step (median / T); ratio: new median / old median"]
+        lines += ["", table(header, _rows(in_model), markdown, wrapping=(0, 1))]
+    return [
+        *lines,
+        "",
+        "µs: median per time step (median / T; per frame for the stream); "
+        "ratio: new median / old median",
+    ]
 
 
 def _not_timed(comparisons: list[Comparison], markdown: bool) -> list[str]:
@@ -243,11 +260,12 @@ def _not_timed(comparisons: list[Comparison], markdown: bool) -> list[str]:
             if result is None or result.median_s is not None:
                 continue
             k = c.key
-            label = "" if k.model == DEFAULT_MODEL else f" {k.model}"
+            on = "" if k.model == DEFAULT_MODEL else f" {k.model}"
             reason = (
                 f"error: {result.error}" if result.error else f"unsupported: {result.unsupported}"
             )
-            line = f"- {k.variant} {k.operation}{label} B={k.batch} T={k.steps}, {run}: {reason}"
+            where = f"{k.operation_label}{on} B={k.batch} T={k.steps}"
+            line = f"- {k.variant} {where}, {run}: {reason}"
             lines.append(line if markdown else textwrap.shorten(line, WIDTH))
     return ["", "not timed:", *lines] if lines else []
 

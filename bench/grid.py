@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
 from bench.job import Settings
-from bench.records import DEFAULT_MODEL, OPERATIONS, Point
+from bench.records import DEFAULT_MODEL, OPERATIONS, STREAM, Point
 from frae.config import FRAEConfig
 
 if TYPE_CHECKING:
@@ -25,6 +25,14 @@ class Shape(NamedTuple):
 
 STEPS = (100, 1000, 10000)
 BATCHES = (1, 32, 256)
+STREAM_FRAMES = 1000
+"""The frames of the streamed sequence, at B = 1."""
+STREAM_CHUNKS = (1, 10)
+"""The frames per call of the stream (``bench.stream``): one, as a codec runs online, and
+ten, which splits a call's cost into a part per call and a part per frame."""
+STREAM_POINT = Point(DEFAULT_MODEL, 1, STREAM_FRAMES, (STREAM,))
+"""The stream: one sequence of ``STREAM_FRAMES`` at B = 1, a point of its own (a fresh model,
+whose first calls at each chunk length are the stream's)."""
 SHAPES = (
     Point(DEFAULT_MODEL, 1, 100, OPERATIONS),
     Point(DEFAULT_MODEL, 1, 1000, OPERATIONS),
@@ -32,11 +40,12 @@ SHAPES = (
     Point(DEFAULT_MODEL, 32, 1000, ("predict",)),
     Point(DEFAULT_MODEL, 256, 1000, OPERATIONS),
     Point(DEFAULT_MODEL, 256, 10000, ("train_step",)),
+    STREAM_POINT,
 )
 """The full grid's points on the default model: three T at B = 1 (the per-call split needs
 three), predict at three B at T = 1000 (throughput against B), the training step at
-T = 10000 and B = 256 (training linear in T). ``--batch``/``--steps`` measure every
-operation at every (B, T) of theirs instead."""
+T = 10000 and B = 256 (training linear in T), and the stream. ``--batch``/``--steps``
+measure every operation at every (B, T) of theirs instead."""
 WIDTHS = (64, 256)
 WIDE_SHAPES = (Shape(1, 1000), Shape(256, 1000))
 """The width axis: models of one hidden layer of each width per side and a latent of 16,
@@ -45,10 +54,11 @@ QUICK_SHAPES = (
     Point(DEFAULT_MODEL, 1, 100, OPERATIONS),
     Point(DEFAULT_MODEL, 1, 1000, OPERATIONS),
     Point(DEFAULT_MODEL, 256, 1000, ("predict",)),
+    STREAM_POINT,
 )
 """``--quick``: every operation at the targets' shape B=1, T=1000 and at a shorter T (the
 first calls there compile, the timings show what a call of a tenth of the length costs);
-predict at a large batch, for the batching target."""
+predict at a large batch, for the batching target; the stream, for its targets."""
 
 
 def full_grid(

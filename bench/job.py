@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from bench.records import Point
@@ -32,6 +32,13 @@ class Settings:
     slow_max_batch: int | None = 32
     """Largest B a slow variant gets (``None``: every B); at B = 256 the six slow variants
     would take more of the full grid's 20-minute budget than it can hold."""
+    stream_repeats: int | None = None
+    """The least timed samples of the stream (``None``: ``repeats``); each is already the
+    mean of a whole sequence's calls."""
+
+    def for_stream(self) -> Settings:
+        """These settings with the stream's least number of samples."""
+        return replace(self, repeats=self.stream_repeats or self.repeats)
 
 
 QUICK_SETTINGS = Settings(
@@ -41,6 +48,7 @@ QUICK_SETTINGS = Settings(
     max_samples=100,
     timeout_s=300,
     slow_max_batch=1,
+    stream_repeats=3,  # so that the quick run's few minutes hold every variant's stream
 )
 
 

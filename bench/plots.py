@@ -1,5 +1,6 @@
-"""The report's plots, as PNGs: time per step against T, throughput against B, and each
-operation's first call per variant, from one ``Pivot`` (``bench.analysis``).
+"""The report's plots, as PNGs: time per step against T, throughput against B, the stream's
+time per frame against the chunk length, and each operation's first call per variant, from
+one ``Pivot`` (``bench.analysis``).
 
 matplotlib is imported when a plot is drawn, with its non-interactive backend.
 """
@@ -13,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from bench.analysis import BATCHED_SHAPE, LABELS, Pivot
-from bench.records import DEFAULT_MODEL, OPERATIONS
+from bench.records import DEFAULT_MODEL, OPERATIONS, SIDES
 from bench.roles import Role
 
 LINES = {
@@ -22,6 +23,7 @@ LINES = {
     Role.COMPILED: "-",
     Role.BY_HAND: "--",
     Role.TEXTBOOK: "-.",
+    Role.REFERENCE: ":",
     Role.BASELINE: ":",
 }
 COLOURS = {
@@ -34,7 +36,7 @@ COLOURS = {
 
 
 Panel = dict[str, list[tuple[int, float]]]
-"""variant -> its (T or B, figure) points."""
+"""variant -> its (T, B or chunk length, figure) points."""
 
 
 def scaling_panels(pivot: Pivot, by_steps: bool, value: int) -> dict[str, Panel]:
@@ -55,12 +57,52 @@ def scaling_panels(pivot: Pivot, by_steps: bool, value: int) -> dict[str, Panel]
     return panels
 
 
+def stream_panels(pivot: Pivot) -> dict[str, Panel]:
+    """side -> its panel: each variant's µs per frame of the stream against the chunk
+    length; a panel where no variant has two points is left out."""
+    panels: dict[str, Panel] = {}
+    for key, r in pivot.results.items():
+        if key.side is not None and key.chunk is not None and r.us_per_step is not None:
+            panels.setdefault(key.side, {}).setdefault(key.variant, []).append(
+                (key.chunk, r.us_per_step)
+            )
+    ordered = {side: panels[side] for side in SIDES if side in panels}
+    return {s: lines for s, lines in ordered.items() if any(len(p) > 1 for p in lines.values())}
+
+
 def _scaling_plot(pivot: Pivot, by_steps: bool, value: int, path: Path) -> Path | None:
     """``scaling_panels`` side by side, or ``None`` where there is none."""
+    panels = scaling_panels(pivot, by_steps, value)
+    on = "" if pivot.model == DEFAULT_MODEL else f", model {pivot.model}"
+    held = "B" if by_steps else "T"
+    titles = {op: f"{LABELS[op]}, {held}={value}{on}" for op in panels}
+    x_label = "T (time steps)" if by_steps else "B (sequences per call)"
+    y_label = "µs per time step (median)" if by_steps else "sequence-steps per second"
+    return _panels_plot(pivot, panels, titles, (x_label, y_label), path)
+
+
+def _stream_plot(pivot: Pivot, path: Path) -> Path | None:
+    """``stream_panels`` side by side, or ``None`` where there is none."""
+    panels = stream_panels(pivot)
+    on = "" if pivot.model == DEFAULT_MODEL else f", model {pivot.model}"
+    titles = {side: f"stream, {side}, B=1{on}" for side in panels}
+    labels = ("frames per call (chunk length)", "µs per frame (median)")
+    return _panels_plot(pivot, panels, titles, labels, path)
+
+
+def _panels_plot(
+    pivot: Pivot,
+    panels: dict[str, Panel],
+    titles: dict[str, str],
+    labels: tuple[str, str],
+    path: Path,
+) -> Path | None:
+    """``panels`` side by side on log axes, one line per variant in its role's style and a
+    colour of its own, titled ``titles``, their axes ``labels`` (x, y); ``None`` where there
+    is no panel."""
     import matplotlib
     import matplotlib.pyplot as plt
 
-    panels = scaling_panels(pivot, by_steps, value)
     if not panels:
         return None
     tab10 = matplotlib.colormaps["tab10"]
@@ -69,17 +111,13 @@ def _scaling_plot(pivot: Pivot, by_steps: bool, value: int, path: Path) -> Path 
     size = (13 if len(panels) > 1 else 8, 4.8)
     figure, axes = plt.subplots(1, len(panels), figsize=size, sharey=True, layout="constrained")
     axes = np.atleast_1d(axes)
-    for axis, (operation, lines) in zip(axes, panels.items(), strict=True):
+    for axis, (panel, lines) in zip(axes, panels.items(), strict=True):
         for name, points in lines.items():
             style = {"color": colours[name], "linestyle": LINES.get(pivot.roles[name], "-")}
             axis.plot(*zip(*sorted(points), strict=True), marker="o", label=name, **style)
-        title = f"{LABELS[operation]}, {'B' if by_steps else 'T'}={value}"
-        if pivot.model != DEFAULT_MODEL:
-            title += f", model {pivot.model}"
-        axis.set(xscale="log", yscale="log", title=title)
-        axis.set_xlabel("T (time steps)" if by_steps else "B (sequences per call)")
+        axis.set(xscale="log", yscale="log", title=titles[panel], xlabel=labels[0])
         axis.grid(True, which="both", alpha=0.3)
-    axes[0].set_ylabel("µs per time step (median)" if by_steps else "sequence-steps per second")
+    axes[0].set_ylabel(labels[1])
     handles = {h.get_label(): h for axis in axes for h in axis.get_lines()}
     figure.legend(handles.values(), handles.keys(), loc="outside right center", fontsize=8)
     return _save(figure, path)
@@ -133,14 +171,16 @@ def first_call_figure(pivot: Pivot) -> Any:
 
 
 def plots(pivot: Pivot, out: Path, suffix: str = "") -> list[Path]:
-    """Time per step against T (B=1), throughput against B (``_wide_steps``) and each
-    operation's first call per variant, as PNGs; those with nothing to draw are left out."""
+    """Time per step against T (B=1), throughput against B (``_wide_steps``), the stream's
+    time per frame against the chunk length and each operation's first call per variant, as
+    PNGs; those with nothing to draw are left out."""
     import matplotlib
 
     matplotlib.use("Agg")
     drawn = [
         _scaling_plot(pivot, True, 1, out / f"step_time_vs_T{suffix}.png"),
         _scaling_plot(pivot, False, _wide_steps(pivot), out / f"throughput_vs_B{suffix}.png"),
+        _stream_plot(pivot, out / f"stream_frame_vs_chunk{suffix}.png"),
     ]
     if (figure := first_call_figure(pivot)) is not None:
         drawn.append(_save(figure, out / f"first_call{suffix}.png"))

@@ -4,6 +4,10 @@ The worker writes a variant's facts and its measurements; the runner adds each v
 role, the run's facts first and a ``done`` / ``end`` line with the wall time; the report
 reads them back. Every line carries ``kind`` and the fields that are set; a measurement also
 carries the figures derived from its median, so the file reads without this module.
+
+Files of earlier versions read back: a field a file lacks takes its default (a file from
+before the stream has no stream measurements, and its listings no ``no_stream``), and the
+one field whose meaning such a file held in a name is derived from it once (``_listing``).
 """
 
 from __future__ import annotations
@@ -15,8 +19,15 @@ from pathlib import Path
 from typing import Any, ClassVar, NamedTuple
 
 OPERATIONS = ("predict", "loss_and_grads", "train_step")
-"""What the benchmark times: ``predict``, ``loss_and_grads`` and a training step through
-``fit``."""
+"""What the benchmark times at each (B, T): ``predict``, ``loss_and_grads`` and a training
+step through ``fit``."""
+STREAM = "stream"
+"""The stream (``bench.stream``): a sequence sent a chunk at a time through ``encode`` at the
+sender and ``decode`` at the receiver, the state carried from call to call."""
+EVERY_OPERATION = (*OPERATIONS, STREAM)
+SENDER, RECEIVER = "sender", "receiver"
+SIDES = (SENDER, RECEIVER)
+"""A stream's two sides: the sender encodes, the receiver decodes."""
 DEFAULT_MODEL = "default"
 """The label of the model a run measures unless told otherwise (``bench.grid``)."""
 
@@ -47,6 +58,8 @@ class Listing:
     """The devices it trains data-parallel on (role ``devices``)."""
     of: str | None = None
     """The variant it is, on one device (role ``devices``)."""
+    no_stream: str | None = None
+    """Why it does not stream (``None``: it does, or the file predates the stream)."""
 
 
 @dataclass(frozen=True)
@@ -86,7 +99,8 @@ class VariantRecord:
 class ResultRecord:
     """One operation of one variant at one (B, T): timed (``median_s`` set), or not, with
     the reason (``error`` or ``unsupported``). Times are seconds per optimizer step for a
-    training step, per call otherwise."""
+    training step, per whole sequence of T frames streamed for the stream (one sample, at
+    one side and chunk length: ``us_per_step`` is then µs per frame), per call otherwise."""
 
     kind: ClassVar[str] = "result"
     variant: str
@@ -96,6 +110,10 @@ class ResultRecord:
     role: str | None = None
     model: str = DEFAULT_MODEL
     """The label of the model measured (``RunRecord.models`` has its config)."""
+    side: str | None = None
+    """The stream's side (``SIDES``); ``None`` for every other operation."""
+    chunk: int | None = None
+    """The frames per call of the stream; ``None`` for every other operation."""
     create_s: float | None = None
     first_call_s: float | None = None
     """The first call on this shape, which traces and compiles."""
@@ -112,7 +130,7 @@ class ResultRecord:
 
     @property
     def us_per_step(self) -> float | None:
-        """µs per time step of the whole batch: median / T."""
+        """µs per time step of the whole batch: median / T (per frame, for the stream)."""
         return None if self.median_s is None else self.median_s / self.steps * 1e6
 
     @property

@@ -45,6 +45,8 @@ class Brief:
         rows: the rows shown, if not the section's (already of the shown columns).
         limit: the most rows a list names; the others are counted.
         footnote: a line after an outline.
+        wrapping: the columns of a table that wrap where it is wider than ``WIDTH``
+            (``table``).
     """
 
     title: str = ""
@@ -55,6 +57,7 @@ class Brief:
     rows: Sequence[Sequence[str]] | None = None
     limit: int | None = None
     footnote: str = ""
+    wrapping: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -128,7 +131,7 @@ def _terminal(section: Section, brief: Brief) -> str:
         if header is None:
             columns = brief.columns or range(len(section.header))
             header = [section.header[i] for i in columns]
-        shown = [table(header, rows, markdown=False)] if header else []
+        shown = [table(header, rows, markdown=False, wrapping=brief.wrapping)] if header else []
         return "\n\n".join([*heading, *shown])
     lines = _outline(rows) if brief.layout is Layout.OUTLINE else _list(rows, brief.limit)
     if brief.footnote:

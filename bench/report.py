@@ -5,7 +5,8 @@ met or missed, and plots, all from the records a run writes (``bench.records``).
 returns the summary for the terminal. The report is one list of sections (``sections``),
 drawn twice by ``bench.render``: in full as Markdown, and abridged for the terminal. The
 figures come from one ``Pivot`` of the records (``bench.analysis``), the verdicts from
-``bench.targets``, the tables' rows from ``bench.tables``.
+``bench.verdicts`` on the targets of ``bench.targets``, the tables' rows from
+``bench.tables``.
 
     python -m bench.report RESULTS.jsonl [--out FOLDER]
 
@@ -24,7 +25,8 @@ from bench.plots import plots
 from bench.records import DEFAULT_MODEL, Point, Record, RunRecord, VariantRecord, read
 from bench.render import Brief, Layout, Section, markdown, terminal
 from bench.roles import Role
-from bench.targets import Outcome, measured_targets, origin_of, targets
+from bench.targets import STREAM_TARGETS_ORIGIN, origin_of
+from bench.verdicts import Outcome, measured_targets, stream_targets, targets
 
 ROLES = {
     Role.FLOOR: "scalar loops; a ×floor divides by the fastest floor at its shape",
@@ -36,6 +38,7 @@ ROLES = {
     "autodiff twin in the price of autodiff",
     Role.TEXTBOOK: "the speed-up targets are measured against it",
     Role.DEVICES: "a compiled backend's training step split over N devices, beside its own",
+    Role.REFERENCE: "the float64 oracle every backend is checked against",
     Role.BASELINE: "for comparison",
 }
 HEAD = """\
@@ -62,9 +65,16 @@ Run {run.started}, `{run.command}`, {wall} s in all; grid (B, T: operations): {g
 - **training step** = `fit(x, epochs={s[train_steps]})` / {s[train_steps]} (`fit(x, epochs=1)` where
   the warm-up's step took over {s[long_step_s]} s, as the note says): forward, BPTT and one
   Adam update on the whole batch, through the public `fit` (its loss is read back every step).
-- **µs/step**: call time / T, for the whole batch; **sequence-steps/s**: B·T / call time;
-  **×floor**: over the floor's figure for the same operation and shape (below 1: faster; at
-  B > 1 the SIMD floor's).
+- **stream**: one sequence of T frames at B = 1 sent a chunk at a time, each call given the
+  state the one before returned: the sender through `encode(chunk, state=s,
+  return_state=True)`, the receiver through `decode` on the codes of one whole `encode` made
+  first; a sample is the whole sequence streamed at one chunk length, at least
+  {stream_repeats} of them, with no warm-up (the first sample's calls after its first are
+  warm), reported per frame.
+- **µs/step**: call time / T, for the whole batch (for the stream, µs per frame);
+  **sequence-steps/s**: B·T / call time; **×floor**: over the floor's figure for the same
+  operation and shape, and side and chunk length (below 1: faster; at B > 1 the SIMD
+  floor's).
 - **peak MB**: the peak resident memory of the variant's process after the measurement, its
   imports and every shape before included (`getrusage` `ru_maxrss`; on Linux `VmHWM`, the same
   for this process image alone: Linux carries the parent's `ru_maxrss` into the child).
@@ -114,6 +124,7 @@ def head(pivot: Pivot, run: RunRecord) -> str:
         simd=named(Role.SIMD_FLOOR),
         matrix=named(Role.MATRIX_FLOOR),
         cap=f"T ≤ {s['slow_max_steps']}" + (f", B ≤ {batch}" if batch else ""),
+        stream_repeats=s.get("stream_repeats") or s["repeats"],
         slow=", ".join(n for n, listing in run.variants.items() if listing.slow) or "none",
         roles="; ".join(roles),
     ).rstrip("\n")
@@ -159,9 +170,9 @@ def target_rows(judged: Iterable[Outcome]) -> list[list[str]]:
 
 
 def targets_section(pivot: Pivot) -> Section:
-    """The model's targets judged, after where they come from; the terminal lists those
-    measured."""
-    judged = targets(pivot)
+    """The model's targets and the stream's judged, after where they come from; the terminal
+    lists those measured."""
+    judged = targets(pivot) + stream_targets(pivot)
     unmeasured = sum(not t.judged for t in judged)
     more = f"({unmeasured} more not measured in this run: report.md lists them)"
     brief = Brief(
@@ -170,7 +181,33 @@ def targets_section(pivot: Pivot) -> Section:
         rows=target_rows(t for t in judged if t.judged),
         footnote=more if unmeasured else "",
     )
-    return Section("Targets", origin_of(pivot), TARGET_HEADER, target_rows(judged), brief=brief)
+    origin = f"{origin_of(pivot)}\n\n{STREAM_TARGETS_ORIGIN}"
+    return Section("Targets", origin, TARGET_HEADER, target_rows(judged), brief=brief)
+
+
+def stream_sections(pivot: Pivot) -> list[Section]:
+    """The stream, where the run streamed: µs per frame at each side and chunk length beside
+    the floors, each call split into per call and per frame, and what did not stream."""
+    if not (rows := tables.stream_rows(pivot)):
+        return []
+    header = tables.stream_header(pivot)
+    unstreamed = "\n".join(tables.unstreamed(pivot))
+    text = f"Not streamed:\n\n{unstreamed}" if unstreamed else ""
+    shown = ["variant", *(f"{side} {chunk}" for side, chunk in tables.stream_columns(pivot))]
+    caption = "stream, B=1: µs per frame (× the floor's) at each side, by frames per call"
+    brief = Brief(caption=caption, columns=(0, *range(2, len(header))), header=shown, wrapping=(0,))
+    found = [Section("Streaming", tables.STREAM_CAPTION, header, rows, text, brief)]
+    if cost_rows := tables.stream_cost_rows(pivot):
+        cost_brief = Brief(caption="stream: µs per call and per frame", columns=(0, 1, 3, 4))
+        found.append(
+            Section(
+                caption=tables.STREAM_COST_CAPTION,
+                header=tables.STREAM_COST_HEADER,
+                rows=cost_rows,
+                brief=cost_brief,
+            )
+        )
+    return found
 
 
 def call_cost_section(pivot: Pivot) -> Section:
@@ -251,8 +288,8 @@ def sections(
     records: Iterable[Record], images: Sequence[Path] = (), preamble: str = ""
 ) -> list[Section]:
     """The report, in order: the head, ``preamble`` (Markdown), the summary, the targets, the
-    call costs, the price of autodiff, the devices axis, each other model, the readings to
-    doubt, the variants, every measurement and the plots ``images``.
+    call costs, the stream, the price of autodiff, the devices axis, each other model, the
+    readings to doubt, the variants, every measurement and the plots ``images``.
 
     Raises:
         ValueError: ``records`` do not hold the run's record.
@@ -265,7 +302,7 @@ def sections(
     found = [Section(text=head(pivot, run))]
     found += [Section(text=preamble.rstrip())] if preamble.strip() else []
     found += [summary_section(pivot), targets_section(pivot), call_cost_section(pivot)]
-    found += autodiff_sections(pivot) + devices_sections(pivot)
+    found += stream_sections(pivot) + autodiff_sections(pivot) + devices_sections(pivot)
     for other in models_of(records)[1:]:
         found += model_sections(Pivot.of(records, other))
     found += flag_sections(pivot)

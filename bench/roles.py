@@ -25,6 +25,8 @@ class Role(StrEnum):
     """A compiled backend trained data-parallel on several devices."""
     TEXTBOOK = "textbook"
     """The textbook fix, which the targets' speed-ups are measured against."""
+    REFERENCE = "reference"
+    """The float64 NumPy reference, every backend's oracle: no framework, no compiler."""
     BASELINE = "baseline"
     """Any other way of running the model, measured for comparison."""
 
@@ -32,3 +34,6 @@ class Role(StrEnum):
 FLOORS = (Role.FLOOR, Role.SIMD_FLOOR, Role.MATRIX_FLOOR)
 """The roles whose figures bound the others: every figure is divided by the fastest floor
 measured at its shape."""
+ROUTES = (Role.COMPILED, Role.BY_HAND, Role.DEVICES, Role.TEXTBOOK, Role.BASELINE)
+"""The framework routes: every role but the floors, the check and the reference (each runs
+the model through a framework)."""

@@ -109,6 +109,7 @@ def listing(variant: Variant) -> Listing:
         twin_of=variant.twin_of,
         devices=variant.devices,
         of=variant.of,
+        no_stream=variant.no_stream,
     )
 
 

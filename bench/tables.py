@@ -21,11 +21,14 @@ from bench.analysis import (
     Pivot,
     call_costs,
     flags,
+    floor_per_frame,
     floor_per_step,
+    label,
+    stream_costs,
     summary_shape,
     timed_steps,
 )
-from bench.records import OPERATIONS, VariantRecord
+from bench.records import OPERATIONS, SIDES, STREAM, VariantRecord
 
 Rows = list[list[str]]
 FLAG = "!"
@@ -57,7 +60,12 @@ def figures(pivot: Pivot, keys: list[Key], doubted: Container[Key]) -> list[str]
     ]
 
 
-SUMMARY_HEADER = ["variant", "role", *LABELS.values(), "compile s (predict / train)"]
+SUMMARY_HEADER = [
+    "variant",
+    "role",
+    *(LABELS[op] for op in OPERATIONS),
+    "compile s (predict / train)",
+]
 SUMMARY_HEADER += ["import s", "peak MB"]
 SUMMARY_CAPTION = (
     "µs per time step, median (× the floor's same operation); compile: the first call "
@@ -229,7 +237,13 @@ FLAG_CAPTION = (
 def flag_rows(pivot: Pivot) -> Rows:
     """One row per flagged measurement: where, and why."""
     return [
-        [key.variant, LABELS[key.operation], str(key.batch), str(key.steps), "; ".join(why)]
+        [
+            key.variant,
+            label(key.operation, key.side, key.chunk),
+            str(key.batch),
+            str(key.steps),
+            "; ".join(why),
+        ]
         for key, why in flags(pivot).items()
     ]
 
@@ -243,14 +257,111 @@ def detail_rows(pivot: Pivot) -> Rows:
     its note with why it is flagged, if it is."""
     rows, doubted = [], flags(pivot)
     for key, r in pivot.results.items():
-        label = [r.variant, LABELS[r.operation], str(r.batch), str(r.steps)]
+        where = [r.variant, label(r.operation, r.side, r.chunk), str(r.batch), str(r.steps)]
         first = fmt(r.first_call_s, 3)
         if r.median_s is None:
             why = r.unsupported or r.error or ""
-            rows.append([*label, "—", "—", "—", "—", first, "", "", why])
+            rows.append([*where, "—", "—", "—", "—", first, "", "", why])
             continue
         timing = [fmt(r.us_per_step), fmt(r.iqr_us_per_step, 2), f"{r.sequence_steps_per_s:.3g}"]
         notes = "; ".join(filter(None, [r.note, *doubted.get(key, [])]))
         memory = [str(r.samples), fmt(r.peak_rss_mb, 4), notes]
-        rows.append([*label, *timing, fmt(pivot.floor_ratio(key)), first, *memory])
+        rows.append([*where, *timing, fmt(pivot.floor_ratio(key)), first, *memory])
     return rows
+
+
+STREAM_CAPTION = (
+    "µs per frame, median (× the fastest floor's at the same side and chunk length): one "
+    "sequence at B=1 sent a chunk at a time, the sender's `encode(chunk, state=s, "
+    "return_state=True)` and the receiver's `decode(codes, state=s, return_state=True)` on "
+    "the codes of one whole `encode`, each call given the state the one before returned; a "
+    "sample is the whole sequence streamed, its time over its frames."
+)
+
+
+def stream_keys(pivot: Pivot) -> dict[tuple[str, int, int], dict[tuple[str, int], Key]]:
+    """(variant, B, T) -> (side, chunk length) -> where its stream was measured."""
+    found: dict[tuple[str, int, int], dict[tuple[str, int], Key]] = {}
+    for key in pivot.results:
+        if key.operation == STREAM and key.side is not None and key.chunk is not None:
+            found.setdefault((key.variant, *key.shape), {})[key.side, key.chunk] = key
+    return found
+
+
+def stream_columns(pivot: Pivot) -> list[tuple[str, int]]:
+    """(side, chunk length) of each column of the stream's table: each side at every chunk
+    length measured."""
+    chunks = sorted({key.chunk for key in pivot.results if key.chunk is not None})
+    return [(side, chunk) for side in SIDES for chunk in chunks]
+
+
+def stream_header(pivot: Pivot) -> list[str]:
+    return ["variant", "role", *(f"{side}, chunk {chunk}" for side, chunk in stream_columns(pivot))]
+
+
+def stream_rows(pivot: Pivot) -> Rows:
+    """One row per variant that streamed: its µs per frame at each side and chunk length
+    (× floor), "unsupported" or "failed" where it was not timed; a variant's shape follows
+    its name where the run streamed more than one."""
+    found, doubted, columns = stream_keys(pivot), flags(pivot), stream_columns(pivot)
+    several = len({(b, t) for _, b, t in found}) > 1
+    rows = []
+    for (name, batch, steps), keys in found.items():
+        cells = []
+        for column in columns:
+            r = pivot.results[keys[column]] if column in keys else None
+            if r is not None and r.median_s is None:
+                cells.append("unsupported" if r.unsupported else "failed")
+                continue
+            cells += figures(pivot, [keys[column]], doubted) if r else ["—"]
+        shown = f"{name} (B={batch}, T={steps})" if several else name
+        rows.append([shown, str(pivot.roles.get(name, "")), *cells])
+    return rows
+
+
+STREAM_COST_HEADER = ["variant", "side", "chunks fitted", "µs per call", "µs per frame (× floor)"]
+STREAM_COST_CAPTION = (
+    "Each side's call of c frames split as per call + per frame × c, through its call time "
+    "(c × its µs per frame) at each chunk length: what a call costs whatever its length "
+    "(dispatch, the checks of the arguments and the state, launching the loop, the outputs "
+    "back to NumPy) apart from what each frame adds."
+)
+
+
+UNRESOLVED = "below resolution"
+"""A part of a split fitted below zero: smaller than the noise of the times it is read from."""
+
+
+def stream_cost_rows(pivot: Pivot) -> Rows:
+    """One row per (variant, side) timed at two chunk lengths or more: its cost per call and
+    per frame, the latter also over the floors' least; a part fitted below zero is below
+    what the times resolve."""
+    costs = stream_costs(pivot)
+    floor = floor_per_frame(costs, pivot)
+    rows = []
+    for c in costs:
+        base = floor.get(c.side)
+        ratio = c.per_frame_us / base if base and base > 0 else None
+        per_frame = with_ratio(c.per_frame_us, ratio) if c.per_frame_us >= 0 else UNRESOLVED
+        per_call = fmt(c.per_call_us) if c.per_call_us >= 0 else UNRESOLVED
+        rows.append([c.variant, c.side, ", ".join(map(str, c.chunks)), per_call, per_frame])
+    return rows
+
+
+def unstreamed(pivot: Pivot) -> list[str]:
+    """Each variant the run listed that does not stream, and each variant whose stream was
+    not timed, with why (once where every side and chunk length says the same), one
+    Markdown item each."""
+    lines = [f"- `{n}`: {v.no_stream}" for n, v in pivot.listings.items() if v.no_stream]
+    reasons: dict[str, dict[str, list[str]]] = {}
+    for key, r in pivot.results.items():
+        if key.operation == STREAM and r.median_s is None:
+            why = r.unsupported or r.error or "not timed"
+            named = label(key.operation, key.side, key.chunk)
+            reasons.setdefault(key.variant, {}).setdefault(why, []).append(named)
+    timed = {k.variant for k, r in pivot.results.items() if k.side and r.median_s is not None}
+    for name, by_reason in reasons.items():
+        for why, where in by_reason.items():
+            at = f" ({'; '.join(where)})" if name in timed or len(by_reason) > 1 else ""
+            lines.append(f"- `{name}`{at}: {why}")
+    return lines

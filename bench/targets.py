@@ -1,11 +1,14 @@
-"""The benchmark's targets, as data, where they come from, and how a run is judged by them.
+"""The benchmark's targets, as data, and where they come from (``bench.verdicts`` judges a
+run by them).
 
-A target holds a ratio of one figure (``metric`` of ``operation`` at ``shape``) of the
-variants of a role to a divisor (``over``): the fastest floor at the same shape
-(``OverFloor``), the first variant of another role (``OverRole``), or the same variant at
-another shape (``OverItself``). The state-feedback model's targets are the output model's
-over the floor, with the limits of ``STATE_LIMITS``; the prose saying where the limits come
-from is formatted from the same targets.
+A target holds a ratio of one figure (``metric`` of ``operation`` at ``shape``, and for the
+stream at a side and chunk length) of the variants of a role to a divisor (``over``): the
+fastest floor at the same shape (``OverFloor``), the first variant of another role
+(``OverRole``), the same variant at another shape (``OverItself``), or none, the figure
+itself in µs (``InMicroseconds``). The state-feedback model's targets are the output model's
+over the floor, with the limits of ``STATE_LIMITS``; the stream's (``STREAM_TARGETS``) are
+judged on either model. The prose saying where the limits come from is formatted from the
+same targets.
 """
 
 from __future__ import annotations
@@ -13,12 +16,15 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from bench.analysis import BATCHED_SHAPE, TARGET_SHAPE, THROUGHPUT, TIME, Key, Pivot, Shape
-from bench.roles import Role
+from bench.grid import STREAM_FRAMES
+from bench.records import RECEIVER, SENDER, SIDES, STREAM
+from bench.roles import ROUTES, Role
 
 
 @dataclass(frozen=True)
 class OverFloor:
-    """The fastest floor measured at the same shape (``Pivot.floor``), µs per step."""
+    """The fastest floor measured at the same shape, and side and chunk length for the
+    stream (``Pivot.floor_of``), µs per step."""
 
     operation: str | None = None
     """The floor's operation, if not the target's."""
@@ -38,50 +44,73 @@ class OverItself:
     shape: Shape
 
 
-Over = OverFloor | OverRole | OverItself
+@dataclass(frozen=True)
+class InMicroseconds:
+    """No divisor: the figure itself, µs per step (per frame, for the stream), its limit
+    in µs."""
+
+
+Over = OverFloor | OverRole | OverItself | InMicroseconds
 """What a target's ratio divides by."""
 
 
 @dataclass(frozen=True)
 class Target:
-    """One target: ``metric`` of the variants of ``role`` for ``operation`` at ``shape``,
-    divided by ``over``'s same figure, held to ``limit``.
+    """One target: ``metric`` of the variants of ``role`` for ``operation`` at ``shape``
+    (at ``side`` and ``chunk``, for the stream), divided by ``over``'s same figure, held to
+    ``limit``.
 
     Attributes:
         name: what the target is called in this module (``STATE_LIMITS``, the origins).
         over: what its ratio divides by; over the floor, the metric is µs per step.
-        statement: its text; ``{limit}``, ``{at}`` ("B=…, T=…"), ``{B}``, ``{T}`` and
-            ``{over_B}`` (``OverItself``'s B) are filled in.
+        statement: its text; ``{limit}``, ``{at}`` ("B=…, T=…"), ``{B}``, ``{T}``,
+            ``{over_B}`` (``OverItself``'s B), ``{side}`` and ``{chunk}`` are filled in.
+        role: the role of the variants judged, or several (``bench.roles.ROUTES``).
         at_most: the ratio must be ≤ ``limit``, else ≥.
         every: every variant of ``role`` must meet it, else the best one.
         shape: where it is judged; ``None``: at every shape both were measured.
         fastest: only the variant of ``role`` fastest at ``shape`` is judged.
+        side: the stream's side; ``None`` for every other operation.
+        chunk: the stream's frames per call; ``None`` for every other operation.
     """
 
     name: str
     statement: str
     limit: float
     operation: str = "predict"
-    role: Role = Role.COMPILED
+    role: Role | tuple[Role, ...] = Role.COMPILED
     over: Over = OverFloor()
     at_most: bool = True
     every: bool = True
     metric: str = TIME
     shape: Shape | None = TARGET_SHAPE
     fastest: bool = False
+    side: str | None = None
+    chunk: int | None = None
 
     def __post_init__(self) -> None:
-        if isinstance(self.over, OverFloor) and self.metric != TIME:
+        if isinstance(self.over, OverFloor | InMicroseconds) and self.metric != TIME:
             raise ValueError(
-                f"a target over the floor divides µs per step, so its metric must be {TIME!r}, "
-                f"got {self.metric!r} in {self.name!r}"
+                f"a target over the floor or in µs holds µs per step, so its metric must be "
+                f"{TIME!r}, got {self.metric!r} in {self.name!r}"
             )
 
+    @property
+    def roles(self) -> tuple[Role, ...]:
+        """The roles of the variants judged."""
+        return self.role if isinstance(self.role, tuple) else (self.role,)
+
+    def key(self, name: str, shape: Shape) -> Key:
+        """Where the target reads variant ``name``'s figure at ``shape``."""
+        return Key(name, self.operation, *shape, self.side, self.chunk)
+
     def text(self) -> str:
-        """The statement with its limit and shapes filled in."""
+        """The statement with its limit, shapes, side and chunk length filled in."""
         b, t = self.shape or (0, 0)
         over_b = self.over.shape.batch if isinstance(self.over, OverItself) else 0
-        return self.statement.format(limit=self.limit, at=f"B={b}, T={t}", B=b, T=t, over_B=over_b)
+        at = f"B={b}, T={t}"
+        filled = {"B": b, "T": t, "over_B": over_b, "side": self.side, "chunk": self.chunk}
+        return self.statement.format(limit=self.limit, at=at, **filled)
 
 
 GRADIENT = OverFloor("loss_and_grads")
@@ -265,91 +294,89 @@ def origin_of(pivot: Pivot) -> str:
     return STATE_TARGETS_ORIGIN if pivot.state_feedback else TARGETS_ORIGIN
 
 
-NOT_MEASURED = "not measured"
-"""The verdict on a target this run did not measure."""
+STREAM_SHAPE = Shape(1, STREAM_FRAMES)
+"""Where the stream's targets are judged: one sequence at B = 1."""
+STREAMED = "{side}, B=1, a sequence of " + str(STREAM_FRAMES) + " frames"
+STREAM_TARGETS = (
+    *(
+        Target(
+            f"{side}_frame_best",
+            "the best framework route streams a frame in ≤ {limit:g} µs, one frame a call "
+            f"({STREAMED})",
+            10.0,
+            STREAM,
+            ROUTES,
+            InMicroseconds(),
+            every=False,
+            shape=STREAM_SHAPE,
+            side=side,
+            chunk=1,
+        )
+        for side in SIDES
+    ),
+    *(
+        Target(
+            f"{side}_frame_every",
+            f"every compiled backend streams a frame in ≤ {{limit:g}} µs, one frame a call "
+            f"({STREAMED})",
+            100.0,
+            STREAM,
+            over=InMicroseconds(),
+            shape=STREAM_SHAPE,
+            side=side,
+            chunk=1,
+        )
+        for side in SIDES
+    ),
+    *(
+        Target(
+            f"{side}_chunk_best",
+            "the best framework route's µs per frame ≤ {limit:g}× the floor's, in chunks of "
+            f"{{chunk}} frames ({STREAMED})",
+            3.0,
+            STREAM,
+            ROUTES,
+            every=False,
+            shape=STREAM_SHAPE,
+            side=side,
+            chunk=10,
+        )
+        for side in SIDES
+    ),
+)
+"""The stream's targets, judged on the run's first model whichever its feedback: each
+frame's cost at the sender and at the receiver, one frame a call and in chunks."""
 
 
-@dataclass(frozen=True)
-class Outcome:
-    """A target judged: its statement, the figures measured and the verdict."""
-
-    statement: str
-    measured: str
-    verdict: str
-    met: bool | None
-    """``None``: not measured in this run, or met only by those measured."""
-
-    @property
-    def judged(self) -> bool:
-        """Whether this run measured what the target needs."""
-        return self.verdict != NOT_MEASURED
+def each_side(t: tuple[Target, ...], name: str, unit: str) -> str:
+    """The limit of the stream's target ``name`` at each side: "10 µs at each side", or
+    each side's where they differ."""
+    sender, receiver = (limit(t, f"{side}_{name}").removesuffix("×") for side in SIDES)
+    if sender == receiver:
+        return f"{sender}{unit} at each side"
+    return f"{sender}{unit} at the {SENDER} and {receiver}{unit} at the {RECEIVER}"
 
 
-def divisor(target: Target, pivot: Pivot, name: str, shape: Shape) -> float | None:
-    """What the ratio of variant ``name`` at ``shape`` divides by (``Target.over``)."""
-    match target.over:
-        case OverFloor(operation):
-            return pivot.floor(operation or target.operation, shape)
-        case OverRole(role):
-            first = pivot.named(role)[:1]
-            key = Key(first[0], target.operation, *shape) if first else None
-            return None if key is None else pivot.figure(key, target.metric)
-        case OverItself(over_shape):
-            return pivot.figure(Key(name, target.operation, *over_shape), target.metric)
+def stream_origin(t: tuple[Target, ...]) -> str:
+    """Where the stream's targets ``t`` come from, with their limits."""
+    chunk = next(target.chunk for target in t if target.name.endswith("_chunk_best"))
+    return (
+        "Where the stream's targets come from: a feedback codec runs online, the sender "
+        "encoding each frame as it arrives and the receiver decoding each code as it comes, "
+        "so a frame a call at B = 1 is the model's own use, and there a call's fixed cost "
+        "(dispatch, checking the arguments and the state, launching the compiled loop, "
+        "converting the outputs and the state) is nearly all a frame costs: a floor's step "
+        "is a fraction of a µs. The **best framework route** (any variant on a framework: "
+        f"not a floor, the check nor the reference) is asked {each_side(t, 'frame_best', ' µs')}"
+        ", one frame a call, and **every compiled backend** "
+        f"{each_side(t, 'frame_every', ' µs')}: the cheapest way each framework offers to "
+        "call a small compiled function with a state from Python, not the first way a new "
+        f"user finds. In chunks of {chunk} frames, where a call's cost is spread over its "
+        "frames, the best route's µs per frame over the fastest floor's is asked to be at "
+        f"most {each_side(t, 'chunk_best', '×')}, the floors streaming through the same "
+        "`encode` and `decode` calls and their checks. The limits are this benchmark's own, "
+        "not a framework's promise."
+    )
 
 
-def ratios(target: Target, pivot: Pivot) -> dict[str, float]:
-    """The target's ratio for each variant of its role measured (by shape, where the target
-    is judged at every shape)."""
-    names, operation = pivot.named(target.role), target.operation
-    if target.fastest and target.shape:
-        shape = target.shape
-        timed = {n: v for n in names if (v := pivot.figure(Key(n, operation, *shape))) is not None}
-        names = sorted(timed, key=timed.__getitem__)[:1]
-    found = {}
-    for name in names:
-        measured = [k.shape for k in pivot.results if (k.variant, k.operation) == (name, operation)]
-        for shape in [target.shape] if target.shape else measured:
-            value = pivot.figure(Key(name, operation, *shape), target.metric)
-            base = divisor(target, pivot, name, shape)
-            if value is not None and base is not None:
-                found[name if target.shape else f"B={shape.batch}, T={shape.steps}"] = value / base
-    return found
-
-
-def judge(target: Target, pivot: Pivot) -> Outcome:
-    """``target`` over its ratios: the worst of them (``every``) or the best.
-
-    Variants of its role not measured are listed; a target over every one of them is then
-    not met, only "met by those measured".
-    """
-    values, statement = ratios(target, pivot), target.text()
-    if not values:
-        return Outcome(statement, "not measured in this run", NOT_MEASURED, None)
-    expected = pivot.named(target.role) if target.every and target.shape else []
-    missing = [name for name in expected if name not in values]
-    name = (max if target.at_most == target.every else min)(values, key=values.__getitem__)
-    value, limit = values[name], target.limit
-    met: bool | None = value <= limit if target.at_most else value >= limit
-    factor = max(value / limit, limit / value)
-    verdict = f"met, {factor:.2f}× to spare" if met else f"missed by {factor:.2f}×"
-    shown = ", ".join(f"{n} {v:.3g}×" for n, v in values.items())
-    if missing:
-        shown += f"; not measured: {', '.join(missing)}"
-        if target.every and met:
-            verdict, met = verdict.replace("met,", "met by those measured,"), None
-    subject = "worst" if target.every else "best"
-    return Outcome(statement, f"{shown} ({subject}: {name})", verdict, met)
-
-
-def targets(pivot: Pivot) -> list[Outcome]:
-    """Every one of the model's targets (``targets_of``), judged from one run."""
-    return [judge(target, pivot) for target in targets_of(pivot)]
-
-
-def measured_targets(pivot: Pivot) -> list[Outcome]:
-    """For a model beside the run's first: the targets over the floor that its measurements
-    judge. Batching is not judged there: at width 256 a step is enough work that the floor
-    itself gains 1.5×, not 8×, from B = 1 to 256."""
-    judged = [judge(t, pivot) for t in targets_of(pivot) if isinstance(t.over, OverFloor)]
-    return [outcome for outcome in judged if outcome.judged]
+STREAM_TARGETS_ORIGIN = stream_origin(STREAM_TARGETS)

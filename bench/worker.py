@@ -18,6 +18,12 @@ each operation on each input shape, with a fresh model per shape:
   sample is ``fit(x, epochs=K)`` divided by K: one optimizer step per epoch, the whole batch;
   where the warm-up's one step took over ``long_step_s``, ``fit(x, epochs=1)`` (K spreads a
   fit call's own cost, milliseconds, over K steps: nothing to spread on such a step).
+
+The stream (``bench.stream``) makes its codes with one ``encode`` of the whole sequence
+first, untimed; then each side at each chunk length is measured as above, one call being
+the whole sequence streamed, without the warm-up (the first call's calls after its first
+chunk are one already) and with at least ``Settings.stream_repeats`` samples, and gets a
+record of its own (``side``, ``chunk``).
 """
 
 from __future__ import annotations
@@ -29,14 +35,17 @@ import resource
 import sys
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from functools import partial
 from pathlib import Path
 from typing import Any, NamedTuple
 
 import numpy as np
 
+from bench.grid import STREAM_CHUNKS
 from bench.job import Job, Settings
-from bench.records import Point, Record, ResultRecord, VariantRecord, to_json
+from bench.records import SIDES, STREAM, Point, Record, ResultRecord, VariantRecord, to_json
+from bench.stream import streams
 
 MIN_SAMPLES = 3
 THREAD_VARIABLES = (
@@ -124,6 +133,8 @@ class Calls(NamedTuple):
     """The timed call."""
     steps: int
     """Optimizer steps per timed call."""
+    warm_up: bool = True
+    """Whether the first call is made once more, untimed, before the timed ones."""
 
 
 def _calls(model: Any, x: np.ndarray, train_steps: int) -> dict[str, Calls]:
@@ -167,7 +178,35 @@ def measure_shape(job: Job, point: Point) -> Iterator[ResultRecord]:
             model=point.model,
             create_s=create_s,
         )
-        yield row(error=failure) if failure else measure(operation, calls[operation], job, row)
+        if operation == STREAM:
+            yield from measure_stream(model, x, job, row, failure)
+        else:
+            yield row(error=failure) if failure else measure(operation, calls[operation], job, row)
+
+
+def measure_stream(
+    model: Any, x: np.ndarray, job: Job, row: Callable[..., ResultRecord], failure: str | None
+) -> Iterator[ResultRecord]:
+    """The stream's records, one per side and chunk length (``bench.stream``), after the
+    codes of one whole ``encode`` of ``x``; where the model or those codes could not be made
+    (``failure``, or what ``encode`` raised), every record says why."""
+    sides = [partial(row, side=side, chunk=chunk) for side in SIDES for chunk in STREAM_CHUNKS]
+    if failure is None:
+        try:
+            codes = model.encode(x)
+        except NotImplementedError as error:
+            yield from (side(unsupported=str(error)) for side in sides)
+            return
+        except Exception as error:  # reported on every side's row
+            failure = f"{type(error).__name__}: {error}"
+    if failure is not None:
+        yield from (side(error=failure) for side in sides)
+        return
+    streaming = replace(job, settings=job.settings.for_stream())
+    for stream in streams(model, x, codes, STREAM_CHUNKS):
+        calls = Calls(stream.run, stream.run, 1, warm_up=False)
+        at = partial(row, side=stream.side, chunk=stream.chunk)
+        yield measure(STREAM, calls, streaming, at)
 
 
 def measure(
@@ -209,7 +248,8 @@ def _steady(
         return np.array(seconds), calls.steps, f"{long}: one timed call, no warm-up"
     steady, per_call, note = calls.steady, calls.steps, None
     begin = time.perf_counter()
-    calls.first()  # warm-up
+    if calls.warm_up:
+        calls.first()
     if operation == "train_step" and time.perf_counter() - begin > settings.long_step_s:
         # a fit call's own cost, milliseconds, is under 1 % of such a step
         steady, per_call = calls.first, 1

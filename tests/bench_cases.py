@@ -67,3 +67,15 @@ def measured(
     median = us_per_step * steps / 1e6
     timing = {"median_s": median, "q1_s": median, "q3_s": median}
     return ResultRecord(variant, operation, batch, steps, role, first_call_s=1.0, **timing)
+
+
+def streamed(
+    variant: str, role: str, side: str, chunk: int, us_per_frame: float, frames: int = 1000
+) -> ResultRecord:
+    """A timed stream of ``frames`` frames at B = 1 at one side and chunk length, at
+    ``us_per_frame`` µs per frame."""
+    median = us_per_frame * frames / 1e6
+    timing = {"median_s": median, "q1_s": median, "q3_s": median}
+    return ResultRecord(
+        variant, "stream", 1, frames, role, side=side, chunk=chunk, first_call_s=0.5, **timing
+    )

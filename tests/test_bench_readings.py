@@ -23,7 +23,8 @@ pytest.importorskip("matplotlib", reason="the report needs matplotlib: pip insta
 from bench import analysis, plots, render, report, tables
 from bench.cli import main
 from bench.grid import model_label, read_config
-from bench.targets import TARGETS_ORIGIN, measured_targets, targets
+from bench.targets import TARGETS_ORIGIN
+from bench.verdicts import measured_targets, targets
 
 
 def timed(
@@ -141,8 +142,11 @@ def test_a_part_slower_than_its_whole_is_flagged() -> None:
         timed("steady", "train_step", 1, 1000, 4e-3),
     ]
     flagged = analysis.flags(analysis.Pivot.of(records))
-    assert list(flagged) == [("keras_rnn", "loss_and_grads", 1, 1000)]
-    assert "train step, which contains it" in flagged["keras_rnn", "loss_and_grads", 1, 1000][0]
+    assert list(flagged) == [analysis.Key("keras_rnn", "loss_and_grads", 1, 1000)]
+    assert (
+        "train step, which contains it"
+        in flagged[analysis.Key("keras_rnn", "loss_and_grads", 1, 1000)][0]
+    )
     rows = {row[0]: row for row in tables.summary_rows(analysis.Pivot.of(records))}
     assert rows["keras_rnn"][3].endswith(tables.FLAG) and not rows["steady"][3].endswith("!")
     assert "keras_rnn loss_and_grads B=1 T=1000" in terminal(records)
@@ -155,8 +159,8 @@ def test_a_wide_spread_is_flagged_and_a_tight_one_is_not() -> None:
         timed("quiet", "predict", 1, 1000, 1e-3, spread=0.05),
     ]
     flagged = analysis.flags(analysis.Pivot.of(records))
-    assert list(flagged) == [("noisy", "predict", 1, 1000)]
-    assert "IQR 60%" in flagged["noisy", "predict", 1, 1000][0]
+    assert list(flagged) == [analysis.Key("noisy", "predict", 1, 1000)]
+    assert "IQR 60%" in flagged[analysis.Key("noisy", "predict", 1, 1000)][0]
 
 
 # Tables say their shapes; the terminal fits 100 columns -------------------------------------
@@ -274,8 +278,8 @@ def test_a_second_model_gets_its_own_section_and_targets() -> None:
             timed("fast", "predict", 1, 1000, 2e-3 * scale, model=model),
         ]
     default, wide = analysis.Pivot.of(records), analysis.Pivot.of(records, label)
-    assert default.figure(("fast", "predict", 1, 1000)) == pytest.approx(2.0)
-    assert wide.figure(("fast", "predict", 1, 1000)) == pytest.approx(20.0)
+    assert default.figure(analysis.Key("fast", "predict", 1, 1000)) == pytest.approx(2.0)
+    assert wide.figure(analysis.Key("fast", "predict", 1, 1000)) == pytest.approx(20.0)
     text = markdown(records)
     assert f"## Model {label}" in text and "encoder_units=[64]" in text
     judged = measured_targets(wide)
@@ -339,8 +343,8 @@ def test_a_figure_far_below_the_floor_is_flagged() -> None:
         timed("close", "predict", 1, 1000, 9e-3),
     ]
     flagged = analysis.flags(analysis.Pivot.of(records))
-    assert list(flagged) == [("blas", "predict", 1, 1000)]
-    assert "does not bound" in flagged["blas", "predict", 1, 1000][0]
+    assert list(flagged) == [analysis.Key("blas", "predict", 1, 1000)]
+    assert "does not bound" in flagged[analysis.Key("blas", "predict", 1, 1000)][0]
 
 
 @pytest.mark.parametrize(("long_step_s", "per_sample"), [(0.0, 1), (100.0, 5)])

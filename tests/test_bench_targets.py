@@ -10,7 +10,8 @@ import pytest
 from bench.analysis import Pivot, Shape
 from bench.records import Record, ResultRecord, RunRecord, VariantRecord
 from bench.roles import Role
-from bench.targets import STATE_TARGETS, TARGETS, Target, judge, targets, targets_of
+from bench.targets import STATE_TARGETS, TARGETS, Target, targets_of
+from bench.verdicts import judge, targets
 from tests.bench_cases import STATE_CONFIG, STATE_LABEL, measured
 
 

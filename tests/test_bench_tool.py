@@ -75,7 +75,7 @@ def test_the_quick_benchmark_measures_a_port_from_outside_on_its_config(
     assert run.models == {LABEL: {**json.loads(json.dumps(run.models[LABEL])), **WIDTH_64}}
     timed = [r for r in records if isinstance(r, ResultRecord) and r.median_s is not None]
     assert {(r.variant, r.model) for r in timed} == {(PORT, LABEL)}
-    assert {r.operation for r in timed} == {"predict", "loss_and_grads", "train_step"}
+    assert {r.operation for r in timed} == {"predict", "loss_and_grads", "train_step", "stream"}
     assert printed.startswith(f"B=1, T=1000, model {LABEL}:")
     assert any(line.startswith(PORT) for line in printed.splitlines())
     assert max(len(line) for line in printed.splitlines()) <= 100
