@@ -42,13 +42,13 @@ TARGETS = {
 """Mutant name -> (its import path, the property it breaks)."""
 
 
-ONE_RUN = pytest.mark.xdist_group("kit_over_mutants")
-"""Under ``pytest -n``, the tests that read ``kit_results`` share one worker, and so one run."""
 CONTROLS = {
     "parity_tests.mutants:Float32Reference": None,
     "parity_tests.data_parallel_mutants:CorrectlyAveraged": ONE_PROCESS,
 }
 """The unbroken controls and the tests each runs (``None``: the whole kit)."""
+Results = dict[str, dict[str, bool]]
+"""Backend -> test id -> passed, from the one run; ``""``: the tests that check no backend."""
 
 
 def plan() -> dict[str, list[str] | None]:
@@ -62,10 +62,8 @@ def plan() -> dict[str, list[str] | None]:
     return CONTROLS | mutants
 
 
-@pytest.fixture(scope="session")
-def kit_results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, bool]]:
-    """One run of the kit over the controls and every mutant: backend -> test id -> passed."""
-    folder = tmp_path_factory.mktemp("mutants")
+def run_kit_over_mutants(folder: Path) -> Results:
+    """One run of the kit over the controls and every mutant, each through its tests."""
     (folder / "plan.json").write_text(json.dumps(plan()))
     command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(KIT)]
     command += ["-p", "tests.kit_plan", "--other-backend", "reference"]
@@ -74,7 +72,7 @@ def kit_results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str,
         command += ["--backend", backend]
     environment = {**os.environ, kit_plan.PLAN: str(folder / "plan.json")}
     subprocess.run(command, cwd=ROOT, env=environment, capture_output=True, timeout=2400)
-    results: dict[str, dict[str, bool]] = {backend: {} for backend in plan()}
+    results: Results = {backend: {} for backend in plan()}
     for case in ElementTree.parse(folder / "run.xml").getroot().iter("testcase"):
         if any(child.tag == "skipped" for child in case):
             continue
@@ -88,51 +86,48 @@ def test_every_property_has_a_mutant() -> None:
     assert {breaks for _, breaks in TARGETS.values()} == set(PROPERTIES)
 
 
-@pytest.mark.nested
-@ONE_RUN
-def test_control_passes_the_whole_suite(kit_results: dict[str, dict[str, bool]]) -> None:
-    results = kit_results["parity_tests.mutants:Float32Reference"] | kit_results.get("", {})
-    assert len(results) > 100
-    assert all(results.values()), [test for test, passed in results.items() if not passed]
-    for key, prop in PROPERTIES.items():
-        assert any(prop.selects(test) for test in results), f"no test checks {key}"
+def control_failures(results: Results) -> list[str]:
+    """What the controls got wrong: a failed test, a property no test checked, a run too
+    small to be the whole kit, the data-parallel control not passing its one test."""
+    control = results["parity_tests.mutants:Float32Reference"] | results.get("", {})
+    failures = [f"control failed {test}" for test, passed in control.items() if not passed]
+    failures += [
+        f"no test checks {key}"
+        for key, p in PROPERTIES.items()
+        if not any(p.selects(test) for test in control)
+    ]
+    failures += [f"the control ran {len(control)} tests"] if len(control) <= 100 else []
+    averaged = results["parity_tests.data_parallel_mutants:CorrectlyAveraged"]
+    if len(averaged) != 1 or not all(averaged.values()):
+        failures.append(f"the data-parallel control: {averaged}")
+    return failures
+
+
+def survivors(results: Results, verdicts: dict[str, bool]) -> list[str]:
+    """The mutants that passed every test of the property they break (or ran none of them
+    or another property's tests), each verdict recorded in ``verdicts``."""
+    found = []
+    for mutant, (target, breaks) in TARGETS.items():
+        prop, names = PROPERTIES[breaks], plan()[target] or []
+        checked = {test: ok for test, ok in results[target].items() if prop.selects(test)}
+        strays = {test.partition("[")[0] for test in results[target]} - set(names)
+        verdicts[mutant] = bool(checked) and not all(checked.values()) and not strays
+        if not verdicts[mutant]:
+            found.append(f"{mutant} ({breaks}): ran {len(checked)}, strays {sorted(strays)}")
+    return found
 
 
 @pytest.mark.nested
-@ONE_RUN
-@pytest.mark.parametrize("mutant", list(TARGETS))
-def test_suite_rejects_mutant(
-    mutant: str, kit_results: dict[str, dict[str, bool]], mutant_verdicts: dict[str, bool]
+def test_the_kit_rejects_every_mutant_and_passes_its_controls(
+    tmp_path: Path, mutant_verdicts: dict[str, bool]
 ) -> None:
-    target, breaks = TARGETS[mutant]
-    prop = PROPERTIES[breaks]
-    checked = {test: passed for test, passed in kit_results[target].items() if prop.selects(test)}
-    assert checked, f"no test of {breaks!r} ran"
-    mutant_verdicts[mutant] = not all(checked.values())
-    assert not all(checked.values()), f"{mutant} passed every {breaks!r} test"
-
-
-@pytest.mark.nested
-@ONE_RUN
-def test_data_parallel_control_passes(kit_results: dict[str, dict[str, bool]]) -> None:
-    """The data-parallel mutants' own step, combining the devices' gradients rightly, passes:
-    their failures are their mutations' doing."""
-    results = kit_results["parity_tests.data_parallel_mutants:CorrectlyAveraged"]
-    assert len(results) == 1 and all(results.values()), results
-
-
-@pytest.mark.nested
-@ONE_RUN
-def test_the_plan_runs_each_backend_through_its_tests_alone(
-    kit_results: dict[str, dict[str, bool]],
-) -> None:
-    """Every test of the one run is its backend's planned tests (or, for the control, the
-    whole kit): no mutant runs another property's tests, none runs nothing."""
-    for backend, names in plan().items():
-        ran = {test.partition("[")[0] for test in kit_results[backend]}
-        assert ran, f"{backend} ran no test"
-        if names is not None:
-            assert ran <= set(names), (backend, sorted(ran - set(names)))
+    """One run of the kit: the controls pass the whole kit (the data-parallel one its one
+    test), and each mutant fails at least one test of the property it breaks, running no
+    other property's tests."""
+    results = run_kit_over_mutants(tmp_path)
+    wrong, alive = control_failures(results), survivors(results, mutant_verdicts)
+    assert not wrong, wrong
+    assert not alive, alive
 
 
 def test_readme_lists_every_property_and_mutant() -> None:
