@@ -33,3 +33,20 @@ def test_robustness_page_states_the_hostile_input_counts() -> None:
         f"{counts['oversized members']} with an oversized member"
     )
     assert expected in " ".join(page.split()), expected
+
+
+FULL_GRID = Path(__file__).resolve().parent.parent / "docs" / "full_grid"
+"""The latest full grid's results and the report written from them."""
+
+
+def test_the_full_grid_report_is_what_its_results_give(tmp_path: Path) -> None:
+    """docs/full_grid/report.md and its plots are what ``python -m bench.report
+    docs/full_grid/results.jsonl`` writes, not text typed by hand: an edit of the report,
+    or results replaced without writing it again, shows here."""
+    from bench import report
+    from bench.records import read
+
+    report.write(read(FULL_GRID / "results.jsonl"), tmp_path)
+    assert (tmp_path / "report.md").read_text() == (FULL_GRID / "report.md").read_text()
+    written = sorted(path.name for path in tmp_path.glob("*.png"))
+    assert written == sorted(path.name for path in FULL_GRID.glob("*.png"))

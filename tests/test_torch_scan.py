@@ -349,9 +349,20 @@ print(json.dumps(found))
 """
 
 # A fresh process with none of this one's environment: this process has imported the
-# backend, so a variable it sets would be inherited and look unchanged.
+# backend, so a variable it sets would be inherited and look unchanged. Only the run's
+# compile settings (conftest.py) pass: Inductor's cache on disk, shared with every other
+# process of the run, and compiling in the process rather than in a pool it starts.
 PROBE_ENVIRONMENT = {
-    key: os.environ[key] for key in ("PATH", "HOME", "LANG", "PYTHONPATH") if key in os.environ
+    key: os.environ[key]
+    for key in (
+        "PATH",
+        "HOME",
+        "LANG",
+        "PYTHONPATH",
+        "TORCHINDUCTOR_CACHE_DIR",
+        "TORCHINDUCTOR_COMPILE_THREADS",
+    )
+    if key in os.environ
 }
 
 USE_THE_BACKEND = """
