@@ -26,7 +26,6 @@ import pytest
 
 import frae
 from frae.backend import Array, Streamed
-from frae.data import multi_sine
 from parity_tests.tolerances import assert_close
 from tests.bench_cases import (
     NO_HIDDEN_CONFIG,
@@ -35,6 +34,7 @@ from tests.bench_cases import (
     STATE_CONFIGS,
     check_forward,
     check_gradients,
+    check_streaming,
     sequences,
 )
 
@@ -203,36 +203,6 @@ def test_the_c_check_rejects_a_broken_forward() -> None:
             DroppedBiasC(config, seed=3).predict(x),
             frae.create("reference", config, seed=3).predict(x),
         )
-
-
-CUTS = [1, 2, 5]
-"""Where the streaming checks cut their sequences of 9 steps: chunks of 1, 1, 3 and 4 steps
-(the second of one shape with the first, so a result left in the workspace they share is
-overwritten before it is compared)."""
-
-
-def check_streaming(
-    model: frae.Backend,
-    config: frae.FRAEConfig,
-    operations: tuple[str, ...] = ("predict", "encode", "decode"),
-) -> None:
-    """Each of ``operations`` from a random state, over x (or the codes z) in chunks, each
-    chunk from the state the one before returned: the outputs joined and the last state equal
-    the reference's one call over the whole sequence."""
-    reference = frae.create("reference", config, seed=3)
-    x = multi_sine(batch=3, steps=9, features=config.input_dim, seed=1)
-    start = np.random.default_rng(4).normal(0.0, 0.5, (3, config.feedback_dim))
-    inputs = {"predict": x, "encode": x, "decode": reference.encode(x, state=start)}
-    for operation in operations:
-        expected, last = getattr(reference, operation)(
-            inputs[operation], state=start, return_state=True
-        )
-        outputs, state = [], start
-        for chunk in np.split(inputs[operation], CUTS, axis=1):
-            output, state = getattr(model, operation)(chunk, state=state, return_state=True)
-            outputs.append(output)
-        assert_close("outputs", np.concatenate(outputs, axis=1), expected, f"{operation} chunks")
-        assert_close("outputs", state, last, f"{operation}'s last state")
 
 
 class StateDroppedFloor(floor.NumbaFloorBackend):

@@ -32,6 +32,7 @@ import frae
 from frae.data import multi_sine
 from frae.params import Weights
 from parity_tests.tolerances import assert_close
+from tests.bench_cases import check_streaming
 
 numba = pytest.importorskip("numba", reason="the floors need numba: pip install 'frae[bench]'")
 
@@ -90,29 +91,6 @@ def check_gradients(model: frae.Backend, config: frae.FRAEConfig, batch: int) ->
     for name in expected:
         assert grads[name].dtype == np.float32, name
         assert_close("gradients", grads[name], expected[name], name)
-
-
-CUTS = [1, 2, 5]
-"""Where the streaming checks cut their sequences of 9 steps: chunks of 1, 1, 3 and 4 steps
-(the second of one shape with the first, so a result left in the workspace they share is
-overwritten before it is compared)."""
-
-
-def check_streaming(model: frae.Backend, config: frae.FRAEConfig, batch: int) -> None:
-    """predict, encode and decode from a random state over chunks of x (or of the codes z),
-    each chunk from the state the one before returned, against the reference's one call."""
-    reference = frae.create("reference", config, seed=3)
-    x = multi_sine(batch=batch, steps=9, features=config.input_dim, seed=1)
-    start = np.random.default_rng(4).normal(0.0, 0.5, (batch, config.feedback_dim))
-    inputs = {"predict": x, "encode": x, "decode": reference.encode(x, state=start)}
-    for operation, sequences in inputs.items():
-        expected, last = getattr(reference, operation)(sequences, state=start, return_state=True)
-        outputs, state = [], start
-        for chunk in np.split(sequences, CUTS, axis=1):
-            output, state = getattr(model, operation)(chunk, state=state, return_state=True)
-            outputs.append(output)
-        assert_close("outputs", np.concatenate(outputs, axis=1), expected, f"{operation} chunks")
-        assert_close("outputs", state, last, f"{operation}'s last state")
 
 
 def broken(*edits: tuple[str, str]) -> type[MatrixFloorBackend]:
@@ -221,7 +199,7 @@ def test_loading_the_matrix_floor_keeps_subnormals_in_the_process() -> None:
 def test_the_matrix_floor_streams_in_chunks_as_one_call(
     config: frae.FRAEConfig, batch: int
 ) -> None:
-    check_streaming(MatrixFloorBackend(config, seed=3), config, batch)
+    check_streaming(MatrixFloorBackend(config, seed=3), config, batch=batch)
 
 
 @needs_cc
