@@ -7,6 +7,7 @@ output feedback; autograd's own with state feedback)."""
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import itertools
 import json
@@ -421,3 +422,34 @@ def test_tensorflow_first_gives_an_error_not_a_crash() -> None:
     assert_close(
         "self", np.float32(json.loads(both.stdout.splitlines()[-1])["output"]), _expected_output()
     )
+
+
+def test_a_first_call_runs_the_compiled_loop_without_a_python_mode(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """AOTAutograd's custom-operator check runs a graph's first call under a Python dispatch
+    mode that sees each step's slicing of the input: off in every call of the backend (the
+    gradient's forward takes the same setting), so a first call on a long recording runs
+    the compiled loop. Shown to count: the same kind of first call (B = 1, a graph of its
+    own) with the setting left on."""
+    import torch._dynamo  # noqa: F401  (before AOTAutograd's wrappers, which it imports)
+    from torch._functorch._aot_autograd import runtime_wrappers
+
+    seen = {"operators": 0}
+    original = runtime_wrappers._AnalyzeCustomOpInputOutputMode.__torch_dispatch__
+
+    def counting(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
+        seen["operators"] += 1
+        return original(self, func, types, args, kwargs)
+
+    monkeypatch.setattr(
+        runtime_wrappers._AnalyzeCustomOpInputOutputMode, "__torch_dispatch__", counting
+    )
+    config = frae.FRAEConfig(input_dim=3, encoder_units=(6,), latent_dim=2, decoder_units=(5,))
+    model = frae.create("torch_scan", config, seed=1)
+    x = np.ones((3, 40, 3), np.float32)
+    model.predict(x)
+    assert seen["operators"] == 0
+    monkeypatch.setattr(torch_backend, "no_first_call_analysis", contextlib.nullcontext)
+    model.predict(x[:1])
+    assert seen["operators"] >= 40  # at least one operator a step

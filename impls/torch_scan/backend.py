@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import torch
+import torch._functorch.config
 import torch.distributed
 import torch.fx.experimental._config
 from torch.nn.parallel import DistributedDataParallel
@@ -199,7 +200,7 @@ class TorchScanBackend(BaseBackend):
     def _tensor_loss(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         """``_loss`` of tensors: what ``train.LossModule`` computes under DDP."""
         functions = self.compiled_for_gradients
-        with torch._dynamo.config.patch(recompile_limit=RECOMPILE_LIMIT):
+        with torch._dynamo.config.patch(recompile_limit=RECOMPILE_LIMIT), no_first_call_analysis():
             return train.mean_squared_error(
                 lambda module, x: functions.unroll(module, x, None)[0], self.module, x, y
             )
@@ -293,8 +294,23 @@ def shapes_apart() -> Iterator[None]:
         torch._dynamo.config.patch(recompile_limit=RECOMPILE_LIMIT),
         # a config module whose patch is installed when it loads: untyped
         torch.fx.experimental._config.patch(use_duck_shape=False),  # type: ignore[attr-defined]
+        no_first_call_analysis(),
     ):
         yield
+
+
+def no_first_call_analysis() -> contextlib.AbstractContextManager[None]:
+    """AOTAutograd's check that custom operators' outputs alias none of their inputs, off.
+
+    It runs a compiled function's first call under a Python dispatch mode that sees every
+    operator the compiled code dispatches, and the compiled scan dispatches the slicing of
+    its input at every time step: the first call of each compiled graph ran the loop many
+    times slower than the next, so a first call on a long recording cost far more than its
+    compilation (docs/performance.md). The model calls no custom operator; the check has
+    nothing to find here. It is read at each call until one runs it: every call must be
+    under this.
+    """
+    return torch._functorch.config.patch(check_custom_op_aliasing=False)
 
 
 def _shapes_apart(function: Callable[..., Any]) -> Callable[..., Any]:
