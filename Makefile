@@ -47,7 +47,7 @@ $(STAMP): pyproject.toml constraints.txt
 $(STAMP): SHELL := bash
 
 # one pytest worker per core, up to four (each holds every framework: some 3 GiB)
-PARALLEL := -n auto --maxprocesses 4 --dist loadgroup
+PARALLEL := -n auto --maxprocesses 4 --dist loadgroup --no-loadscope-reorder
 
 test: $(STAMP)
 	$(BIN)/python -m pytest $(PARALLEL) --durations=15

@@ -1,5 +1,6 @@
 """What both test rooms share: compiled programs cached on disk in this checkout, and
-compiled in the process that needs them.
+compiled in the process that needs them; under ``pytest -n``, the order and the worker of
+each test (``tests/scheduling.py``).
 
 ``torch.compile`` keeps what Inductor compiled in a cache on disk; pointed at ``.cache/`` here
 (unless ``TORCHINDUCTOR_CACHE_DIR`` is set), every process a run starts (pytest's workers, the
@@ -18,3 +19,6 @@ from pathlib import Path
 CACHE = Path(__file__).resolve().parent / ".cache"
 os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", str(CACHE / "torchinductor"))
 os.environ.setdefault("TORCHINDUCTOR_COMPILE_THREADS", "1")
+
+
+pytest_plugins = ("tests.scheduling",)

@@ -20,11 +20,14 @@ import pytest
 
 import frae
 from frae.quiet import load_triton_before_tensorflow
+from parity_tests.cases import CASES, Case
 
 # tests import TensorFlow themselves; torch.compile's Triton must be loaded before it
 load_triton_before_tensorflow()
 
 MakeBackend = Callable[..., frae.Backend]
+CASE_NAMES = {case.config: name for name, case in CASES.items()}
+"""Each case's config -> the case's name."""
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -107,8 +110,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     """With ``--backend``, run the contract's tests for those backends and nothing else;
     give the ``training_only_backends`` only the tests of ``TRAINING_PROPERTIES`` on
     output-feedback cases; under
-    ``pytest -n`` (``make test``), keep each backend's tests on one worker, where its
-    compiled functions are cached (a torch_scan config's compilation is the costliest)."""
+    ``pytest -n`` (``make test``), keep the tests of one backend on one config on one worker,
+    where its compiled functions of that config are cached (a torch_scan config's compilation
+    is the costliest), and let the configs of one backend spread over the workers."""
     from parity_tests.properties import PROPERTIES
 
     training = [PROPERTIES[key] for key in TRAINING_PROPERTIES]
@@ -126,8 +130,18 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         config.hook.pytest_deselected(items=deselected)
         items[:] = [item for item in items if not not_theirs(item)]
     for item in items:
-        if item.get_closest_marker("nested") is None and (backend := backend_of(item)):
-            item.add_marker(pytest.mark.xdist_group(backend))
+        if item.get_closest_marker("nested") is None and (group := compilation_group(item)):
+            item.add_marker(pytest.mark.xdist_group(group))
+
+
+def compilation_group(item: pytest.Item) -> str | None:
+    """The backend a test checks and the config it checks it on, for a test with a ``case``:
+    the tests that share that backend's compiled functions of that config."""
+    backend = backend_of(item)
+    case = backend and item.callspec.params.get("case")
+    if not isinstance(case, Case):
+        return None
+    return f"{backend} on {CASE_NAMES.get(case.config, repr(case.config))}"
 
 
 def backend_of(item: pytest.Item) -> str | None:

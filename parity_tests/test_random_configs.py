@@ -1,6 +1,6 @@
 """Property-based: configs and sizes drawn by hypothesis, each backend against the reference.
 
-Examples per backend: ``FRAE_HYPOTHESIS_EXAMPLES`` (default 6) for output feedback, besides
+Examples per backend: ``FRAE_HYPOTHESIS_EXAMPLES`` (default 4) for output feedback, besides
 the two written out below, and a third as many for state feedback, whose GRU width H is
 drawn too. Each new config compiles anew in the compiled backends (torch_scan's for
 longest), so the count sets most of this file's cost and a large part of ``make test``'s;
@@ -25,7 +25,7 @@ from parity_tests.tolerances import assert_close
 
 settings.register_profile(
     "frae",
-    max_examples=int(os.environ.get("FRAE_HYPOTHESIS_EXAMPLES", "6")),
+    max_examples=int(os.environ.get("FRAE_HYPOTHESIS_EXAMPLES", "4")),
     deadline=None,
     derandomize=os.environ.get("CI", "").lower() == "true",
     suppress_health_check=[HealthCheck.function_scoped_fixture],  # the fixture is a factory

@@ -1,0 +1,64 @@
+"""``tests/scheduling.py`` under ``pytest -n 2 --dist loadgroup --no-loadscope-reorder`` (what
+``make test`` runs), on a small suite written here: every ``xdist_group`` on one worker, and
+the ``nested`` tests started first."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+SUITE = """
+import time
+import pytest
+
+@pytest.mark.xdist_group("one")
+@pytest.mark.parametrize("i", range(8))
+def test_one(i):
+    time.sleep(0.01)
+
+@pytest.mark.xdist_group("two")
+@pytest.mark.parametrize("i", range(8))
+def test_two(i):
+    time.sleep(0.01)
+
+@pytest.mark.parametrize("i", range(8))
+def test_free(i):
+    time.sleep(0.01)
+
+@pytest.mark.nested
+def test_nested_last_in_the_file():
+    pass
+"""
+PASSED = re.compile(r"^\[(gw\d+)\] \[\s*\d+%\] PASSED (\S+)", re.MULTILINE)
+
+
+def run_suite(tmp_path: Path) -> list[tuple[str, str]]:
+    """(worker, test id) of each passed test, in the order they finished."""
+    (tmp_path / "test_suite.py").write_text(SUITE)
+    (tmp_path / "pytest.ini").write_text("[pytest]\nmarkers =\n    nested: nested\n")
+    command = [sys.executable, "-m", "pytest", "-v", "-p", "no:cacheprovider"]
+    command += ["-p", "tests.scheduling", "-n", "2", "--dist", "loadgroup"]
+    command += ["--no-loadscope-reorder", str(tmp_path)]
+    environment = {"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}
+    result = subprocess.run(
+        command, cwd=tmp_path, env=environment, capture_output=True, text=True, timeout=300
+    )
+    assert result.returncode == 0, result.stdout[-3000:]
+    return PASSED.findall(result.stdout)
+
+
+def test_each_group_runs_on_one_worker_and_nested_tests_first(tmp_path: Path) -> None:
+    passed = run_suite(tmp_path)
+    assert len(passed) == 25
+    workers: dict[str, set[str]] = defaultdict(set)
+    for worker, test_id in passed:
+        group = test_id.rpartition("@")[2] if "@" in test_id else test_id
+        workers[group].add(worker)
+    assert workers["one"] and len(workers["one"]) == 1, passed
+    assert workers["two"] and len(workers["two"]) == 1, passed
+    first_of_its_worker = {worker: test_id for worker, test_id in reversed(passed)}
+    assert any("test_nested_last_in_the_file" in t for t in first_of_its_worker.values())
