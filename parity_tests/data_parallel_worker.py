@@ -6,12 +6,12 @@
 
 Starts the framework as ``examples.data_parallel`` does (``frae.devices.start_devices``:
 virtual CPU devices, the cluster), then, for each model of ``MODELS`` (output and state
-feedback), trains the same weights on the same data twice, on one device (``devices=None``)
-and on ``--devices``: two SGD steps, then four shuffled Adam steps, and writes both runs'
-losses, weights and predictions to ``--out`` (JSON, by model), with the errors the contract
-names: devices beyond those present, and a mini-batch that does not split (with whether
-that call left the weights as they were). A backend that refuses ``devices`` in ``create``
-writes only the refusal.
+feedback), trains the same weights on the same data twice, on one device (``devices=None``;
+in the first process only) and on ``--devices``: two SGD steps, then four shuffled Adam
+steps, and writes both runs' losses, weights and predictions to ``--out`` (JSON, by model),
+with the errors the contract names: devices beyond those present, and a mini-batch that
+does not split (with whether that call left the weights as they were). A backend that
+refuses ``devices`` in ``create`` writes only the refusal.
 """
 
 from __future__ import annotations
@@ -50,11 +50,15 @@ def refusal(call: Any) -> str | None:
     return None
 
 
-def runs(context: Any, backend: str, model: frae.Backend, devices: int, x: Any) -> dict[str, Any]:
-    """``model`` (on ``devices``) and its twin on one device trained alike; the errors."""
+def runs(
+    context: Any, backend: str, model: frae.Backend, devices: int, x: Any, *, with_one: bool
+) -> dict[str, Any]:
+    """``model`` (on ``devices``) trained, and with ``with_one`` its twin on one device
+    trained alike; the errors."""
     start_weights = model.get_weights()
     result: dict[str, Any] = {"many": train(model, x)}
-    result["one"] = train(frae.create(backend, model.config, weights=start_weights), x)
+    if with_one:
+        result["one"] = train(frae.create(backend, model.config, weights=start_weights), x)
     model.set_weights(start_weights)
     result["uneven"] = refusal(lambda: model.fit(x, batch_size=devices + 1))
     after = model.get_weights()
@@ -93,7 +97,9 @@ def main() -> None:
         except ValueError as error:
             result = {"refused": str(error)}
             break
-        result[label] = runs(context, args.backend, model, args.devices, x)
+        # the one-device run is the same in every process: the first one makes it
+        with_one = args.process_id == 0
+        result[label] = runs(context, args.backend, model, args.devices, x, with_one=with_one)
     with open(args.out, "w") as file:
         json.dump(result, file)
 

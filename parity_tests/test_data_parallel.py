@@ -99,13 +99,13 @@ def float32(run: dict[str, Any], quantity: str) -> np.ndarray:
     return np.array(value, np.float32)
 
 
-def assert_same_training(result: dict[str, Any], devices: int) -> None:
-    """For each model (output and state feedback), N devices' run equals one device's within
-    summation order; the contract's errors."""
+def assert_same_training(result: dict[str, Any], devices: int, first: dict[str, Any]) -> None:
+    """For each model (output and state feedback), N devices' run equals one device's (made
+    by the ``first`` process) within summation order; the contract's errors."""
     assert "refused" not in result, result.get("refused")
     for model in ("output", "state"):
         runs = result[model]
-        many, one = runs["many"], runs["one"]
+        many, one = runs["many"], first[model]["one"]
         for quantity in ("loss", "predict", *(f"weights/{name}" for name in one["weights"])):
             what = f"{model}: {quantity}"
             assert_close("devices", float32(many, quantity), float32(one, quantity), what)
@@ -126,7 +126,7 @@ def test_data_parallel_equals_one_device(backend_spec: str, tmp_path: Path) -> N
     (result,) = run_workers(
         backend_spec, tmp_path, devices=VIRTUAL_DEVICES, processes=1, cpu_devices=VIRTUAL_DEVICES
     )
-    assert_same_training(result, VIRTUAL_DEVICES)
+    assert_same_training(result, VIRTUAL_DEVICES, result)
 
 
 def test_data_parallel_across_processes(
@@ -141,7 +141,7 @@ def test_data_parallel_across_processes(
         pytest.skip("its twin's engine, its gradient checked on 4 devices in one process")
     results = run_workers(backend_spec, tmp_path, devices=2, processes=2, cpu_devices=None)
     for result in results:
-        assert_same_training(result, 2)
+        assert_same_training(result, 2, results[0])
 
 
 def takes_devices(backend: str) -> bool:

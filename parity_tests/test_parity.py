@@ -7,7 +7,7 @@ import pytest
 
 import frae
 from frae.data import multi_sine, original_problem
-from parity_tests.cases import CASE_PARAMS, CASES, Case
+from parity_tests.cases import CASE_PARAMS, CASES, Case, case_params
 from parity_tests.checks import parameters_without_gradient
 from parity_tests.conftest import MakeBackend
 from parity_tests.tolerances import assert_close
@@ -141,9 +141,8 @@ def test_fit_changes_the_weights_and_each_call_starts_a_fresh_optimizer(
     assert any(not np.allclose(changed[k], continued[k], rtol=1e-3) for k in changed)
 
 
-@pytest.mark.parametrize("name", ["latent_2", "state_deep"])
-def test_weights_round_trip_bit_for_bit(make_backend: MakeBackend, tmp_path, name: str) -> None:
-    case = CASES[name]
+@pytest.mark.parametrize("case", case_params("wide", "state_deep"))
+def test_weights_round_trip_bit_for_bit(make_backend: MakeBackend, tmp_path, case: Case) -> None:
     model = make_backend(case.config, seed=9)
     model.fit(case.inputs(seed=13), epochs=3, learning_rate=1e-2)
     x = case.inputs(seed=14)
@@ -155,12 +154,11 @@ def test_weights_round_trip_bit_for_bit(make_backend: MakeBackend, tmp_path, nam
     np.testing.assert_array_equal(loaded.predict(x), before)
 
 
-@pytest.mark.parametrize("name", ["wide", "state_deep"])
+@pytest.mark.parametrize("case", case_params("wide", "state_deep"))
 def test_trained_weights_transfer_to_every_other_backend(
-    make_backend: MakeBackend, other_backend: MakeBackend, name: str
+    make_backend: MakeBackend, other_backend: MakeBackend, case: Case
 ) -> None:
     """Weights trained here give the same outputs in each other backend, and back."""
-    case = CASES[name]
     trained = make_backend(case.config, seed=15)
     trained.fit(case.inputs(seed=16), epochs=3, learning_rate=1e-2)
     x = case.inputs(seed=17)

@@ -4,7 +4,7 @@ Examples per backend: ``FRAE_HYPOTHESIS_EXAMPLES`` (default 4) for output feedba
 the two written out below, and a third as many for state feedback, whose GRU width H is
 drawn too. Each new config compiles anew in the compiled backends (torch_scan's for
 longest), so the count sets most of this file's cost and a large part of ``make test``'s;
-the fixed cases of ``cases.py`` (seven output-feedback configs and three state-feedback
+the fixed cases of ``cases.py`` (four output-feedback configs and three state-feedback
 ones of three depths) check every other property on chosen configs, and the draws add
 configs no one chose. Under ``CI`` the draw is derandomized, so a CI run is repeatable;
 elsewhere each run draws anew.

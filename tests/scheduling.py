@@ -1,6 +1,8 @@
 """How ``make test`` spreads the tests over its pytest-xdist workers (``--dist loadgroup
 --no-loadscope-reorder``): the tests that run the kit or the main job again in a subprocess
-first, then the rest in collection order, each ``xdist_group`` on one worker. A pytest plugin,
+first, then each backend's own tests (``backend_specific``: one worker's group, minutes
+long), then the rest in collection order, each ``xdist_group`` on one worker: the longest
+units of work start first, so that none is left to run alone at the end. A pytest plugin,
 loaded by the root ``conftest.py``."""
 
 from __future__ import annotations
@@ -10,13 +12,16 @@ import pytest
 
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Under ``pytest -n`` (``make test``): the tests that run the kit or the main job again
-    in a subprocess (``nested``, minutes each) first, so that no worker starts one while the
-    others run out of work; and each ``xdist_group`` kept on one worker."""
-    items.sort(key=lambda item: item.get_closest_marker("nested") is None)
+    """The longest units of work first (the module's docstring); under ``pytest -n``
+    (``make test``), each ``xdist_group`` kept on one worker."""
+    items.sort(key=lambda item: (not marked(item, "nested"), not marked(item, "backend_specific")))
     if getattr(config.option, "loadgroup", False):
         for item in items:
             name_group(item)
+
+
+def marked(item: pytest.Item, name: str) -> bool:
+    return item.get_closest_marker(name) is not None
 
 
 def name_group(item: pytest.Item) -> None:

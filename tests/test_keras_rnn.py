@@ -56,7 +56,7 @@ def test_metadata_names_the_keras_backend() -> None:
     assert model.metadata["keras_backend"] == keras.backend.backend()
 
 
-@pytest.mark.parametrize("case_name", ["latent_2", "state_deep"])
+@pytest.mark.parametrize("case_name", ["wide", "state_deep"])
 def test_variables_map_one_to_one_onto_canonical_names(case_name: str) -> None:
     model = frae.create("keras_rnn", CASES[case_name].config, seed=2)
     names = [keras_model.canonical_name(v) for v in model.keras_model.weights]
@@ -168,7 +168,7 @@ def test_chained_chunks_equal_one_whole_call(feedback: str) -> None:
         assert_close("outputs", last, expected_last, f"{name}'s last state")
 
 
-@pytest.mark.parametrize("case_name", ["features_3", "state"])
+@pytest.mark.parametrize("case_name", ["no_encoder_hidden", "state"])
 def test_keras_file_round_trip(tmp_path: Path, case_name: str) -> None:
     case = CASES[case_name]
     model = frae.create("keras_rnn", case.config, seed=3)
