@@ -1,8 +1,8 @@
 """The project's own tests: each backend's internals, the benchmark, the floors, the layout,
 the demo and the command line (the conformance kit is ``parity_tests/``).
 
-Under ``pytest -n`` (``make test``), the tests of one backend's internals share a worker with
-that backend's kit tests, where its compiled functions are cached.
+Under ``pytest -n`` (``make test``), the tests of one backend's internals share a worker,
+where its compiled functions are cached.
 """
 
 from __future__ import annotations

@@ -29,8 +29,8 @@ jax_model = pytest.importorskip("impls.jax_scan.model")
 jax_train = pytest.importorskip("impls.jax_scan.train")
 jax_backend = pytest.importorskip("impls.jax_scan.backend")
 TWIN = "bench.twins.jax_scan:JaxScanBPTTBackend"
-"""The benchmark's hand-written-backward twin, by import path: also the worker group its
-tests share with its kit tests."""
+"""The benchmark's hand-written-backward twin, by import path: also the name of the worker
+group its tests share."""
 nnx = jax_model.nnx
 
 # every size different, no square kernel: a swapped axis or transposed kernel fails

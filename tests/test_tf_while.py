@@ -27,8 +27,8 @@ pytestmark = pytest.mark.backend_specific("tf_while")
 pytest.importorskip("tensorflow")
 backend = pytest.importorskip("impls.tf_while.backend")
 TWIN = "bench.twins.tf_while:TFWhileBPTTBackend"
-"""The benchmark's hand-written-backward twin, by import path: also the worker group its
-tests share with its kit tests."""
+"""The benchmark's hand-written-backward twin, by import path: also the name of the worker
+group its tests share."""
 TEXTBOOK = "bench.baselines.textbook_fix:TextbookFixBackend"
 """The benchmark's baseline: ``tf_while``'s functions in graph mode, without XLA."""
 

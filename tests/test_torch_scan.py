@@ -29,8 +29,8 @@ torch_model = pytest.importorskip("impls.torch_scan.model")
 torch_backend = pytest.importorskip("impls.torch_scan.backend")
 torch_train = pytest.importorskip("impls.torch_scan.train")
 TWIN = "bench.twins.torch_scan:TorchScanBPTTBackend"
-"""The benchmark's hand-written-backward twin, by import path: also the worker group its
-tests share with its kit tests."""
+"""The benchmark's hand-written-backward twin, by import path: also the name of the worker
+group its tests share."""
 
 # every size different, no square kernel: a swapped axis or transposed kernel fails
 CONFIG = frae.FRAEConfig(input_dim=3, encoder_units=(5,), latent_dim=2, decoder_units=(4, 6))
