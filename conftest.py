@@ -1,14 +1,18 @@
-"""What both test rooms share: compiled programs cached on disk in this checkout, and
-compiled in the process that needs them; under ``pytest -n``, the order and the worker of
-each test (``tests/scheduling.py``).
+"""What both test rooms share: compiled programs cached on disk in this checkout, and compiled in
+the process that needs them; under ``pytest -n``, the order and the worker of each test
+(``tests/scheduling.py``).
 
 ``torch.compile`` keeps what Inductor compiled in a cache on disk; pointed at ``.cache/`` here
 (unless ``TORCHINDUCTOR_CACHE_DIR`` is set), every process a run starts (pytest's workers, the
 data-parallel workers, the nested runs) shares it, and a fresh clone starts from nothing, so a
-run's time does not depend on what earlier runs left in the machine's temporary folder.
-Inductor compiles in the process itself (``TORCHINDUCTOR_COMPILE_THREADS=1``) rather than in a
-pool of worker processes that each imports torch anew: a run keeps every core busy with its
-own pytest workers, so such a pool only adds its start-up to each process that compiles.
+run's time does not depend on what earlier runs left in the machine's temporary folder. JAX
+keeps the programs XLA compiled there too (its persistent compilation cache, every program
+however fast it compiled): Keras on JAX jits each model's functions anew for every model
+object, and the kit builds hundreds of objects of a few configs, so the same program comes back
+again and again, in every worker and subprocess. Inductor compiles in the process itself
+(``TORCHINDUCTOR_COMPILE_THREADS=1``) rather than in a pool of worker processes that each
+imports torch anew: a run keeps every core busy with its own pytest workers, so such a pool
+only adds its start-up to each process that compiles.
 """
 
 from __future__ import annotations
@@ -19,6 +23,8 @@ from pathlib import Path
 CACHE = Path(__file__).resolve().parent / ".cache"
 os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", str(CACHE / "torchinductor"))
 os.environ.setdefault("TORCHINDUCTOR_COMPILE_THREADS", "1")
+os.environ.setdefault("JAX_COMPILATION_CACHE_DIR", str(CACHE / "jax"))
+os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")
 
 
 pytest_plugins = ("tests.scheduling",)

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
@@ -93,14 +92,14 @@ def check_gradients(model: frae.Backend, config: frae.FRAEConfig, batch: int) ->
         assert_close("gradients", grads[name], expected[name], name)
 
 
-def broken(*edits: tuple[str, str]) -> type[MatrixFloorBackend]:
+def broken(folder: Path, *edits: tuple[str, str]) -> type[MatrixFloorBackend]:
     """The matrix floor built from ``matrix_floor.c`` with each ``(old, new)`` of ``edits``
-    made once."""
+    made once, its source written into ``folder``."""
     text = SOURCE.read_text()
     for old, new in edits:
         assert text.count(old) == 1, old
         text = text.replace(old, new)
-    source = Path(tempfile.mkdtemp(prefix="frae-broken-")) / SOURCE.name
+    source = folder / SOURCE.name
     source.write_text(text)
 
     class BrokenMatrixFloor(MatrixFloorBackend):
@@ -170,10 +169,10 @@ def test_the_matrix_floor_trains_as_the_reference(optimizer: str) -> None:
 @needs_cc
 @pytest.mark.parametrize(("check", "edits"), MISTAKES.values(), ids=MISTAKES)
 def test_the_checks_reject_a_broken_matrix_floor(
-    check: Callable[..., None], edits: list[tuple[str, str]]
+    check: Callable[..., None], edits: list[tuple[str, str]], tmp_path: Path
 ) -> None:
     config = WIDE_CONFIG
-    model = broken(*edits)(config, seed=3)
+    model = broken(tmp_path, *edits)(config, seed=3)
     with pytest.raises(AssertionError):
         check(model, config, batch=37)
 

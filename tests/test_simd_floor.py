@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
@@ -208,14 +207,14 @@ def check_against_the_reference(model: frae.Backend, config: frae.FRAEConfig, ba
         assert_close("gradients", grads[name], expected[name], name)
 
 
-def broken(*edits: tuple[str, str]) -> type[SimdFloorBackend]:
+def broken(folder: Path, *edits: tuple[str, str]) -> type[SimdFloorBackend]:
     """The SIMD floor built from ``simd_floor.c`` with each ``(old, new)`` of ``edits`` made
-    once."""
+    once, its source written into ``folder``."""
     text = SOURCE.read_text()
     for old, new in edits:
         assert text.count(old) == 1, old
         text = text.replace(old, new)
-    source = Path(tempfile.mkdtemp(prefix="frae-broken-")) / SOURCE.name
+    source = folder / SOURCE.name
     source.write_text(text)
 
     class BrokenSimdFloor(SimdFloorBackend):
@@ -287,13 +286,13 @@ def test_the_simd_floor_with_a_gru_trains_as_the_scalar_floor(optimizer: str) ->
 @needs_cc
 @pytest.mark.parametrize(("edits", "batch"), GRU_MISTAKES.values(), ids=GRU_MISTAKES)
 def test_the_gru_checks_reject_a_broken_simd_floor(
-    edits: list[tuple[str, str]], batch: int
+    edits: list[tuple[str, str]], batch: int, tmp_path: Path
 ) -> None:
     """Each mistake where its code runs: the loops over lanes (B = 37) or over the GRU's
     columns (B = 1)."""
     config = STATE_CONFIGS["state_deep"]
     with pytest.raises(AssertionError):
-        check_against_the_reference(broken(*edits)(config, seed=3), config, batch)
+        check_against_the_reference(broken(tmp_path, *edits)(config, seed=3), config, batch)
 
 
 @needs_cc
@@ -347,9 +346,9 @@ def test_the_simd_floor_streams_in_chunks_as_one_call(config: frae.FRAEConfig, b
 @pytest.mark.parametrize("edits", STREAM_MISTAKES.values(), ids=STREAM_MISTAKES)
 @pytest.mark.parametrize("config", STREAMING_CONFIGS.values(), ids=STREAMING_CONFIGS)
 def test_the_streaming_check_rejects_a_broken_simd_floor(
-    config: frae.FRAEConfig, edits: list[tuple[str, str]]
+    config: frae.FRAEConfig, edits: list[tuple[str, str]], tmp_path: Path
 ) -> None:
-    model = broken(*edits)(config, seed=3)
+    model = broken(tmp_path, *edits)(config, seed=3)
     with pytest.raises(AssertionError):
         check_streaming(model, config, batch=37)
 
