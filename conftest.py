@@ -9,7 +9,14 @@ run's time does not depend on what earlier runs left in the machine's temporary 
 keeps the programs XLA compiled there too (its persistent compilation cache, every program
 however fast it compiled): Keras on JAX jits each model's functions anew for every model
 object, and the kit builds hundreds of objects of a few configs, so the same program comes back
-again and again, in every worker and subprocess. Inductor compiles in the process itself
+again and again, in every worker and subprocess. Inductor's graph caches keep whole compiled
+graphs too, which they would not for a graph holding the scan operator (they skip every
+higher-order operator not marked cacheable, lest a key miss its body): marked here, in the
+pytest processes of a run (the workers and the nested runs), a torch_scan config compiled in
+one worker costs the other one a few seconds, not half a minute, and so does a test that makes
+Dynamo forget what it compiled. A wrong hit would fail the kit, which holds every output to
+the reference's; the key does cover the body (two configs that differ only in the activation
+inside the loop compile apart). Inductor compiles in the process itself
 (``TORCHINDUCTOR_COMPILE_THREADS=1``) rather than in a pool of worker processes that each
 imports torch anew: a run keeps every core busy with its own pytest workers, so such a pool
 only adds its start-up to each process that compiles.
@@ -17,8 +24,13 @@ only adds its start-up to each process that compiles.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 from pathlib import Path
+
+import pytest
+
+from tests.compile_caches import cache_compiled_scans
 
 CACHE = Path(__file__).resolve().parent / ".cache"
 os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", str(CACHE / "torchinductor"))
@@ -28,3 +40,8 @@ os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")
 
 
 pytest_plugins = ("tests.scheduling",)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if importlib.util.find_spec("torch") is not None:
+        cache_compiled_scans()

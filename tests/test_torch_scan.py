@@ -21,6 +21,7 @@ import pytest
 
 import frae
 from impls.reference.model import gru_step
+from parity_tests.cases import CASES
 from parity_tests.tolerances import TOLERANCES, assert_close
 
 pytestmark = pytest.mark.backend_specific("torch_scan")
@@ -32,18 +33,17 @@ TWIN = "bench.twins.torch_scan:TorchScanBPTTBackend"
 """The benchmark's hand-written-backward twin, by import path: also the name of the worker
 group its tests share."""
 
-# every size different, no square kernel: a swapped axis or transposed kernel fails
-CONFIG = frae.FRAEConfig(input_dim=3, encoder_units=(5,), latent_dim=2, decoder_units=(4, 6))
-STATE_CONFIG = frae.FRAEConfig(
-    input_dim=3, encoder_units=(5,), latent_dim=2, decoder_units=(4,), feedback="state", state_dim=6
-)
+# every size different, no square kernel: a swapped axis or transposed kernel fails; the
+# kit's configs, whose compiled graphs the run's graph caches hold once either compiled them
+CONFIG = CASES["wide"].config
+STATE_CONFIG = CASES["state_deep"].config
 CONFIGS = {"output": CONFIG, "state": STATE_CONFIG}
 BATCH, STEPS = 4, 7
 
 
-def _inputs(seed: int, width: int = CONFIG.input_dim, batch: int = BATCH) -> np.ndarray:
+def _inputs(seed: int, config: frae.FRAEConfig = CONFIG, batch: int = BATCH) -> np.ndarray:
     rng = np.random.default_rng(seed)
-    return rng.uniform(-1.0, 1.0, size=(batch, STEPS, width)).astype(np.float32)
+    return rng.uniform(-1.0, 1.0, size=(batch, STEPS, config.input_dim)).astype(np.float32)
 
 
 def test_weights_round_trip_through_the_module() -> None:
@@ -168,7 +168,7 @@ def test_scan_equals_the_cell_stepped_in_a_python_loop(config: frae.FRAEConfig) 
     weights = frae.initial_weights(config, seed=2)
     module = torch_model.module_for(config)
     torch_model.load_canonical(module, weights)
-    x = torch.from_numpy(_inputs(seed=3))
+    x = torch.from_numpy(_inputs(3, config))
     with torch.no_grad():
         outputs, codes, last = torch_model.unroll(config, module, x)
         feedback = torch.zeros(BATCH, config.feedback_dim)
@@ -226,7 +226,7 @@ def test_state_feedback_is_differentiated_by_autograd() -> None:
     """The hand-written backward is the output model's: with state feedback,
     the twin's loss is autograd's through the scan, its gradients the reference's."""
     weights = frae.initial_weights(STATE_CONFIG, seed=8)
-    x, y = _inputs(seed=9), _inputs(seed=10)
+    x, y = _inputs(9, STATE_CONFIG), _inputs(10, STATE_CONFIG)
     model = frae.create(TWIN, STATE_CONFIG, weights=weights)
     assert not isinstance(model._loss(x, y).grad_fn, torch_train.HandWrittenBPTT._backward_cls)
     loss, grads = model.loss_and_grads(x, y)
@@ -279,14 +279,14 @@ def test_one_compilation_for_every_shape(call: Call, config: frae.FRAEConfig) ->
     model = frae.create("torch_scan", config, seed=4)
     before = graphs["unique_graphs"]
     for seed in range(3):
-        call(model, _inputs(seed=seed), _state(config, seed))
+        call(model, _inputs(seed, config), _state(config, seed))
         model.set_weights(frae.initial_weights(config, seed=seed))
-    call(frae.create("torch_scan", config, seed=5), _inputs(seed=4), _state(config, 4))
-    call(model, _inputs(seed=5)[:, :3], _state(config, 5))
-    call(model, _inputs(seed=6, batch=3), _state(config, 6, batch=3))
+    call(frae.create("torch_scan", config, seed=5), _inputs(4, config), _state(config, 4))
+    call(model, _inputs(5, config)[:, :3], _state(config, 5))
+    call(model, _inputs(6, config, batch=3), _state(config, 6, batch=3))
     assert graphs["unique_graphs"] - before == 1
-    call(model, _inputs(seed=7, batch=1), _state(config, 7, batch=1))
-    call(model, _inputs(seed=8, batch=1)[:, :4], _state(config, 8, batch=1))
+    call(model, _inputs(7, config, batch=1), _state(config, 7, batch=1))
+    call(model, _inputs(8, config, batch=1)[:, :4], _state(config, 8, batch=1))
     assert graphs["unique_graphs"] - before == 2, "B = 1 should compile once more"
 
 
@@ -352,7 +352,8 @@ print(json.dumps(found))
 # A fresh process with none of this one's environment: this process has imported the
 # backend, so a variable it sets would be inherited and look unchanged. Only the run's
 # compile settings (conftest.py) pass: Inductor's cache on disk, shared with every other
-# process of the run, and compiling in the process rather than in a pool it starts.
+# process of the run, with the scan's graphs in it, and compiling in the process rather than
+# in a pool it starts.
 PROBE_ENVIRONMENT = {
     key: os.environ[key]
     for key in (
@@ -370,6 +371,8 @@ USE_THE_BACKEND = """
 import numpy as np, frae
 
 model = frae.create("torch_scan")
+from tests.compile_caches import cache_compiled_scans  # the run's graph caches, once torch runs
+cache_compiled_scans()
 x = frae.data.multi_sine(batch=2, steps=30, seed=1)
 model.fit(x, epochs=2)
 output = model.predict(x).tolist()

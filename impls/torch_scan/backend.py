@@ -95,14 +95,15 @@ def compiled(
     of that config.
 
     Each takes the module as an argument: Dynamo guards on its structure, not its identity,
-    so modules of one config share the compiled code. Sizes are dynamic from the first
-    call, so one compilation serves every B and T (Dynamo still specializes a size of 1,
-    so B = 1 and T = 1 each compile once more); inference traces without duck shapes
+    so modules of one config share the compiled code. Sizes are dynamic from the first call,
+    so one compilation serves every B and T (Dynamo still specializes a size of 1, so B = 1
+    and T = 1 each compile once more); inference traces without duck shapes
     (``shapes_apart``), so that no B or T equal to a width at the first call becomes a
     constant. Dynamo guards on whether gradients are enabled, so a gradient's forward and
-    backward are compiled apart from inference. The state is an
-    input of the graph (inference always passes one, zeros for a call without), so every
-    state value runs the same code; training passes ``None``, its zeros made in the graph.
+    backward are compiled apart from inference (without duck shapes too: they are traced
+    together, at the forward's first call). The state is an input of the graph (inference
+    always passes one, zeros for a call without), so every state value runs the same code;
+    training passes ``None``, its zeros made in the graph.
     """
     compile_ = functools.partial(torch.compile, fullgraph=True, dynamic=True, options=dict(options))
     return Functions(
@@ -200,7 +201,7 @@ class TorchScanBackend(BaseBackend):
     def _tensor_loss(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         """``_loss`` of tensors: what ``train.LossModule`` computes under DDP."""
         functions = self.compiled_for_gradients
-        with torch._dynamo.config.patch(recompile_limit=RECOMPILE_LIMIT), no_first_call_analysis():
+        with shapes_apart():
             return train.mean_squared_error(
                 lambda module, x: functions.unroll(module, x, None)[0], self.module, x, y
             )

@@ -1,0 +1,13 @@
+"""The scan's compiled graphs in Inductor's caches on disk, for the processes of a test run
+(the root ``conftest.py`` says why)."""
+
+from __future__ import annotations
+
+
+def cache_compiled_scans() -> None:
+    """Inductor's FX graph cache and AOTAutograd's cache take graphs that hold the scan."""
+    import torch
+    from torch._higher_order_ops.scan import scan_op
+
+    marked = torch._inductor.config.unsafe_marked_cacheable_functions
+    marked[f"{scan_op.__module__}.{scan_op.__name__}"] = torch.__version__

@@ -1,0 +1,38 @@
+"""The run's compile caches (the root ``conftest.py``): Inductor's graph cache takes graphs
+that hold the scan, hits for a graph compiled before, and misses for one whose loop body
+differs."""
+
+from __future__ import annotations
+
+import pytest
+
+import frae
+from parity_tests.tolerances import assert_close
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("impls.torch_scan.backend")
+
+pytestmark = pytest.mark.backend_specific("torch_scan")
+
+
+def _predict_afresh(config: frae.FRAEConfig) -> dict[str, int]:
+    """``config``'s prediction compiled after Dynamo forgot everything, checked against the
+    reference; Inductor's graph-cache counts of that compilation."""
+    torch._dynamo.reset()
+    counters = torch._dynamo.utils.counters["inductor"]
+    before = {key: counters[key] for key in ("fxgraph_cache_hit", "fxgraph_cache_miss")}
+    x = frae.data.multi_sine(batch=3, steps=6, seed=1)
+    model = frae.create("torch_scan", config, seed=2)
+    assert_close("outputs", model.predict(x), frae.create("reference", config, seed=2).predict(x))
+    return {key: counters[key] - value for key, value in before.items()}
+
+
+def test_a_scan_graph_is_cached_and_its_body_is_in_the_key() -> None:
+    """Two configs alike but for the activation inside the loop: the second misses; the
+    first, compiled again, hits."""
+    first = frae.FRAEConfig(input_dim=2, encoder_units=(7,), decoder_units=(5,))
+    second = frae.FRAEConfig(input_dim=2, encoder_units=(7,), decoder_units=(5,), activation="tanh")
+    _predict_afresh(first)
+    assert _predict_afresh(second)["fxgraph_cache_miss"] >= 1
+    again = _predict_afresh(first)
+    assert again["fxgraph_cache_hit"] >= 1 and again["fxgraph_cache_miss"] == 0, again
