@@ -60,16 +60,18 @@ def _exercise(model: frae.Backend, x: np.ndarray) -> None:
     ],
 )
 def test_one_trace_per_shape_shared_by_instances(name: str, config: frae.FRAEConfig) -> None:
+    """Each model has a config object of its own, equal to the others', and is gone before
+    the next one is made (a sweep, the kit): TensorFlow would trace such a config anew."""
     x = frae.data.multi_sine(batch=2, steps=13, seed=1)
     before = _tracing_counts(name=name)
-    _exercise(frae.create(name, config), x)
+    _exercise(frae.create(name, dataclasses.replace(config)), x)
     first = _tracing_counts(name=name)
     traced = {"start_fit": 2}  # with Adam's slots and without (SGD)
     assert all(first[op] == before[op] + traced.get(op, 1) for op in first), first
-    _exercise(frae.create(name, config, seed=1), x)
-    _exercise(frae.create(name, config, seed=2), x * 0.5)
+    _exercise(frae.create(name, dataclasses.replace(config), seed=1), x)
+    _exercise(frae.create(name, dataclasses.replace(config), seed=2), x * 0.5)
     assert _tracing_counts(name=name) == first, "same config and shapes traced again"
-    _exercise(frae.create(name, config), x[:, :11])
+    _exercise(frae.create(name, dataclasses.replace(config)), x[:, :11])
     shape_free = {"start_fit": 0}  # optimizer state has the weights' shapes, not the input's
     after = _tracing_counts(name=name)
     assert all(after[op] == first[op] + shape_free.get(op, 1) for op in first), after

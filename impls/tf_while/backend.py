@@ -64,6 +64,21 @@ def decode(
     return outputs, last
 
 
+_TRACED_CONFIGS: dict[FRAEConfig, FRAEConfig] = {}
+
+
+def traced_config(config: FRAEConfig) -> FRAEConfig:
+    """The one object of ``config``'s value that the shared functions are called with.
+
+    TensorFlow traces an argument that is neither a tensor nor a variable, such as the
+    config, by a weak reference to the object: an equal config in another object is a new
+    trace, and a trace dies with its config. A model's config is usually its own object (its
+    ``create`` builds one), so without this every model would trace and compile anew once
+    the one before it was gone.
+    """
+    return _TRACED_CONFIGS.setdefault(config, config)
+
+
 @functools.cache
 def compiled_functions(jit_compile: bool) -> dict[str, Any]:
     """One ``tf.function`` per operation, shared by every instance.
@@ -155,6 +170,7 @@ class TFWhileBackend(BaseBackend):
             )
         self._write_weights(weights)
         self.compiled = compiled_functions(self.jit_compile)
+        self.traced_config = traced_config(self.config)
         self._concrete: dict[tuple[Any, ...], Any] = {}
         self._replicated_steps: dict[str, Callable[..., tuple[tf.Tensor, tf.Tensor]]] = {}
 
@@ -173,10 +189,10 @@ class TFWhileBackend(BaseBackend):
         concrete = self._concrete.get(key)
         if concrete is None:
             concrete = self.compiled[operation].get_concrete_function(
-                self.config, self.first_copy, *tensors
+                self.traced_config, self.first_copy, *tensors
             )
             self._concrete[key] = concrete
-        return concrete(self.config, self.first_copy, *tensors)
+        return concrete(self.traced_config, self.first_copy, *tensors)
 
     def _read_weights(self) -> Mapping[str, Any]:
         return {name: variable.numpy() for name, variable in self.variables.items()}
@@ -250,7 +266,7 @@ class TFWhileBackend(BaseBackend):
             # this replica's copy, read as tensors: the shared XLA function traces tensors by
             # shape, where it would capture mirrored variables of the first model it saw
             weights = {name: tf.convert_to_tensor(v) for name, v in self.variables.items()}
-            loss, grads = self.compiled["loss_and_grads"](self.config, weights, x, y)
+            loss, grads = self.compiled["loss_and_grads"](self.traced_config, weights, x, y)
             context = tf.distribute.get_replica_context()
             loss, grads = context.all_reduce(tf.distribute.ReduceOp.MEAN, (loss, grads))
             # mirrored variables without aggregation: each replica updates its own copy, all
