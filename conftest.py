@@ -12,7 +12,8 @@ object, and the kit builds hundreds of objects of a few configs, so the same pro
 again and again, in every worker and subprocess. Inductor's graph caches keep whole compiled
 graphs too, which they would not for a graph holding the scan operator (they skip every
 higher-order operator not marked cacheable, lest a key miss its body): marked here, in the
-pytest processes of a run (the workers and the nested runs), a torch_scan config compiled in
+pytest processes of a run (the workers and the nested runs) and in the kit's data-parallel
+workers (``FRAE_KIT_PROCESS_SETUP``), a torch_scan config compiled in
 one worker costs the other one a few seconds, not half a minute, and so does a test that makes
 Dynamo forget what it compiled. A wrong hit would fail the kit, which holds every output to
 the reference's; the key does cover the body (two configs that differ only in the activation
@@ -37,6 +38,10 @@ os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", str(CACHE / "torchinductor"))
 os.environ.setdefault("TORCHINDUCTOR_COMPILE_THREADS", "1")
 os.environ.setdefault("JAX_COMPILATION_CACHE_DIR", str(CACHE / "jax"))
 os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")
+# the kit's data-parallel workers, which are not pytest processes
+os.environ.setdefault(
+    "FRAE_KIT_PROCESS_SETUP", "tests.compile_caches:cache_compiled_scans_where_torch_runs"
+)
 
 
 pytest_plugins = ("tests.scheduling",)

@@ -17,7 +17,9 @@ refuses ``devices`` in ``create`` writes only the refusal.
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
+import os
 from typing import Any
 
 import numpy as np
@@ -71,6 +73,20 @@ def runs(
     return result
 
 
+PROCESS_SETUP = "FRAE_KIT_PROCESS_SETUP"
+"""An environment variable naming a function (``package.module:function``) that each worker
+calls once its framework has started, before it builds a model: how a test run shares its
+settings with the processes the kit starts (``conftest.py`` at the root: the compile caches)."""
+
+
+def prepare_process() -> None:
+    """Call the function ``PROCESS_SETUP`` names, if any."""
+    target = os.environ.get(PROCESS_SETUP)
+    if target:
+        module, _, function = target.partition(":")
+        getattr(importlib.import_module(module), function)()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--backend", required=True)
@@ -89,6 +105,7 @@ def main() -> None:
         process_id=args.process_id,
         coordinator=args.coordinator,
     )
+    prepare_process()
     x = frae.data.multi_sine(SEQUENCES, STEPS, seed=7)
     result: dict[str, Any] = {}
     for label, config in MODELS.items():
