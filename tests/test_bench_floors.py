@@ -12,13 +12,18 @@
   the states they return, equal the reference's one call (the C forward for ``predict``, its
   one operation); the state is an argument of the compiled loop, so a new state value
   compiles nothing.
+- The C floors build in temporary folders that their process removes when it exits.
 
 Each check is shown to reject a deliberately broken floor.
 """
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -44,6 +49,7 @@ from bench.baselines import numba_floor as floor  # noqa: E402
 from bench.baselines.c_forward import CForwardBackend, compile_forward, compiler  # noqa: E402
 from bench.baselines.layout import flatten, plan, unflatten  # noqa: E402
 
+ROOT = Path(__file__).resolve().parent.parent
 needs_cc = pytest.mark.skipif(compiler() is None, reason="no C compiler (cc or gcc)")
 
 
@@ -186,6 +192,34 @@ def test_the_floors_without_a_gru_refuse_a_state_feedback_model() -> None:
     for backend in (CForwardBackend, MatrixFloorBackend):
         with pytest.raises(NotImplementedError, match="no GRU"):
             backend(STATE_CONFIG, seed=3)
+
+
+LEAVES_NOTHING = """
+import os, tempfile
+import frae
+from bench.baselines.c_forward import compile_forward
+from bench.baselines.simd_floor import compile_simd
+compile_forward(frae.FRAEConfig())
+compile_simd(frae.FRAEConfig())
+print(len(os.listdir(tempfile.gettempdir())))
+"""
+
+
+@needs_cc
+def test_the_c_floors_leave_no_build_folder(tmp_path: Path) -> None:
+    """Each C floor builds in a temporary folder of its own, removed when its process exits
+    (a benchmark builds one per config and process)."""
+    environment = {**os.environ, "TMPDIR": str(tmp_path), "PYTHONPATH": str(ROOT)}
+    result = subprocess.run(
+        [sys.executable, "-c", LEAVES_NOTHING],
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.split()[-1] == "2", "both folders while the process ran"
+    assert list(tmp_path.iterdir()) == []
 
 
 @needs_cc

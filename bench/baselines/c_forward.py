@@ -9,6 +9,7 @@ a training loop; it has no GRU, and refuses a state-feedback model.
 
 from __future__ import annotations
 
+import atexit
 import ctypes
 import functools
 import shutil
@@ -56,11 +57,13 @@ def plan_header(layout: Plan) -> str:
 
 def build_folder(source: Path, header: str) -> tuple[str, Path]:
     """The C compiler and a new temporary folder holding ``source`` and ``frae_plan.h``
-    (``header``); raises ``RuntimeError`` without a compiler."""
+    (``header``), removed when the process exits (the library built there stays loaded
+    until then); raises ``RuntimeError`` without a compiler."""
     cc = compiler()
     if cc is None:
         raise RuntimeError("no C compiler: neither cc nor gcc is on PATH")
     folder = Path(tempfile.mkdtemp(prefix=f"frae-{source.stem}-"))
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
     (folder / "frae_plan.h").write_text(header)
     shutil.copy(source, folder / source.name)
     return cc, folder
