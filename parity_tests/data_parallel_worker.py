@@ -17,7 +17,6 @@ refuses ``devices`` in ``create`` writes only the refusal.
 from __future__ import annotations
 
 import argparse
-import importlib
 import json
 import os
 from typing import Any
@@ -26,6 +25,7 @@ import numpy as np
 
 import frae
 from frae.devices import create_in, start_devices
+from frae.registry import _load
 
 SEQUENCES, STEPS = 16, 24
 """The data: 16 sequences, mini-batches of 8 (all split over 1, 2, 4 or 8 devices)."""
@@ -83,8 +83,7 @@ def prepare_process() -> None:
     """Call the function ``PROCESS_SETUP`` names, if any."""
     target = os.environ.get(PROCESS_SETUP)
     if target:
-        module, _, function = target.partition(":")
-        getattr(importlib.import_module(module), function)()
+        _load(target)()
 
 
 def main() -> None:
