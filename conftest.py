@@ -8,8 +8,8 @@ data-parallel workers, the nested runs) shares it, and a fresh clone starts from
 run's time does not depend on what earlier runs left in the machine's temporary folder. JAX
 keeps the programs XLA compiled there too (its persistent compilation cache, every program
 however fast it compiled): Keras on JAX jits each model's functions anew for every model
-object, and the kit builds hundreds of objects of a few configs, so the same program comes back
-again and again, in every worker and subprocess. Inductor's graph caches keep whole compiled
+object it builds (keras_rnn reuses a dropped backend's models, not those of a live one), so
+the same program comes back again and again, in every worker and subprocess. Inductor's graph caches keep whole compiled
 graphs too, which they would not for a graph holding the scan operator (they skip every
 higher-order operator not marked cacheable, lest a key miss its body): marked here, in the
 pytest processes of a run (the workers and the nested runs) and in the kit's data-parallel

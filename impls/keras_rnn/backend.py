@@ -11,14 +11,9 @@ import numpy as np
 
 from frae.backend import Array, BaseBackend, TrainStep, kept_slot
 from frae.params import Weights
-from impls.keras_rnn.model import build_models, canonical_name, keras, ops, to_numpy
-from impls.keras_rnn.train import (
-    DataParallel,
-    compile_trainer,
-    data_parallel,
-    gradient_function,
-    squared_error_model,
-)
+from impls.keras_rnn import built
+from impls.keras_rnn.model import canonical_name, keras, ops, to_numpy
+from impls.keras_rnn.train import DataParallel, compile_trainer, data_parallel
 
 
 class KerasRNNBackend(BaseBackend):
@@ -50,39 +45,44 @@ class KerasRNNBackend(BaseBackend):
         return contextlib.nullcontext() if self.engine is None else self.engine.creating()
 
     def _build(self, weights: Weights) -> None:
-        with self._creating():
-            self.keras_model, self._encoder, self._decoder = build_models(self.config)
-            self._cell = self.keras_model.get_layer("frae_rnn").cell
-            self._squared_error_model = squared_error_model(self.config, self._cell)
-        self._variables = {canonical_name(v): v for v in self.keras_model.weights}
+        """The models of the config: those a dropped backend of an equal config built, with
+        their compiled functions (``built``), or new ones."""
+        key = (self.config, self.jit_compile)
+        reused = None if self.engine is not None else built.take(key)
+        if reused is None:
+            with self._creating():
+                reused = built.build(self.config, self.jit_compile)
+        if self.engine is None:
+            built.reuse_when_gone(self, key, reused)
+        self._built = reused
         self._write_weights(weights)
-        if self.jit_compile != "auto":  # predicting needs no compile(), nor an optimizer
-            for model in (self.keras_model, self._encoder, self._decoder):
-                model.jit_compile = self.jit_compile
-        self._gradients = gradient_function(
-            self._squared_error_model, self.jit_compile is not False
-        )
-        self._trainers: dict[str, keras.Model] = {}
+
+    @property
+    def keras_model(self) -> keras.Model:
+        """The autoencoder ``[x, state] -> [x̂, feedback]``, the model a user saves; once
+        given out, never reused by another backend (``built``)."""
+        self._built.handed_out = True
+        return self._built.keras_model
 
     @property
     def metadata(self) -> dict[str, str]:
         return {"keras_backend": keras.backend.backend(), "keras": keras.__version__}
 
     def _read_weights(self) -> Mapping[str, Any]:
-        return {name: to_numpy(v.value) for name, v in self._variables.items()}
+        return {name: to_numpy(v.value) for name, v in self._built.variables.items()}
 
     def _write_weights(self, weights: Weights) -> None:
         for name, value in weights.items():
-            self._variables[name].assign(value)
+            self._built.variables[name].assign(value)
 
     def _predict(self, x: Array, state: Array) -> tuple[Any, Any]:
-        return self._predict_with(self.keras_model, x, state)
+        return self._predict_with(self._built.keras_model, x, state)
 
     def _encode(self, x: Array, state: Array) -> tuple[Any, Any]:
-        return self._predict_with(self._encoder, x, state)
+        return self._predict_with(self._built.encoder, x, state)
 
     def _decode(self, z: Array, state: Array) -> tuple[Any, Any]:
-        return self._predict_with(self._decoder, z, state)
+        return self._predict_with(self._built.decoder, z, state)
 
     def _predict_with(self, model: keras.Model, sequences: Array, state: Array) -> tuple[Any, Any]:
         """``model``'s outputs and last feedback: the state is the compiled predict
@@ -96,28 +96,28 @@ class KerasRNNBackend(BaseBackend):
 
     def _loss_and_grads(self, x: Array, y: Array) -> tuple[float, Mapping[str, Any]]:
         if self.engine is None:
-            loss, grads = self._gradients(x, y)
+            loss, grads = self._built.gradients(x, y)
         else:
-            loss, grads = self.engine.gradients(self._gradients, x, y)
-        names = [canonical_name(v) for v in self._squared_error_model.trainable_variables]
+            loss, grads = self.engine.gradients(self._built.gradients, x, y)
+        names = [canonical_name(v) for v in self._built.squared_error_model.trainable_variables]
         return float(loss), {n: ops.convert_to_numpy(g) for n, g in zip(names, grads, strict=True)}
 
     def trainer(self, optimizer: str, learning_rate: float) -> keras.Model:
         """``keras_model`` compiled for training with ``optimizer`` at ``learning_rate``, its
         optimizer state zeroed (fresh at each ``fit``); compiled once per optimizer kind."""
-        if optimizer not in self._trainers:
+        if optimizer not in self._built.trainers:
             replica_by_replica = self.engine is not None and self.engine.replica_by_replica
             with self._creating():  # the optimizer's variables too, hence built here
                 trainer = compile_trainer(
                     self.config,
-                    self._cell,
+                    self._built.cell,
                     optimizer,
                     self.jit_compile,
                     replica_by_replica=replica_by_replica,
                 )
                 trainer.optimizer.build(trainer.trainable_variables)
-            self._trainers[optimizer] = trainer
-        trainer = self._trainers[optimizer]
+            self._built.trainers[optimizer] = trainer
+        trainer = self._built.trainers[optimizer]
         for variable in trainer.optimizer.variables:
             variable.assign(ops.zeros(variable.shape, variable.dtype))
         trainer.optimizer.learning_rate = learning_rate
