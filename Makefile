@@ -4,7 +4,8 @@
 # make test:      the conformance kit (parity_tests/) over every installed backend and the
 #                 project's own tests (tests/): what CI runs.
 # make test-fast: the same without the tests that rerun the kit or the main job in a
-#                 subprocess (marked `nested`): the edit loop.
+#                 subprocess (marked `nested`) or start data-parallel workers (`processes`),
+#                 with one hypothesis draw: the edit loop.
 # make parity BACKEND=NAME_OR_PATH [ARGS=...]: the conformance kit alone (parity_tests/) for
 #                 the backends named (a registered name or package.module:attribute; several,
 #                 space-separated); ARGS go to pytest.
@@ -53,7 +54,7 @@ test: $(STAMP)
 	$(BIN)/python -m pytest $(PARALLEL) --durations=15
 
 test-fast: $(STAMP)
-	$(BIN)/python -m pytest $(PARALLEL) -m "not nested"
+	FRAE_HYPOTHESIS_EXAMPLES=1 $(BIN)/python -m pytest $(PARALLEL) -m "not nested and not processes"
 
 # one process: with --backend, every test is the named backends', which -n would keep on one
 # worker anyway (their compiled functions are cached there)

@@ -9,11 +9,11 @@ run's time does not depend on what earlier runs left in the machine's temporary 
 keeps the programs XLA compiled there too (its persistent compilation cache, every program
 however fast it compiled): Keras on JAX jits each model's functions anew for every model
 object it builds (keras_rnn reuses a dropped backend's models, not those of a live one), so
-the same program comes back again and again, in every worker and subprocess. Inductor's graph caches keep whole compiled
-graphs too, which they would not for a graph holding the scan operator (they skip every
-higher-order operator not marked cacheable, lest a key miss its body): marked here, in the
-pytest processes of a run (the workers and the nested runs) and in the kit's data-parallel
-workers (``FRAE_KIT_PROCESS_SETUP``), a torch_scan config compiled in
+the same program comes back again and again, in every worker and subprocess. Inductor's graph
+caches keep whole compiled graphs too, which they would not for a graph holding the scan
+operator (they skip every higher-order operator not marked cacheable, lest a key miss its
+body): marked here, in the pytest processes of a run (the workers and the nested runs) and in
+the kit's data-parallel workers (``FRAE_KIT_PROCESS_SETUP``), a torch_scan config compiled in
 one worker costs the other one a few seconds, not half a minute, and so does a test that makes
 Dynamo forget what it compiled. A wrong hit would fail the kit, which holds every output to
 the reference's; the key does cover the body (two configs that differ only in the activation

@@ -69,7 +69,16 @@ def training_only_backends(config: pytest.Config) -> list[str]:
     return [spec for spec in config.getini(TRAINING_ONLY) if spec not in selected]
 
 
+PROCESSES = "processes"
+"""The marker of the kit's tests that start framework processes of their own (the
+data-parallel workers): minutes each, and faster where the run's compile caches on disk are
+already filled; a run may leave them out (``-m "not processes"``) or start them last."""
+
+
 def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", f"{PROCESSES}: starts framework processes of its own (minutes)"
+    )
     # as `python -m pytest` does, and as the `pythonpath` ini option does for the project root
     started_in = str(config.invocation_params.dir)
     if started_in not in sys.path:

@@ -114,6 +114,7 @@ def assert_same_training(result: dict[str, Any], devices: int, first: dict[str, 
         assert f"devices={devices * 64}" in runs["too_many"]
 
 
+@pytest.mark.processes
 def test_data_parallel_equals_one_device(backend_spec: str, tmp_path: Path) -> None:
     """One process, four virtual CPU devices (torch: one device per process, so four are
     more than it has)."""
@@ -129,6 +130,7 @@ def test_data_parallel_equals_one_device(backend_spec: str, tmp_path: Path) -> N
     assert_same_training(result, VIRTUAL_DEVICES, result)
 
 
+@pytest.mark.processes
 def test_data_parallel_across_processes(
     backend_spec: str, tmp_path: Path, training_only: bool
 ) -> None:

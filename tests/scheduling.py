@@ -2,7 +2,10 @@
 --no-loadscope-reorder``): the tests that run the kit or the main job again in a subprocess
 first, then each backend's own tests (``backend_specific``: one worker's group, minutes
 long), then the rest in collection order, each ``xdist_group`` on one worker: the longest
-units of work start first, so that none is left to run alone at the end. A pytest plugin,
+units of work start first, so that none is left to run alone at the end. Last come the kit's
+tests that start framework processes of their own (``processes``: the data-parallel
+workers), which then find the configs they train already compiled in the run's caches on
+disk (``conftest.py``). A pytest plugin,
 loaded by the root ``conftest.py``."""
 
 from __future__ import annotations
@@ -14,7 +17,13 @@ import pytest
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """The longest units of work first (the module's docstring); under ``pytest -n``
     (``make test``), each ``xdist_group`` kept on one worker."""
-    items.sort(key=lambda item: (not marked(item, "nested"), not marked(item, "backend_specific")))
+    items.sort(
+        key=lambda item: (
+            marked(item, "processes"),
+            not marked(item, "nested"),
+            not marked(item, "backend_specific"),
+        )
+    )
     if getattr(config.option, "loadgroup", False):
         for item in items:
             name_group(item)

@@ -1,5 +1,5 @@
 """keras_rnn's reuse of a dropped backend's models and compiled functions
-(``impls/keras_rnn/built.py``): a new backend of the config computes what a fresh build
+(``impls/keras_rnn/backend.py``): a new backend of the config computes what a fresh build
 computes, and models a caller was given are never reused."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ pytestmark = pytest.mark.backend_specific("keras_rnn")
 
 keras = pytest.importorskip("keras")
 keras_model = pytest.importorskip("impls.keras_rnn.model")
-built = pytest.importorskip("impls.keras_rnn.built")
+keras_backend = pytest.importorskip("impls.keras_rnn.backend")
 
 CONFIG = frae.FRAEConfig(input_dim=3, encoder_units=(5,), latent_dim=2, decoder_units=(4,))
 """A config no other test of this worker builds."""
@@ -44,14 +44,14 @@ def test_a_dropped_backends_models_serve_the_next_of_its_config(
 
     monkeypatch.setattr(keras_model.FRAECell, "step", counting)
     x = frae.data.multi_sine(batch=2, steps=6, features=CONFIG.input_dim, seed=2)
-    built.forget()
+    keras_backend.forget_built()
     _exercise(frae.create("keras_rnn", CONFIG, seed=1), x)  # dropped at once
     gc.collect()
     traced = calls["count"]
     reused = _exercise(frae.create("keras_rnn", CONFIG, seed=2), x)
     if keras.backend.backend() != "torch":  # where Keras runs eagerly, every call steps
         assert calls["count"] == traced, "the second backend of the config traced again"
-    built.forget()
+    keras_backend.forget_built()
     fresh = _exercise(frae.create("keras_rnn", CONFIG, seed=2), x)
     for name, value in fresh.items():
         np.testing.assert_array_equal(reused[name], value, err_msg=name)
@@ -60,7 +60,7 @@ def test_a_dropped_backends_models_serve_the_next_of_its_config(
 def test_models_given_to_a_caller_are_never_reused() -> None:
     """``keras_model`` outlives its backend in the caller's hands: a later backend of the
     config builds its own, and the caller's keeps its weights."""
-    built.forget()
+    keras_backend.forget_built()
     first = frae.create("keras_rnn", CONFIG, seed=1)
     held, weights = first.keras_model, first.get_weights()
     del first

@@ -22,7 +22,7 @@ pytestmark = pytest.mark.backend_specific("keras_rnn")
 
 keras = pytest.importorskip("keras")
 keras_model = pytest.importorskip("impls.keras_rnn.model")
-built = pytest.importorskip("impls.keras_rnn.built")
+keras_backend = pytest.importorskip("impls.keras_rnn.backend")
 
 KERAS_BACKENDS = {"tensorflow": "tensorflow", "jax": "jax", "torch": "torch"}
 ROOT = Path(__file__).resolve().parent.parent
@@ -82,7 +82,7 @@ def test_repeated_calls_do_not_retrace(monkeypatch: pytest.MonkeyPatch, case_nam
         return original(self, inputs, feedback)
 
     monkeypatch.setattr(keras_model.FRAECell, "step", counting)
-    built.forget()  # models of this config compiled already would trace nothing
+    keras_backend.forget_built()  # models of this config compiled already would trace nothing
     model = frae.create("keras_rnn", CASES[case_name].config, seed=1)
     x = frae.data.multi_sine(batch=2, steps=9, seed=1)
 
@@ -123,7 +123,7 @@ def test_a_new_state_does_not_retrace(monkeypatch: pytest.MonkeyPatch, feedback:
 
     monkeypatch.setattr(keras_model.FRAECell, "decode_step", counting)
     config = STREAMING_CONFIGS[feedback]
-    built.forget()  # models of this config compiled already would trace nothing
+    keras_backend.forget_built()  # models of this config compiled already would trace nothing
     model = frae.create("keras_rnn", config, seed=1)
     rng = np.random.default_rng(5)
     x = rng.normal(size=(3, 4, config.input_dim)).astype(np.float32)

@@ -1,6 +1,6 @@
 """``tests/scheduling.py`` under ``pytest -n 2 --dist loadgroup --no-loadscope-reorder`` (what
 ``make test`` runs), on a small suite written here: every ``xdist_group`` on one worker, and
-the ``nested`` tests started first."""
+the ``nested`` tests started first, the ``processes`` tests last."""
 
 from __future__ import annotations
 
@@ -14,6 +14,10 @@ ROOT = Path(__file__).resolve().parent.parent
 SUITE = """
 import time
 import pytest
+
+@pytest.mark.processes
+def test_processes_first_in_the_file():
+    pass
 
 @pytest.mark.xdist_group("one")
 @pytest.mark.parametrize("i", range(8))
@@ -39,7 +43,9 @@ PASSED = re.compile(r"^\[(gw\d+)\] \[\s*\d+%\] PASSED (\S+)", re.MULTILINE)
 def run_suite(tmp_path: Path) -> list[tuple[str, str]]:
     """(worker, test id) of each passed test, in the order they finished."""
     (tmp_path / "test_suite.py").write_text(SUITE)
-    (tmp_path / "pytest.ini").write_text("[pytest]\nmarkers =\n    nested: nested\n")
+    (tmp_path / "pytest.ini").write_text(
+        "[pytest]\nmarkers =\n    nested: nested\n    processes: processes\n"
+    )
     command = [sys.executable, "-m", "pytest", "-v", "-p", "no:cacheprovider"]
     command += ["-p", "tests.scheduling", "-n", "2", "--dist", "loadgroup"]
     command += ["--no-loadscope-reorder", str(tmp_path)]
@@ -51,9 +57,9 @@ def run_suite(tmp_path: Path) -> list[tuple[str, str]]:
     return PASSED.findall(result.stdout)
 
 
-def test_each_group_runs_on_one_worker_and_nested_tests_first(tmp_path: Path) -> None:
+def test_each_group_runs_on_one_worker_nested_tests_first_processes_last(tmp_path: Path) -> None:
     passed = run_suite(tmp_path)
-    assert len(passed) == 25
+    assert len(passed) == 26
     workers: dict[str, set[str]] = defaultdict(set)
     for worker, test_id in passed:
         group = test_id.rpartition("@")[2] if "@" in test_id else test_id
@@ -62,3 +68,5 @@ def test_each_group_runs_on_one_worker_and_nested_tests_first(tmp_path: Path) ->
     assert workers["two"] and len(workers["two"]) == 1, passed
     first_of_its_worker = {worker: test_id for worker, test_id in reversed(passed)}
     assert any("test_nested_last_in_the_file" in t for t in first_of_its_worker.values())
+    last_of_its_worker = dict(passed)
+    assert any("test_processes_first" in t for t in last_of_its_worker.values()), passed

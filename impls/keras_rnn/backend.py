@@ -1,19 +1,42 @@
-"""``KerasRNNBackend``: the contract on a Keras 3 model, on any Keras backend."""
+"""``KerasRNNBackend``: the contract on a Keras 3 model, on any Keras backend, and the reuse of
+a dropped backend's models by the next backend of its config.
+
+Keras compiles a model's functions for that model object alone: its predict function, the
+gradient function over it and each trainer's train step are traced and compiled again for
+every new object, though an object of the same config computes the same program. So the
+models of a dropped backend wait here (``LIMIT`` of them, the least recently dropped going
+first), and a new backend of an equal config takes them (``take_built``), writes its own
+weights into them and zeroes their optimizers (``KerasRNNBackend.trainer``): what it computes
+is what a fresh build computes, without the compilation. Models a caller was given
+(``keras_model``) may still be in the caller's hands, so they are never reused; nor are those
+of a data-parallel engine, which belong to its devices.
+"""
 
 from __future__ import annotations
 
 import contextlib
 import math
+import threading
+import weakref
+from collections import OrderedDict
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from frae.backend import Array, BaseBackend, TrainStep, kept_slot
+from frae.config import FRAEConfig
 from frae.params import Weights
-from impls.keras_rnn import built
-from impls.keras_rnn.model import canonical_name, keras, ops, to_numpy
-from impls.keras_rnn.train import DataParallel, compile_trainer, data_parallel
+from impls.keras_rnn.model import build_models, canonical_name, keras, ops, to_numpy
+from impls.keras_rnn.train import (
+    DataParallel,
+    Gradients,
+    compile_trainer,
+    data_parallel,
+    gradient_function,
+    squared_error_model,
+)
 
 
 class KerasRNNBackend(BaseBackend):
@@ -46,21 +69,21 @@ class KerasRNNBackend(BaseBackend):
 
     def _build(self, weights: Weights) -> None:
         """The models of the config: those a dropped backend of an equal config built, with
-        their compiled functions (``built``), or new ones."""
+        their compiled functions (``take_built``), or new ones."""
         key = (self.config, self.jit_compile)
-        reused = None if self.engine is not None else built.take(key)
+        reused = None if self.engine is not None else take_built(key)
         if reused is None:
             with self._creating():
-                reused = built.build(self.config, self.jit_compile)
+                reused = build(self.config, self.jit_compile)
         if self.engine is None:
-            built.reuse_when_gone(self, key, reused)
+            reuse_when_gone(self, key, reused)
         self._built = reused
         self._write_weights(weights)
 
     @property
     def keras_model(self) -> keras.Model:
         """The autoencoder ``[x, state] -> [x̂, feedback]``, the model a user saves; once
-        given out, never reused by another backend (``built``)."""
+        given out, never reused by another backend (``take_built``)."""
         self._built.handed_out = True
         return self._built.keras_model
 
@@ -155,3 +178,81 @@ class KerasRNNBackend(BaseBackend):
 
     def _weights_finite(self) -> bool:
         return float(to_numpy(self._training.optimizer.non_finite.value)) == 0
+
+
+LIMIT = 8
+"""Built models kept for reuse, at most, over every config."""
+
+
+@dataclass
+class Built:
+    """The Keras models of one config, their variables by canonical name, and the functions
+    and trainers compiled over them."""
+
+    keras_model: keras.Model
+    encoder: keras.Model
+    decoder: keras.Model
+    cell: Any
+    squared_error_model: keras.Model
+    variables: dict[str, keras.Variable]
+    gradients: Gradients
+    trainers: dict[str, keras.Model] = field(default_factory=dict)
+    handed_out: bool = False
+    """Whether ``keras_model`` was given to a caller, who may still hold it."""
+
+
+Key = tuple[FRAEConfig, bool | str]
+"""A config and the ``jit_compile`` its models were compiled with."""
+_idle: OrderedDict[int, tuple[Key, Built]] = OrderedDict()
+_lock = threading.Lock()
+
+
+def build(config: FRAEConfig, jit_compile: bool | str) -> Built:
+    """The models of ``config``, their variables zeros, compiled with ``jit_compile``."""
+    keras_model, encoder, decoder = build_models(config)
+    cell = keras_model.get_layer("frae_rnn").cell
+    error_model = squared_error_model(config, cell)
+    if jit_compile != "auto":  # predicting needs no compile(), nor an optimizer
+        for model in (keras_model, encoder, decoder):
+            model.jit_compile = jit_compile
+    return Built(
+        keras_model,
+        encoder,
+        decoder,
+        cell,
+        error_model,
+        {canonical_name(v): v for v in keras_model.weights},
+        gradient_function(error_model, jit_compile is not False),
+    )
+
+
+def take_built(key: Key) -> Built | None:
+    """The models a dropped backend built for ``key``, its config and ``jit_compile``, if
+    any wait."""
+    with _lock:
+        for handle, (kept_for, built) in _idle.items():
+            if kept_for == key:
+                del _idle[handle]
+                return built
+    return None
+
+
+def reuse_when_gone(owner: object, key: Key, built: Built) -> None:
+    """Keep ``built`` for the next backend of ``key`` once ``owner`` is gone."""
+    weakref.finalize(owner, _keep, key, built).atexit = False
+
+
+def _keep(key: Key, built: Built) -> None:
+    if built.handed_out:
+        return
+    with _lock:
+        _idle[id(built)] = (key, built)
+        while len(_idle) > LIMIT:
+            _idle.popitem(last=False)
+
+
+def forget_built() -> None:
+    """Drop every model kept for reuse: the next backend of any config builds and compiles
+    its own."""
+    with _lock:
+        _idle.clear()
