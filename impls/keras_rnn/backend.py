@@ -48,7 +48,9 @@ class KerasRNNBackend(BaseBackend):
     ``predict``/``encode``/``decode`` run Keras' compiled predict function
     (``predict_on_batch``) and a training step is ``train_on_batch``: Keras' own compiled
     train step, so ``fit`` reports the loss of each step, not Keras' running mean. With
-    ``devices=N`` the same calls run on Keras' own data-parallel engine (``engine``).
+    ``devices=N`` the same calls run on Keras' own data-parallel engine (``engine``). A
+    backend made once another of its config is gone reuses that one's models, compiled
+    functions and trainers (the module's docstring).
     """
 
     name = "keras_rnn"
