@@ -5,7 +5,7 @@
 #                 project's own tests (tests/): what CI runs.
 # make test-fast: the same without the tests that rerun the kit or the main job in a
 #                 subprocess (marked `nested`) or start data-parallel workers (`processes`),
-#                 with one hypothesis draw: the edit loop.
+#                 the kit on three of its cases (FAST_CASES), one hypothesis draw: the edit loop.
 # make parity BACKEND=NAME_OR_PATH [ARGS=...]: the conformance kit alone (parity_tests/) for
 #                 the backends named (a registered name or package.module:attribute; several,
 #                 space-separated); ARGS go to pytest.
@@ -53,8 +53,12 @@ PARALLEL := -n auto --maxprocesses 4 --dist loadgroup --no-loadscope-reorder
 test: $(STAMP)
 	$(BIN)/python -m pytest $(PARALLEL) --durations=15
 
+# output feedback, state feedback, and the deeper state case the weights' transfer runs on
+FAST_CASES := default state state_deep
+
 test-fast: $(STAMP)
-	FRAE_HYPOTHESIS_EXAMPLES=1 $(BIN)/python -m pytest $(PARALLEL) -m "not nested and not processes"
+	FRAE_HYPOTHESIS_EXAMPLES=1 $(BIN)/python -m pytest $(PARALLEL) -m "not nested and not processes" \
+		$(addprefix --case ,$(FAST_CASES))
 
 # one process: with --backend, every test is the named backends', which -n would keep on one
 # worker anyway (their compiled functions are cached there)

@@ -46,6 +46,15 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="backend to transfer weights to and from (repeatable; default: every installed "
         "backend other than those under test, or the reference)",
     )
+    parser.addoption(
+        "--case",
+        action="append",
+        default=None,
+        choices=list(CASES),
+        metavar="NAME",
+        help="run the tests that take a case of cases.py on the cases named alone "
+        "(repeatable; default: every case); the others run as they are",
+    )
     parser.addini(
         TRAINING_ONLY,
         "import paths of backends checked for the training properties alone (gradients, SGD, "
@@ -117,7 +126,8 @@ TRAINING_PROPERTIES = ("gradients", "sgd", "adam")
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """With ``--backend``, run the contract's tests for those backends and nothing else;
-    give the ``training_only_backends`` only the tests of ``TRAINING_PROPERTIES`` on
+    with ``--case``, the tests of a case on the cases named alone; give the
+    ``training_only_backends`` only the tests of ``TRAINING_PROPERTIES`` on
     output-feedback cases; under
     ``pytest -n`` (``make test``), keep the tests of one backend on one config on one worker,
     where its compiled functions of that config are cached (a torch_scan config's compilation
@@ -126,11 +136,14 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
     training = [PROPERTIES[key] for key in TRAINING_PROPERTIES]
     training_only = set(training_only_backends(config))
+    cases = set(config.getoption("case") or CASES)
 
     def not_theirs(item: pytest.Item) -> bool:
+        case = getattr(item, "callspec", None) and item.callspec.params.get("case")
+        if isinstance(case, Case) and CASE_NAMES.get(case.config, "") not in cases | {""}:
+            return True
         if backend_of(item) not in training_only:
             return False
-        case = getattr(item, "callspec", None) and item.callspec.params.get("case")
         state = case is not None and case.config.feedback == "state"
         return state or not any(prop.selects(item.name) for prop in training)
 

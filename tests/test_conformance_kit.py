@@ -1,6 +1,6 @@
 """The suite as a conformance kit for ports of one's own: a backend that cannot be imported
 stops the run once, at start-up, with the import error; a port in the directory pytest is
-started from is found without ``PYTHONPATH``."""
+started from is found without ``PYTHONPATH``; ``--case`` narrows the cases."""
 
 from __future__ import annotations
 
@@ -61,3 +61,21 @@ def test_a_port_outside_the_repository_runs_from_its_own_directory(tmp_path: Pat
     assert result.returncode == pytest.ExitCode.OK, output
     passed = re.search(r"(\d+) passed", output)
     assert passed is not None and int(passed.group(1)) > 0, output
+
+
+@pytest.mark.nested
+def test_case_runs_the_tests_of_a_case_on_the_cases_named_alone(tmp_path: Path) -> None:
+    """``--case`` narrows the tests that take a case of ``cases.py``, and only those: a test
+    on a config of its own (the random configs) is collected either way."""
+    collect = [str(SUITE), "--backend", "reference", "--collect-only"]
+    every, named = (
+        _run_suite(*collect, *cases, cwd=REPOSITORY) for cases in ([], ["--case", "state"])
+    )
+    every_ids, named_ids = (set(run.stdout.split()) for run in (every, named))
+    assert named.returncode == every.returncode == pytest.ExitCode.OK, named.stdout[-2000:]
+    interface = {i for i in every_ids if i.startswith("parity_tests/test_interface.py::")}
+    assert {i for i in interface if i in named_ids} == {
+        i for i in interface if i.endswith("-state]")
+    }
+    random_configs = {i for i in every_ids if "test_random_configs.py::" in i}
+    assert random_configs and random_configs <= named_ids
