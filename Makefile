@@ -53,12 +53,13 @@ PARALLEL := -n auto --maxprocesses 4 --dist loadgroup --no-loadscope-reorder
 test: $(STAMP)
 	$(BIN)/python -m pytest $(PARALLEL) --durations=15
 
-# output feedback, state feedback, and the deeper state case the weights' transfer runs on
+# output feedback, state feedback, and the deeper state case the weights' transfer runs on;
+# --case=NAME, not --case NAME: pytest reads the kit's options after it has found the kit
 FAST_CASES := default state state_deep
 
 test-fast: $(STAMP)
 	FRAE_HYPOTHESIS_EXAMPLES=1 $(BIN)/python -m pytest $(PARALLEL) -m "not nested and not processes" \
-		$(addprefix --case ,$(FAST_CASES))
+		$(addprefix --case=,$(FAST_CASES))
 
 # one process: with --backend, every test is the named backends', which -n would keep on one
 # worker anyway (their compiled functions are cached there)
