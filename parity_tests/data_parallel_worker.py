@@ -2,16 +2,17 @@
 
     python -m parity_tests.data_parallel_worker --backend NAME_OR_PATH --framework jax \\
         --devices 4 --cpu-devices 4 --out run.json [--processes 2 --process-id 0 \\
-        --coordinator localhost:PORT]
+        --coordinator localhost:PORT] [--models output]
 
 Starts the framework as ``examples.data_parallel`` does (``frae.devices.start_devices``:
 virtual CPU devices, the cluster), then, for each model of ``MODELS`` (output and state
-feedback), trains the same weights on the same data twice, on one device (``devices=None``;
-in the first process only) and on ``--devices``: two SGD steps, then four shuffled Adam
-steps, and writes both runs' losses, weights and predictions to ``--out`` (JSON, by model),
-with the errors the contract names: devices beyond those present, and a mini-batch that
-does not split (with whether that call left the weights as they were). A backend that
-refuses ``devices`` in ``create`` writes only the refusal.
+feedback; ``--models``: those named), trains the same weights on the same data twice, on
+one device (``devices=None``; in the first process only) and on ``--devices``: two SGD
+steps, then four shuffled Adam steps, and writes both runs' losses, weights and
+predictions to ``--out`` (JSON, by model), with the errors the contract names: devices
+beyond those present, and a mini-batch that does not split (with whether that call left the
+weights as they were). A backend that refuses ``devices`` in ``create`` writes only the
+refusal.
 """
 
 from __future__ import annotations
@@ -96,6 +97,7 @@ def main() -> None:
     parser.add_argument("--process-id", type=int, default=0)
     parser.add_argument("--coordinator")
     parser.add_argument("--out", required=True)
+    parser.add_argument("--models", nargs="+", choices=MODELS, default=list(MODELS))
     args = parser.parse_args()
     context = start_devices(
         args.framework,
@@ -107,7 +109,8 @@ def main() -> None:
     prepare_process()
     x = frae.data.multi_sine(SEQUENCES, STEPS, seed=7)
     result: dict[str, Any] = {}
-    for label, config in MODELS.items():
+    for label in args.models:
+        config = MODELS[label]
         try:
             model = create_in(context, args.backend, config=config, devices=args.devices)
         except ValueError as error:

@@ -1,12 +1,13 @@
 """Property-based: configs and sizes drawn by hypothesis, each backend against the reference.
 
-Examples per backend: ``FRAE_HYPOTHESIS_EXAMPLES`` (default 4) for output feedback, besides
-the two written out below, and a third as many for state feedback, whose GRU width H is
-drawn too. Each new config compiles anew in the compiled backends (torch_scan's for
+Examples per backend: ``FRAE_HYPOTHESIS_EXAMPLES`` (default 2) for output feedback, besides
+the two written out below, and a third as many (at least one) for state feedback, whose GRU
+width H is drawn too. Each new config compiles anew in the compiled backends (torch_scan's for
 longest), so the count sets most of this file's cost and a large part of ``make test``'s;
 the fixed cases of ``cases.py`` (four output-feedback configs and three state-feedback
 ones of three depths) check every other property on chosen configs, and the draws add
-configs no one chose. Under ``CI`` the draw is derandomized, so a CI run is repeatable;
+configs no one chose (a draw costs torch_scan a compilation of the config, and the others a
+few seconds). Under ``CI`` the draw is derandomized, so a CI run is repeatable;
 elsewhere each run draws anew.
 """
 
@@ -25,7 +26,7 @@ from parity_tests.tolerances import assert_close
 
 settings.register_profile(
     "frae",
-    max_examples=int(os.environ.get("FRAE_HYPOTHESIS_EXAMPLES", "4")),
+    max_examples=int(os.environ.get("FRAE_HYPOTHESIS_EXAMPLES", "2")),
     deadline=None,
     derandomize=os.environ.get("CI", "").lower() == "true",
     suppress_health_check=[HealthCheck.function_scoped_fixture],  # the fixture is a factory

@@ -26,6 +26,9 @@ keras_backend = pytest.importorskip("impls.keras_rnn.backend")
 
 KERAS_BACKENDS = {"tensorflow": "tensorflow", "jax": "jax", "torch": "torch"}
 ROOT = Path(__file__).resolve().parent.parent
+OTHER_BACKEND_CASES = ("default", "state", "state_deep")
+"""The kit's cases the runs on the other Keras backends check: both models, and the deeper
+state model the weights' transfer runs on (each case compiles anew on each Keras backend)."""
 
 
 @pytest.mark.nested
@@ -42,8 +45,10 @@ def test_parity_suite_passes_on_keras_backend(keras_backend: str) -> None:
     # weights and streams cross to the reference here; to every other framework in the main
     # run, where Keras keeps the same variables on TensorFlow
     command += ["--other-backend", "reference"]
-    # the main run draws keras_rnn's random configs; here the fixed cases check each property
-    # on this Keras backend, and a few draws its compilation of configs no one chose
+    # the main run checks every case and draws keras_rnn's random configs; here each property
+    # is checked on this Keras backend on both models (OTHER_BACKEND_CASES), and a few draws
+    # check its compilation of configs no one chose
+    command += [f"--case={name}" for name in OTHER_BACKEND_CASES]
     environment = {**os.environ, "KERAS_BACKEND": keras_backend, "FRAE_HYPOTHESIS_EXAMPLES": "2"}
     result = subprocess.run(
         command, cwd=ROOT, env=environment, capture_output=True, text=True, timeout=1800
