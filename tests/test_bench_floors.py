@@ -49,6 +49,10 @@ from bench.baselines import numba_floor as floor  # noqa: E402
 from bench.baselines.c_forward import CForwardBackend, compile_forward, compiler  # noqa: E402
 from bench.baselines.layout import flatten, plan, unflatten  # noqa: E402
 
+# Numba compiles each config's loops in the process that runs them, for each dtype (a
+# closure per config: nothing to cache on disk); the floors' tests share one worker
+pytestmark = pytest.mark.backend_specific("numba_floor")
+
 ROOT = Path(__file__).resolve().parent.parent
 needs_cc = pytest.mark.skipif(compiler() is None, reason="no C compiler (cc or gcc)")
 

@@ -47,6 +47,9 @@ from bench.baselines.c_forward import compiler  # noqa: E402
 from bench.baselines.numba_floor import NumbaFloorBackend  # noqa: E402
 from bench.baselines.simd_floor import SOURCE, SimdFloorBackend, compile_simd  # noqa: E402
 
+# checked against the scalar floor, which Numba compiles in the process for each config:
+# on the worker of the floors' other tests (test_bench_floors.py)
+pytestmark = pytest.mark.backend_specific("numba_floor")
 needs_cc = pytest.mark.skipif(compiler() is None, reason="no C compiler (cc or gcc) on PATH")
 
 WIDE_CONFIG = frae.FRAEConfig(
