@@ -22,6 +22,9 @@ from tests.bench_cases import STATE_LABEL
 
 numba = pytest.importorskip("numba", reason="the floor needs numba: pip install 'frae[bench]'")
 
+# the module's runs of the benchmark are fixtures: its tests share a worker, which runs them once
+pytestmark = pytest.mark.xdist_group("bench_run")
+
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 REPORT_SECTIONS = ("## Summary", "## Targets", "## Every measurement", "## Plots")
 TINY_OPERATIONS = ("predict", "train_step")

@@ -19,7 +19,8 @@ import pytest
 
 from bench.records import ResultRecord, RunRecord, read
 
-pytestmark = pytest.mark.nested
+# the module's runs of the benchmark are fixtures: its tests share a worker, which runs them once
+pytestmark = [pytest.mark.nested, pytest.mark.xdist_group("bench_tool")]
 pytest.importorskip("flax", reason="the example port needs jax: pip install 'frae[jax]'")
 
 ROOT = Path(__file__).resolve().parents[1]
