@@ -78,3 +78,10 @@ def case_params(*names: str) -> list[pytest.ParameterSet]:
 
 
 CASE_PARAMS = case_params(*CASES)
+
+BOTH_MODELS = [
+    pytest.param(CASES["default"], id="output"),
+    pytest.param(CASES["state"], id="state"),
+]
+"""Output and state feedback on their first cases, each with its model as id: a test that
+takes one of them as ``case`` shares the compiled functions of that case's tests."""

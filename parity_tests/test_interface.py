@@ -5,14 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from parity_tests.cases import CASE_PARAMS, CASES, Case
+from parity_tests.cases import BOTH_MODELS, CASE_PARAMS, Case
 from parity_tests.conftest import MakeBackend
 from parity_tests.tolerances import assert_close
-
-BOTH_MODELS = [
-    pytest.param(CASES["default"], id="output"),
-    pytest.param(CASES["state"], id="state"),
-]
 
 
 @pytest.mark.parametrize("case", CASE_PARAMS)

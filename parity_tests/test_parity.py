@@ -7,7 +7,7 @@ import pytest
 
 import frae
 from frae.data import multi_sine, original_problem
-from parity_tests.cases import CASE_PARAMS, CASES, Case, case_params
+from parity_tests.cases import BOTH_MODELS, CASE_PARAMS, Case, case_params
 from parity_tests.checks import parameters_without_gradient
 from parity_tests.conftest import MakeBackend
 from parity_tests.tolerances import assert_close
@@ -66,12 +66,6 @@ def test_gradients_equal_the_reference(
     assert not missing, f"no finite, non-zero gradient for {missing}"
     for name, grad in grads.items():
         assert_close("gradients", grad, expected[name], name)
-
-
-BOTH_MODELS = [
-    pytest.param(CASES["default"], id="output"),
-    pytest.param(CASES["state"], id="state"),
-]
 
 
 @pytest.mark.parametrize("case", BOTH_MODELS)

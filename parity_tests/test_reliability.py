@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import frae
-from parity_tests.cases import CASES
+from parity_tests.cases import BOTH_MODELS, CASES, Case
 from parity_tests.conftest import MakeBackend
 
 X = CASES["default"].inputs(seed=3) * 3.0  # (3, 7, 2)
@@ -29,7 +29,6 @@ DIVERGING = {
     "output": (None, DIVERGES_MID_RUN),
     "state": (STATE_DIVERGES, {**DIVERGES_MID_RUN, "learning_rate": 1e5}),
 }
-MODELS = {"output": None, "state": CASES["state"].config}
 
 
 def _assert_weights_equal(actual: dict, expected: dict, what: str) -> None:
@@ -66,12 +65,12 @@ def test_diverged_fit_holds_the_weights_before_the_previous_step(
     assert error.history == history
 
 
-@pytest.mark.parametrize("feedback", list(MODELS))
+@pytest.mark.parametrize("case", BOTH_MODELS)
 def test_overflowing_last_update_holds_the_weights_before_it(
-    make_backend: MakeBackend, feedback: str
+    make_backend: MakeBackend, case: Case
 ) -> None:
     """Every loss finite, but the one update overflows: W₂'s output bias is -inf."""
-    model = make_backend(MODELS[feedback], seed=4)
+    model = make_backend(case.config, seed=4)
     start = model.get_weights()
     target = X + 100.0  # gradients of ~200, times a rate near float32's largest
     with pytest.raises(frae.TrainingDiverged) as raised:
@@ -102,11 +101,11 @@ def _run_together(calls: list[Callable[[], None]]) -> list[BaseException]:
         return [error for error in pool.map(run, calls) if error is not None]
 
 
-@pytest.mark.parametrize("feedback", list(MODELS))
-def test_calls_from_threads_take_turns(make_backend: MakeBackend, feedback: str) -> None:
+@pytest.mark.parametrize("case", BOTH_MODELS)
+def test_calls_from_threads_take_turns(make_backend: MakeBackend, case: Case) -> None:
     """Three threads predict, encode and take gradients while a fourth swaps the weights: no
     call fails, each output is that of one whole set of weights, no swap is undone."""
-    model = make_backend(MODELS[feedback], seed=1)
+    model = make_backend(case.config, seed=1)
     x = CASES["default"].inputs(seed=2)
     versions = [frae.initial_weights(model.config, seed=seed) for seed in range(3)]
     outputs = []

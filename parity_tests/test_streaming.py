@@ -21,16 +21,12 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import frae
-from parity_tests.cases import CASES, Case
+from parity_tests.cases import BOTH_MODELS, Case
 from parity_tests.conftest import MakeBackend
 from parity_tests.tolerances import assert_close
 
 STEPS = 7
 STREAM_EXAMPLES = max(1, int(os.environ.get("FRAE_HYPOTHESIS_EXAMPLES", "6")) // 2)
-BOTH_MODELS = [
-    pytest.param(CASES["default"], id="output"),
-    pytest.param(CASES["state"], id="state"),
-]
 LAYOUTS = {"B=3": 3, "B=1": 1, "one sequence": None}
 """How many sequences a stream carries; ``None``: one 2-D sequence, its state ``(S,)``."""
 
