@@ -4,8 +4,9 @@
 # make test:      the conformance kit (parity_tests/) over every installed backend and the
 #                 project's own tests (tests/): what CI runs.
 # make test-fast: the same without the tests that rerun the kit or the main job in a
-#                 subprocess (marked `nested`) or start data-parallel workers (`processes`),
-#                 the kit on three of its cases (FAST_CASES), one hypothesis draw: the edit loop.
+#                 subprocess (marked `nested`), start data-parallel workers (`processes`) or
+#                 take ten seconds or more of their own (`slow`), the kit on three of its
+#                 cases (FAST_CASES), one hypothesis draw: the edit loop.
 # make parity BACKEND=NAME_OR_PATH [ARGS=...]: the conformance kit alone (parity_tests/) for
 #                 the backends named (a registered name or package.module:attribute; several,
 #                 space-separated); ARGS go to pytest.
@@ -58,7 +59,7 @@ test: $(STAMP)
 FAST_CASES := default state state_deep
 
 test-fast: $(STAMP)
-	FRAE_HYPOTHESIS_EXAMPLES=1 $(BIN)/python -m pytest $(PARALLEL) -m "not nested and not processes" \
+	FRAE_HYPOTHESIS_EXAMPLES=1 $(BIN)/python -m pytest $(PARALLEL) -m "not nested and not processes and not slow" \
 		$(addprefix --case=,$(FAST_CASES))
 
 # one process: with --backend, every test is the named backends', which -n would keep on one

@@ -95,6 +95,7 @@ class TruncatedFloor(floor.NumbaFloor64Backend):
 FLOAT64_CONFIGS = {"default": frae.FRAEConfig(), "other": OTHER_CONFIG, **STATE_CONFIGS}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("config", FLOAT64_CONFIGS.values(), ids=FLOAT64_CONFIGS)
 def test_numba_floor_float64_equals_the_reference(config: frae.FRAEConfig) -> None:
     model = floor.NumbaFloor64Backend(config, seed=3)
@@ -102,6 +103,7 @@ def test_numba_floor_float64_equals_the_reference(config: frae.FRAEConfig) -> No
     check_gradients(model, config)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("config", [frae.FRAEConfig(), STATE_CONFIG], ids=["default", "state"])
 def test_numba_floor_float32_is_within_float32_tolerances(config: frae.FRAEConfig) -> None:
     """As the benchmark runs it; also a 30-step Adam trajectory through ``fit``."""

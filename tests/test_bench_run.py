@@ -99,6 +99,7 @@ def tiny_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     return out, printed.getvalue()
 
 
+@pytest.mark.slow
 def test_the_harness_writes_json_lines_markdown_and_plots(tiny_run: tuple[Path, str]) -> None:
     out, summary = tiny_run
     check_report(out, ["numba_floor", "reference"], TINY_OPERATIONS)
@@ -155,6 +156,7 @@ def state_feedback_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
+@pytest.mark.slow
 def test_the_harness_runs_the_state_feedback_model_and_reports_what_it_left_out(
     state_feedback_run: Path,
 ) -> None:

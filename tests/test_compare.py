@@ -74,6 +74,7 @@ def test_the_reference_against_itself_is_held_to_float64_and_passes() -> None:
     assert set(row.errors.values()) == {0.0}
 
 
+@pytest.mark.slow
 def test_compare_prints_every_backend(tmp_path, capsys: pytest.CaptureFixture[str]) -> None:
     """The parity part of the main job, through the command's entry point in this process,
     where the backends' compiled default models are those the kit compiled; its benchmark

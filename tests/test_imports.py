@@ -51,6 +51,7 @@ TWINS = {
 """The benchmark's hand-written-backward twins, by import path: each the backend it twins."""
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "name",
     [

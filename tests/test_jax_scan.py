@@ -507,6 +507,7 @@ def test_the_backend_changes_nothing_global() -> None:
     assert_close("self", np.float32(used["output"]), _expected_output())
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(importlib.util.find_spec("tensorflow") is None, reason="needs tensorflow")
 def test_the_backend_works_after_tensorflow_was_imported() -> None:
     used = _probe(f"import tensorflow\n{USE_THE_BACKEND}")

@@ -29,6 +29,7 @@ def _exercise(model: frae.Backend, x: np.ndarray) -> dict[str, object]:
     return {"predict": predicted, "loss": np.float32(sgd + adam), **model.get_weights()}
 
 
+@pytest.mark.slow
 def test_a_dropped_backends_models_serve_the_next_of_its_config(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

@@ -153,6 +153,7 @@ class TruncatedSimdFloor(SimdFloorBackend):
         return loss, grads
 
 
+@pytest.mark.slow
 @needs_cc
 @pytest.mark.parametrize("batch", BATCHES)
 @pytest.mark.parametrize("config", CONFIGS.values(), ids=CONFIGS)
@@ -274,6 +275,7 @@ def test_the_simd_floor_with_a_gru_equals_the_reference(
     check_against_the_reference(SimdFloorBackend(config, seed=3), config, batch)
 
 
+@pytest.mark.slow
 @needs_cc
 @pytest.mark.parametrize("optimizer", ["adam", "sgd"])
 def test_the_simd_floor_with_a_gru_trains_as_the_scalar_floor(optimizer: str) -> None:

@@ -59,6 +59,7 @@ def _exercise(model: frae.Backend, x: np.ndarray) -> None:
         ),
     ],
 )
+@pytest.mark.slow
 def test_one_trace_per_shape_shared_by_instances(name: str, config: frae.FRAEConfig) -> None:
     """Each model has a config object of its own, equal to the others', and is gone before
     the next one is made (a sweep, the kit): TensorFlow would trace such a config anew."""
@@ -199,6 +200,7 @@ print("ran")
 """
 
 
+@pytest.mark.slow
 def test_tensorflow_start_up_and_tracing_say_nothing() -> None:
     result = subprocess.run(
         [sys.executable, "-c", QUIET_RUN], capture_output=True, text=True, timeout=600, check=True

@@ -189,6 +189,7 @@ def test_float32_throughout() -> None:
     assert all(g.dtype == np.float32 for g in grads.values())
 
 
+@pytest.mark.slow
 @pytest.mark.backend_specific(TWIN)
 def test_autograd_runs_the_hand_written_backward(monkeypatch: pytest.MonkeyPatch) -> None:
     """The loss's autograd node is ``HandWrittenBPTT``'s; ``loss_and_grads``
@@ -255,6 +256,7 @@ def _state(config: frae.FRAEConfig, seed: int, batch: int = BATCH) -> np.ndarray
     return rng.uniform(-1.0, 1.0, size=(batch, config.feedback_dim)).astype(np.float32)
 
 
+@pytest.mark.slow
 def test_an_adam_step_beyond_float32_ends_as_divergence() -> None:
     """``torch.optim.Adam`` refuses a step size lr/(1 - β₁) beyond float32 (a RuntimeError);
     the backend lets it overflow into the weights as the others do, and ``fit`` rolls back."""
@@ -268,6 +270,7 @@ def test_an_adam_step_beyond_float32_ends_as_divergence() -> None:
         np.testing.assert_array_equal(value, start[name], err_msg=name)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("config", CONFIGS.values(), ids=CONFIGS)
 @pytest.mark.parametrize("call", COMPILED_CALLS.values(), ids=COMPILED_CALLS)
 def test_one_compilation_for_every_shape(call: Call, config: frae.FRAEConfig) -> None:
@@ -396,6 +399,7 @@ def _expected_output() -> np.ndarray:
     return np.float32(namespace["output"])
 
 
+@pytest.mark.slow
 def test_the_backend_changes_nothing_global_and_prints_nothing() -> None:
     """Environment, PyTorch's settings (threads, grad mode, dtype, Dynamo's limits) are as
     before, and compiling writes nothing to stderr."""
@@ -410,6 +414,7 @@ def test_the_backend_changes_nothing_global_and_prints_nothing() -> None:
     assert_close("self", np.float32(found["output"]), _expected_output())
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(importlib.util.find_spec("tensorflow") is None, reason="needs tensorflow")
 def test_tensorflow_first_gives_an_error_not_a_crash() -> None:
     """TensorFlow loaded before Triton makes Triton crash the interpreter (tensorflow#124205):
