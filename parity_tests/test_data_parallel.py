@@ -45,9 +45,12 @@ def framework(backend: str) -> str:
     if backend in REGISTRY:
         return framework_of(backend)
     cls = _load(backend)
-    for name in REGISTRY:
-        base = _load(REGISTRY[name].target)
-        if inspect.isclass(cls) and issubclass(cls, base) and name != "reference":
+    for name, entry in REGISTRY.items():
+        # a class that derives from a registered backend imported its module: none other
+        # is imported here (each would start its framework)
+        if name == "reference" or entry.target.partition(":")[0] not in sys.modules:
+            continue
+        if inspect.isclass(cls) and issubclass(cls, _load(entry.target)):
             return framework_of(name)
     return "none"
 

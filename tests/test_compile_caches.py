@@ -4,9 +4,12 @@ differ."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 import frae
+from parity_tests.cases import CASES
 from parity_tests.tolerances import assert_close
 
 torch = pytest.importorskip("torch")
@@ -31,8 +34,8 @@ def test_a_scan_graph_is_cached_and_its_body_is_in_the_key() -> None:
     """Two configs alike but for the activation inside the loop: the second, compiled after
     the first, is its own graph (its outputs are the reference's, which the first's graph
     would not give); the first, compiled again, hits."""
-    first = frae.FRAEConfig(input_dim=2, encoder_units=(7,), decoder_units=(5,))
-    second = frae.FRAEConfig(input_dim=2, encoder_units=(7,), decoder_units=(5,), activation="tanh")
+    first = CASES["default"].config  # the kit's: the run compiles it once, whoever is first
+    second = dataclasses.replace(first, activation="tanh")
     _predict_afresh(first)
     _predict_afresh(second)
     again = _predict_afresh(first)

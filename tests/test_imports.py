@@ -13,13 +13,24 @@ import frae
 FRAMEWORKS = ("tensorflow", "jax", "flax", "optax", "keras", "torch", "numba")
 
 
-def _frameworks_imported_by(code: str) -> list[str]:
-    report = f"print(json.dumps(sorted(m for m in {FRAMEWORKS!r} if m in sys.modules)))"
-    probe = f"{code}\nimport json, sys\n{report}"
+LIST_FRAMEWORKS = (
+    f"print(__import__('json').dumps(sorted(m for m in {FRAMEWORKS!r} "
+    "if m in __import__('sys').modules)))"
+)
+"""A line of code that prints the frameworks imported so far, as a JSON list."""
+
+
+def _frameworks_imported_by(code: str) -> list[list[str]]:
+    """The frameworks imported at each ``LIST_FRAMEWORKS`` of ``code`` and at its end, run in a
+    fresh interpreter."""
     result = subprocess.run(
-        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=300
+        [sys.executable, "-c", f"{code}\n{LIST_FRAMEWORKS}"],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=300,
     )
-    return json.loads(result.stdout.splitlines()[-1])
+    return [json.loads(line) for line in result.stdout.splitlines() if line.startswith("[")]
 
 
 @pytest.mark.parametrize(
@@ -33,14 +44,14 @@ def _frameworks_imported_by(code: str) -> list[str]:
     ],
 )
 def test_core_and_reference_import_no_framework(code: str) -> None:
-    assert _frameworks_imported_by(code) == []
+    assert _frameworks_imported_by(code)[-1] == []
 
 
 def test_the_probe_sees_an_imported_framework() -> None:
     """The check above could pass vacuously if the probe were blind; it is not."""
     assert _frameworks_imported_by(
-        "import frae, numpy; import sys; sys.modules['jax'] = numpy"
-    ) == ["jax"]
+        f"import frae, numpy; import sys\n{LIST_FRAMEWORKS}\nsys.modules['jax'] = numpy"
+    ) == [[], ["jax"]]
 
 
 TWINS = {
@@ -62,11 +73,12 @@ TWINS = {
 def test_a_backend_imports_only_what_its_framework_does(name: str) -> None:
     """``create(name)`` and a call import no framework beyond what importing its own does
     (TensorFlow itself imports jax and keras when they are installed, for example); a twin,
-    only what the backend it twins does."""
+    only what the backend it twins does. One process: the frameworks imported alone, then
+    the backend created and called, each time listing the frameworks in ``sys.modules``."""
     frameworks = frae.registry.REGISTRY[TWINS.get(name, name)].frameworks
-    alone = _frameworks_imported_by(f"import {', '.join(frameworks)}")
-    used = _frameworks_imported_by(
+    alone, used = _frameworks_imported_by(
+        f"import {', '.join(frameworks)}\n{LIST_FRAMEWORKS}\n"
         f"import numpy, frae; frae.create({name!r}).predict(numpy.zeros((1, 3, 2), 'float32'))"
-    )
-    assert set(frameworks) <= set(used)
+    )[-2:]
+    assert set(frameworks) <= set(alone)
     assert used == alone

@@ -242,7 +242,7 @@ Call = Callable[[frae.Backend, np.ndarray, np.ndarray | None], object]
 COMPILED_CALLS: dict[str, Call] = {
     "predict": lambda model, x, state: model.predict(x, state=state, return_state=True),
     "decode": lambda model, x, state: model.decode(
-        x[..., : CONFIG.latent_dim], state=state, return_state=True
+        x[..., : model.config.latent_dim], state=state, return_state=True
     ),
     "loss_and_grads": lambda model, x, state: model.loss_and_grads(x),  # from zeros: no state
 }
@@ -270,13 +270,20 @@ def test_an_adam_step_beyond_float32_ends_as_divergence() -> None:
         np.testing.assert_array_equal(value, start[name], err_msg=name)
 
 
+KIT_CONFIGS = {"output": CASES["default"].config, "state": CASES["state"].config}
+"""The kit's configs of both models, whose graphs (B = 1's too) the run's caches hold once
+the kit or this file compiled them: a test that makes Dynamo forget gets them back."""
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("config", CONFIGS.values(), ids=CONFIGS)
+@pytest.mark.parametrize("config", KIT_CONFIGS.values(), ids=KIT_CONFIGS)
 @pytest.mark.parametrize("call", COMPILED_CALLS.values(), ids=COMPILED_CALLS)
 def test_one_compilation_for_every_shape(call: Call, config: frae.FRAEConfig) -> None:
     """New values, new states (and none: the zeros are passed in), new weights, a new
     instance and a new T reuse the compiled code: the state is an input of the graph, not a
-    constant in it; B = 1, which Dynamo specializes, compiles once more."""
+    constant in it; B = 1, which Dynamo specializes, compiles once more (for a gradient,
+    shown on the output model: the state model's gradient at B = 1 would be a graph no
+    other test compiles, for the same specialization)."""
     torch._dynamo.reset()  # forget the code compiled so far, so that the first call compiles
     graphs = torch._dynamo.utils.counters["stats"]
     model = frae.create("torch_scan", config, seed=4)
@@ -288,6 +295,8 @@ def test_one_compilation_for_every_shape(call: Call, config: frae.FRAEConfig) ->
     call(model, _inputs(5, config)[:, :3], _state(config, 5))
     call(model, _inputs(6, config, batch=3), _state(config, 6, batch=3))
     assert graphs["unique_graphs"] - before == 1
+    if call is COMPILED_CALLS["loss_and_grads"] and config.feedback == "state":
+        return
     call(model, _inputs(7, config, batch=1), _state(config, 7, batch=1))
     call(model, _inputs(8, config, batch=1)[:, :4], _state(config, 8, batch=1))
     assert graphs["unique_graphs"] - before == 2, "B = 1 should compile once more"
