@@ -84,10 +84,16 @@ data-parallel workers): minutes each, and faster where the run's compile caches 
 already filled; a run may leave them out (``-m "not processes"``) or start them last."""
 
 
+SLOW = "slow"
+"""The marker of the kit's tests that compile configs no other test shares (the random
+configs): a quick run may leave them out (``-m "not slow"``)."""
+
+
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", f"{PROCESSES}: starts framework processes of its own (minutes)"
     )
+    config.addinivalue_line("markers", f"{SLOW}: compiles configs no other test shares")
     # as `python -m pytest` does, and as the `pythonpath` ini option does for the project root
     started_in = str(config.invocation_params.dir)
     if started_in not in sys.path:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
@@ -51,6 +52,7 @@ state_configs = st.builds(
 sizes = {"batch": st.integers(1, 4), "steps": st.integers(1, 12), "seed": st.integers(0, 999)}
 
 
+@pytest.mark.slow  # each draw a config no other test compiles
 @given(config=configs, **sizes)
 @example(  # linear layers, growing values: an entry off by 3.4e-6, as in float32 NumPy
     config=frae.FRAEConfig(4, (8,), 2, (), "linear", "linear"), batch=1, steps=10, seed=241
@@ -69,6 +71,7 @@ def test_random_configs_equal_the_reference(
     check_against_the_reference(make_backend, reference, config, batch, steps, seed)
 
 
+@pytest.mark.slow
 @settings(max_examples=STATE_EXAMPLES)
 @given(config=state_configs, **sizes)
 def test_random_state_configs_equal_the_reference(

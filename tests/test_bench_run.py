@@ -111,6 +111,7 @@ def test_the_harness_writes_json_lines_markdown_and_plots(tiny_run: tuple[Path, 
     assert torch and (torch[0].skipped or torch[0].import_s is not None)
 
 
+@pytest.mark.slow  # the benchmark's run it damages (``tiny_run``)
 @pytest.mark.parametrize(
     "damage",
     [

@@ -50,6 +50,7 @@ def check_streaming(model: frae.Backend, config: frae.FRAEConfig) -> None:
         assert_close("outputs", state, last, f"{name}'s last state")
 
 
+@pytest.mark.slow  # each compiled route compiles OTHER_CONFIG, which no other test of torch does
 @pytest.mark.parametrize(("route", "replaced"), TORCH_ROUTES.values(), ids=TORCH_ROUTES)
 def test_every_torch_route_equals_the_reference(route: str, replaced: tuple[str, ...]) -> None:
     """The PyTorch routes measured beside torch_scan compute the same maths, and stream."""

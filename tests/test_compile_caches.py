@@ -30,6 +30,7 @@ def _predict_afresh(config: frae.FRAEConfig) -> dict[str, int]:
     return {key: counters[key] - value for key, value in before.items()}
 
 
+@pytest.mark.slow
 def test_a_scan_graph_is_cached_and_its_body_is_in_the_key() -> None:
     """Two configs alike but for the activation inside the loop: the second, compiled after
     the first, is its own graph (its outputs are the reference's, which the first's graph

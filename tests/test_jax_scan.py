@@ -495,6 +495,7 @@ def _expected_output() -> np.ndarray:
     return np.float32(namespace["output"])
 
 
+@pytest.mark.slow
 def test_the_backend_changes_nothing_global() -> None:
     """Environment, JAX's settings, devices and imported frameworks are what importing JAX,
     Flax and optax alone makes them."""

@@ -163,6 +163,7 @@ def test_the_simd_floor_equals_the_scalar_floor(config: frae.FRAEConfig, batch: 
     check_gradients(model, config, batch)
 
 
+@pytest.mark.slow  # the scalar floor compiled for WIDE_CONFIG in float32
 @needs_cc
 @pytest.mark.parametrize("optimizer", ["adam", "sgd"])
 def test_the_simd_floor_trains_as_the_scalar_floor(optimizer: str) -> None:

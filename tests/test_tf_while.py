@@ -178,6 +178,7 @@ model.predict(x[:, :3], state=np.ones((3, 3), np.float32))
 """
 
 
+@pytest.mark.slow
 def test_one_xla_compilation_per_chunk_length_whatever_the_state(tmp_path: Path) -> None:
     """XLA dumps each program it compiles: predict from four states (zeros among them) at
     4 steps and from one at 3 compiles two programs, one per chunk length."""

@@ -38,6 +38,10 @@ group its tests share."""
 CONFIG = CASES["wide"].config
 STATE_CONFIG = CASES["state_deep"].config
 CONFIGS = {"output": CONFIG, "state": STATE_CONFIG}
+KIT_CONFIGS = {"output": CASES["default"].config, "state": CASES["state"].config}
+"""The kit's configs of both models, whose graphs (B = 1's too) the run's caches hold once
+the kit or this file compiled them (``make test-fast`` checks the kit on these): a test that
+makes Dynamo forget, or only reads dtypes, gets them back."""
 BATCH, STEPS = 4, 7
 
 
@@ -180,9 +184,10 @@ def test_scan_equals_the_cell_stepped_in_a_python_loop(config: frae.FRAEConfig) 
 
 
 def test_float32_throughout() -> None:
-    model = frae.create("torch_scan", CONFIG, seed=3)
+    config = KIT_CONFIGS["output"]
+    model = frae.create("torch_scan", config, seed=3)
     assert all(p.dtype == torch.float32 for p in model.module.parameters())
-    x = _inputs(seed=4)
+    x = _inputs(seed=4, config=config)
     for output in (model.predict(x), model.encode(x), model.decode(model.encode(x))):
         assert output.dtype == np.float32
     _, grads = model.loss_and_grads(x)
@@ -226,12 +231,13 @@ def test_autograd_runs_the_hand_written_backward(monkeypatch: pytest.MonkeyPatch
 def test_state_feedback_is_differentiated_by_autograd() -> None:
     """The hand-written backward is the output model's: with state feedback,
     the twin's loss is autograd's through the scan, its gradients the reference's."""
-    weights = frae.initial_weights(STATE_CONFIG, seed=8)
-    x, y = _inputs(9, STATE_CONFIG), _inputs(10, STATE_CONFIG)
-    model = frae.create(TWIN, STATE_CONFIG, weights=weights)
+    config = KIT_CONFIGS["state"]
+    weights = frae.initial_weights(config, seed=8)
+    x, y = _inputs(9, config), _inputs(10, config)
+    model = frae.create(TWIN, config, weights=weights)
     assert not isinstance(model._loss(x, y).grad_fn, torch_train.HandWrittenBPTT._backward_cls)
     loss, grads = model.loss_and_grads(x, y)
-    reference = frae.create("reference", STATE_CONFIG, weights=weights)
+    reference = frae.create("reference", config, weights=weights)
     expected_loss, expected = reference.loss_and_grads(x, y)
     assert_close("loss", np.float32(loss), np.float64(expected_loss))
     for name, grad in expected.items():
@@ -270,11 +276,6 @@ def test_an_adam_step_beyond_float32_ends_as_divergence() -> None:
         np.testing.assert_array_equal(value, start[name], err_msg=name)
 
 
-KIT_CONFIGS = {"output": CASES["default"].config, "state": CASES["state"].config}
-"""The kit's configs of both models, whose graphs (B = 1's too) the run's caches hold once
-the kit or this file compiled them: a test that makes Dynamo forget gets them back."""
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize("config", KIT_CONFIGS.values(), ids=KIT_CONFIGS)
 @pytest.mark.parametrize("call", COMPILED_CALLS.values(), ids=COMPILED_CALLS)
@@ -302,7 +303,7 @@ def test_one_compilation_for_every_shape(call: Call, config: frae.FRAEConfig) ->
     assert graphs["unique_graphs"] - before == 2, "B = 1 should compile once more"
 
 
-@pytest.mark.parametrize("config", CONFIGS.values(), ids=CONFIGS)
+@pytest.mark.parametrize("config", KIT_CONFIGS.values(), ids=KIT_CONFIGS)
 def test_chained_chunks_equal_one_call_and_compile_once(config: frae.FRAEConfig) -> None:
     """Chunks chained through ``return_state`` from a given state give the reference's one
     call over the whole sequence: x̂, z, decode's x̂ from those z, and the last state, which
@@ -441,6 +442,7 @@ def test_tensorflow_first_gives_an_error_not_a_crash() -> None:
     )
 
 
+@pytest.mark.slow
 def test_a_first_call_runs_the_compiled_loop_without_a_python_mode(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
