@@ -80,5 +80,4 @@ def test_a_backend_imports_only_what_its_framework_does(name: str) -> None:
         f"import {', '.join(frameworks)}\n{LIST_FRAMEWORKS}\n"
         f"import numpy, frae; frae.create({name!r}).predict(numpy.zeros((1, 3, 2), 'float32'))"
     )[-2:]
-    assert set(frameworks) <= set(alone)
     assert used == alone
