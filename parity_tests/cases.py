@@ -30,40 +30,44 @@ class Case:
 
 CASES = {
     "default": Case(FRAEConfig(), batch=3, steps=7),
-    # each other case changes several things at once, so that few configs (each compiled
-    # anew by every compiled backend) cover every one: no encoder layer, a sigmoid, three
-    # features (a config without a decoder layer is one of the random configs' examples)
+    # each other output-feedback case changes several things at once, so that few configs
+    # (each compiled anew by every compiled backend) cover every one: no encoder layer, a
+    # sigmoid, three features
     "no_encoder_hidden": Case(
         FRAEConfig(input_dim=3, encoder_units=(), activation="sigmoid"), batch=4, steps=6
     ),
-    # widths past a vector register, four features, two code channels, tanh, a linear output
+    # no decoder layer, tanh, a linear output
+    "no_decoder_hidden": Case(
+        FRAEConfig(decoder_units=(), activation="tanh", output_activation="linear"),
+        batch=3,
+        steps=5,
+    ),
+    # widths past a vector register, four features, two code channels
     "wide": Case(
-        FRAEConfig(
-            input_dim=4,
-            encoder_units=(32, 16),
-            latent_dim=2,
-            decoder_units=(24, 12),
-            activation="tanh",
-            output_activation="linear",
-        ),
+        FRAEConfig(input_dim=4, encoder_units=(32, 16), latent_dim=2, decoder_units=(24, 12)),
         batch=5,
         steps=9,
     ),
-    # state feedback (contract section 1b): a GRU of H >= 8 units, with a layer on each side
+    # state feedback (contract section 1b): a GRU of H >= 8 units, three depths
     "state": Case(FRAEConfig(feedback="state", state_dim=8), batch=3, steps=7),
-    # two encoder layers and none after the GRU, tanh, three features, two code channels
     "state_deep": Case(
         FRAEConfig(
             input_dim=3,
             encoder_units=(12, 6),
             latent_dim=2,
-            decoder_units=(),
-            activation="tanh",
+            decoder_units=(10, 5),
             feedback="state",
             state_dim=11,
         ),
         batch=4,
         steps=6,
+    ),
+    "state_no_hidden": Case(
+        FRAEConfig(
+            encoder_units=(), decoder_units=(), activation="tanh", feedback="state", state_dim=9
+        ),
+        batch=5,
+        steps=8,
     ),
 }
 

@@ -24,9 +24,8 @@ NO_HIDDEN_CONFIG = frae.FRAEConfig(
     encoder_units=(), decoder_units=(), activation="linear", output_activation="swish"
 )
 
-STATE_CONFIGS = {name: CASES[name].config for name in ("state", "state_deep")}
-"""The parity suite's state-feedback configs: H = 8 with a layer on each side, H = 11 with two
-encoder layers and no decoder layer."""
+STATE_CONFIGS = {name: CASES[name].config for name in ("state", "state_deep", "state_no_hidden")}
+"""The parity suite's state-feedback configs: H = 8, 11 and 9, two depths and none."""
 STATE_CONFIG = STATE_CONFIGS["state"]
 
 STATE_LABEL = "2-4-3-1-gru8-3-2"

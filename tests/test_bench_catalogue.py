@@ -53,7 +53,7 @@ def test_a_state_feedback_model_has_a_label_of_its_own() -> None:
     from bench.grid import model_label, wide_models
 
     assert model_label(STATE_CONFIG) == STATE_LABEL
-    assert model_label(STATE_CONFIGS["state_deep"]) == "3-12-6-2-gru11-3 tanh/swish"
+    assert model_label(STATE_CONFIGS["state_no_hidden"]) == "2-1-gru9-2 tanh/swish"
     assert model_label(frae.FRAEConfig()) == "default"
     assert list(wide_models()) == ["2-64-16-64-2", "2-256-16-256-2"]
     assert model_label(OTHER_CONFIG) == "3-5-2-4-6-3 tanh/sigmoid"

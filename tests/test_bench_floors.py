@@ -159,7 +159,7 @@ def test_the_floor_layout_reads_the_concatenation_directly_without_hidden_units(
 def test_the_floor_layout_places_the_gru_between_the_encoder_and_the_decoder() -> None:
     """[x_t, s_{t-1}] in, z_t, the GRU's four blocks and s_t, then the decoder reading s_t;
     s_{t-1} is the one block fed back, and the flat weights hold the GRU's four tensors."""
-    config = STATE_CONFIGS["state_deep"]  # F = 3, encoder (12, 6), L = 2, no decoder layer, H = 11
+    config = STATE_CONFIGS["state_deep"]  # F = 3, encoder (12, 6), L = 2, decoder (10, 5), H = 11
     layout = plan(config)
     gru = layout.gru
     assert gru is not None and gru.state == 11
@@ -169,7 +169,7 @@ def test_the_floor_layout_places_the_gru_between_the_encoder_and_the_decoder() -
     assert gru.state_row == gru.gate_row + 4 * 11
     assert layout.layers[layout.encoder_layers][:2] == (gru.state_row, 11)  # reads s_t
     assert layout.feedback_rows == (3,) and layout.feedback_width == 11
-    assert (layout.output_row, layout.rows) == (layout.rows - 3, gru.state_row + 11 + 3)
+    assert (layout.output_row, layout.rows) == (layout.rows - 3, gru.state_row + 11 + 10 + 5 + 3)
     weights = frae.initial_weights(config, seed=5)
     assert (
         gru.recurrent_kernel == gru.kernel + 2 * 33 and gru.bias == gru.recurrent_kernel + 11 * 33

@@ -26,10 +26,9 @@ keras_backend = pytest.importorskip("impls.keras_rnn.backend")
 
 KERAS_BACKENDS = {"tensorflow": "tensorflow", "jax": "jax", "torch": "torch"}
 ROOT = Path(__file__).resolve().parent.parent
-OTHER_BACKEND_CASES = ("default", "state_deep")
-"""The kit's cases the runs on the other Keras backends check: both models, the state model
-on the deeper case that the weights' transfer runs on (each case compiles anew on each Keras
-backend)."""
+OTHER_BACKEND_CASES = ("default", "state", "state_deep")
+"""The kit's cases the runs on the other Keras backends check: both models, and the deeper
+state model the weights' transfer runs on (each case compiles anew on each Keras backend)."""
 
 
 @pytest.mark.nested
@@ -177,7 +176,7 @@ def test_chained_chunks_equal_one_whole_call(feedback: str) -> None:
         assert_close("outputs", last, expected_last, f"{name}'s last state")
 
 
-@pytest.mark.parametrize("case_name", ["no_encoder_hidden", "state_deep"])
+@pytest.mark.parametrize("case_name", ["no_encoder_hidden", "state"])
 def test_keras_file_round_trip(tmp_path: Path, case_name: str) -> None:
     case = CASES[case_name]
     model = frae.create("keras_rnn", case.config, seed=3)

@@ -62,9 +62,8 @@ WIDE_CONFIG = frae.FRAEConfig(
 )
 """Wider layers than the default (16 units), other sizes everywhere, tanh and sigmoid."""
 CONFIGS = {"default": frae.FRAEConfig(), "wide": WIDE_CONFIG}
-STATE_CONFIGS = {name: CASES[name].config for name in ("state", "state_deep")}
-"""The parity suite's state-feedback configs: H = 8 with a layer on each side, H = 11 with two
-encoder layers and no decoder layer."""
+STATE_CONFIGS = {name: CASES[name].config for name in ("state", "state_deep", "state_no_hidden")}
+"""The parity suite's state-feedback configs: H = 8, 11 and 9, two depths and none."""
 BATCHES = (1, 37, 256)
 STEPS = 60
 
