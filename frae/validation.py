@@ -124,12 +124,15 @@ def check_config(config: object) -> FRAEConfig:
 
 
 def _as_float_array(value: object, name: str) -> npt.NDArray[np.floating[Any]]:
-    if isinstance(value, np.ma.MaskedArray):
-        # isfinite skips masked entries, while the backend would compute with the raw values
-        raise TypeError(f"{name} must be a plain numpy.ndarray, not a masked array")
-    if not isinstance(value, np.ndarray):
-        raise TypeError(f"{name} must be a numpy.ndarray, got {describe(value)}")
-    if not np.issubdtype(value.dtype, np.floating):
+    # the checks of a call on one frame cost more than its arithmetic: a plain array skips
+    # the subclass tests, and the dtype's kind ("f": float16 to longdouble) is read directly
+    if type(value) is not np.ndarray:
+        if isinstance(value, np.ma.MaskedArray):
+            # isfinite skips masked entries, while the backend would compute with the raw values
+            raise TypeError(f"{name} must be a plain numpy.ndarray, not a masked array")
+        if not isinstance(value, np.ndarray):
+            raise TypeError(f"{name} must be a numpy.ndarray, got {describe(value)}")
+    if value.dtype.kind != "f":
         raise TypeError(
             f"{name} must have a floating dtype (float16, float32 or float64), "
             f"got dtype {value.dtype}"
@@ -142,10 +145,14 @@ def _converted(
 ) -> npt.NDArray[np.floating[Any]]:
     """A new C-contiguous copy of ``array`` in ``dtype``, refused unless every value is finite
     in ``dtype``: a float64 value beyond float32's range is infinite to a float32 backend."""
-    with np.errstate(over="ignore"):
-        converted = np.array(array, dtype=dtype, order="C")
-    finite = np.isfinite(converted)
-    if not finite.all():
+    target = np.dtype(dtype)
+    if array.dtype.itemsize > target.itemsize:  # a narrowing cast overflows to inf: refused below
+        with np.errstate(over="ignore"):
+            converted = np.array(array, dtype=target, order="C")
+    else:
+        converted = np.array(array, dtype=target, order="C")
+    if not np.isfinite(converted).all():
+        finite = np.isfinite(converted)
         bad = int(finite.size - np.count_nonzero(finite))
         raise ValueError(
             f"{name} must hold only values finite in {np.dtype(dtype).name}, "
