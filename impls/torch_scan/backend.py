@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import logging
+import threading
 import warnings
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
@@ -112,6 +113,31 @@ def compiled(
     )
 
 
+def eager_frames(functions: Functions) -> Functions:
+    """``functions``, but a call one time step long (T = 1) runs the cell once eagerly
+    (``model.one_step``): a frame costs less through PyTorch's eager operators than through
+    the compiled graph's call (docs/performance.md), and a stream sent a frame at a time
+    compiles nothing. Longer calls, and every call under autograd, run ``functions``."""
+
+    def one_frame(sequences: torch.Tensor, state: torch.Tensor | None) -> bool:
+        return sequences.shape[1] == 1 and state is not None and not torch.is_grad_enabled()
+
+    def unroll(module: model.Module, x: torch.Tensor, state: torch.Tensor | None) -> Unrolled:
+        if one_frame(x, state):
+            assert state is not None  # one_frame
+            return model.one_step(module, x, state)
+        return functions.unroll(module, x, state)
+
+    def decode(module: model.Module, z: torch.Tensor, state: torch.Tensor | None) -> Decoded:
+        if one_frame(z, state):
+            assert state is not None  # one_frame
+            outputs, _, last = model.one_step(module, z, state, codes_given=True)
+            return outputs, last
+        return functions.decode(module, z, state)
+
+    return Functions(unroll=unroll, decode=decode)
+
+
 def process_group_rank(devices: int) -> int:
     """This process's rank in the default ``torch.distributed`` process group, which must
     have ``devices`` processes: PyTorch's data parallelism runs one device per process, and
@@ -165,8 +191,9 @@ class TorchScanBackend(BaseBackend):
             )
 
     def functions(self) -> Functions:
-        """How this backend runs the loop for inference."""
-        return compiled(self.config)
+        """How this backend runs the loop for inference: the compiled scan, and a frame at a
+        time the cell eagerly (``eager_frames``)."""
+        return eager_frames(compiled(self.config))
 
     def gradient_functions(self) -> Functions:
         """How this backend runs the loop whose gradient autograd takes."""
@@ -179,8 +206,10 @@ class TorchScanBackend(BaseBackend):
         model.load_canonical(self.module, weights)
 
     def _infer(self, function: Callable[..., Any], x: Array, state: Array) -> Any:
-        with torch.no_grad(), shapes_apart():
-            return function(self.module, torch.from_numpy(x), torch.from_numpy(state))
+        with torch.no_grad():
+            return compiled_call(
+                function, self.module, torch.from_numpy(x), torch.from_numpy(state)
+            )
 
     def _predict(self, x: Array, state: Array) -> tuple[Array, Array]:
         outputs, _, last = self._infer(self.compiled.unroll, x, state)
@@ -283,6 +312,33 @@ class HandWrittenFunctions:
     reverse_loop: train.ReverseLoop
 
 
+COMPILER_SETTINGS = threading.RLock()
+"""Held while this backend's settings or Dynamo's stance hold: both are the process's, so a
+call that compiles and one that must not take turns."""
+RECOMPILE = "Detected recompile when torch.compile stance is 'fail_on_recompile'"
+
+
+def compiled_call(function: Callable[..., Any], *args: Any) -> Any:
+    """``function(*args)``, under ``shapes_apart`` only when Dynamo must compile it.
+
+    The settings are read when Dynamo compiles and at a graph's first call, and entering
+    them costs more than a compiled call on one frame (each patch of a config module is a
+    context of its own): a call that Dynamo's compiled code serves runs without them. Under
+    the stance ``fail_on_recompile`` a call that would compile (a new config, B or T of 1,
+    a process whose Dynamo was reset) raises before it runs anything, and runs again under
+    the settings.
+    """
+    with COMPILER_SETTINGS:
+        try:
+            with torch.compiler.set_stance("fail_on_recompile"):
+                return function(*args)
+        except RuntimeError as error:
+            if not str(error).startswith(RECOMPILE):
+                raise
+        with shapes_apart():
+            return function(*args)
+
+
 @contextlib.contextmanager
 def shapes_apart() -> Iterator[None]:
     """This backend's Dynamo limit, and no duck shapes, while the ``with`` lasts.
@@ -292,6 +348,7 @@ def shapes_apart() -> Iterator[None]:
     every other B compiles again; so would a T equal to the state's width S.
     """
     with (
+        COMPILER_SETTINGS,
         torch._dynamo.config.patch(recompile_limit=RECOMPILE_LIMIT),
         # a config module whose patch is installed when it loads: untyped
         torch.fx.experimental._config.patch(use_duck_shape=False),  # type: ignore[attr-defined]

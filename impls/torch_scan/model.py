@@ -261,3 +261,16 @@ def unroll(
         return outputs.transpose(0, 1), sequences, last
     last, (outputs, codes) = scan(weights.step, feedback, time_major)
     return outputs.transpose(0, 1), codes.transpose(0, 1), last
+
+
+def one_step(
+    weights: Module, sequences: torch.Tensor, state: torch.Tensor, *, codes_given: bool = False
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """``unroll`` of sequences one time step long (T = 1), the cell called once, without the
+    scan: what a stream sent a frame at a time runs eagerly."""
+    frame = sequences[:, 0]
+    if codes_given:
+        last, output = weights.decode_step(state, frame)
+        return output[:, None], sequences, last
+    last, (output, code) = weights.step(state, frame)
+    return output[:, None], code[:, None], last
