@@ -172,6 +172,8 @@ class TFWhileBackend(BaseBackend):
         self.compiled = compiled_functions(self.jit_compile)
         self.traced_config = traced_config(self.config)
         self._concrete: dict[tuple[Any, ...], Any] = {}
+        # the flat inputs a concrete function takes for the variables: their handles
+        self._handles = [variable.handle for variable in tf.nest.flatten(self.first_copy)]
         self._replicated_steps: dict[str, Callable[..., tuple[tf.Tensor, tf.Tensor]]] = {}
 
     def _call(self, operation: str, *args: Any) -> Any:
@@ -202,8 +204,20 @@ class TFWhileBackend(BaseBackend):
             self.variables[name].assign(value)
 
     def _stream(self, operation: str, sequences: Array, state: Array) -> tuple[Array, Array]:
-        """``operation``'s outputs and last feedback, both NumPy, from the feedback ``state``."""
-        outputs, last = self._call(operation, sequences, state)
+        """``operation``'s outputs and last feedback, both NumPy, from the feedback ``state``.
+
+        The concrete function is called with its flat inputs (the variables' handles, in
+        ``tf.nest``'s order, then the two tensors), which skips matching the structured
+        arguments to its signature: on a call of one frame, that matching costs more than
+        the launch of the XLA program (docs/performance.md)."""
+        tensors = (tf.convert_to_tensor(sequences), tf.convert_to_tensor(state))
+        key = (operation, sequences.shape)
+        concrete = self._concrete.get(key)
+        if concrete is None:
+            self._call(operation, *tensors)  # traces and keeps the concrete function
+            concrete = self._concrete[(operation, *(t.shape for t in tensors))]
+            self._concrete[key] = concrete
+        outputs, last = concrete._call_flat([*self._handles, *tensors], concrete.captured_inputs)
         return outputs.numpy(), last.numpy()
 
     def _predict(self, x: Array, state: Array) -> tuple[Array, Array]:
