@@ -105,7 +105,8 @@ def _keras(framework: str) -> Variant:
         "keras_rnn",
         Role.BASELINE if eager else Role.COMPILED,
         f"keras.layers.RNN over a custom cell on {framework}, "
-        f"{'eager' if eager else 'XLA'}, predict_on_batch / train_on_batch",
+        f"{'eager, predict_on_batch' if eager else 'XLA, its backend function'}"
+        " / train_on_batch",
         {"KERAS_BACKEND": framework},
         (framework,),
         slow=eager,

@@ -19,7 +19,7 @@ import math
 import threading
 import weakref
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -45,12 +45,12 @@ class KerasRNNBackend(BaseBackend):
     ``keras_model`` is the autoencoder itself, ``[x, state] -> [x̂, feedback]`` (the
     feedback entering the first step and the one after the last): it saves to and loads
     from ``.keras``.
-    ``predict``/``encode``/``decode`` run Keras' compiled predict function
-    (``predict_on_batch``) and a training step is ``train_on_batch``: Keras' own compiled
-    train step, so ``fit`` reports the loss of each step, not Keras' running mean. With
-    ``devices=N`` the same calls run on Keras' own data-parallel engine (``engine``). A
-    backend made once another of its config is gone reuses that one's models, compiled
-    functions and trainers (the module's docstring).
+    ``predict``/``encode``/``decode`` call the model inside its Keras backend's compiled
+    function (``inference_function``; ``predict_on_batch`` on torch) and a training step is
+    ``train_on_batch``: Keras' own compiled train step, so ``fit`` reports the loss of each
+    step, not Keras' running mean. With ``devices=N`` the same calls run on Keras' own
+    data-parallel engine (``engine``). A backend made once another of its config is gone
+    reuses that one's models, compiled functions and trainers (the module's docstring).
     """
 
     name = "keras_rnn"
@@ -110,13 +110,12 @@ class KerasRNNBackend(BaseBackend):
         return self._predict_with(self._built.decoder, z, state)
 
     def _predict_with(self, model: keras.Model, sequences: Array, state: Array) -> tuple[Any, Any]:
-        """``model``'s outputs and last feedback: the state is the compiled predict
-        function's input, as the sequences are, so a new value reuses its program."""
-        inputs = [sequences, state]
+        """``model``'s outputs and last feedback: the state is the compiled function's input,
+        as the sequences are, so a new value reuses its program."""
         if self.engine is None:
-            outputs, last = model.predict_on_batch(inputs)
+            outputs, last = self._built.inference(model, self.jit_compile)(sequences, state)
         else:
-            outputs, last = self.engine.predict(model, inputs)
+            outputs, last = self.engine.predict(model, [sequences, state])
         return outputs, last
 
     def _loss_and_grads(self, x: Array, y: Array) -> tuple[float, Mapping[str, Any]]:
@@ -201,6 +200,14 @@ class Built:
     trainers: dict[str, keras.Model] = field(default_factory=dict)
     handed_out: bool = False
     """Whether ``keras_model`` was given to a caller, who may still hold it."""
+    inferences: dict[str, Inference] = field(default_factory=dict)
+    """The compiled calls of ``keras_model``, ``encoder`` and ``decoder``, by model name."""
+
+    def inference(self, model: keras.Model, jit_compile: bool | str) -> Inference:
+        """``model``'s compiled call (``inference_function``), made at its first use."""
+        if model.name not in self.inferences:
+            self.inferences[model.name] = inference_function(model, jit_compile)
+        return self.inferences[model.name]
 
 
 Key = tuple[FRAEConfig, bool | str]
@@ -258,3 +265,67 @@ def forget_built() -> None:
     its own."""
     with _lock:
         _idle.clear()
+
+
+Inference = Callable[[Any, Any], Sequence[Any]]
+"""``(sequences, state) -> (outputs, feedback after the last step)``, framework arrays."""
+
+
+def inference_function(model: keras.Model, jit_compile: bool | str) -> Inference:
+    """``model``'s call ``[sequences, state] -> [outputs, last feedback]``, compiled on its
+    Keras backend where ``jit_compile`` is ``True``; ``predict_on_batch`` otherwise, as Keras
+    runs it (``"auto"``: Keras' defaults, which a baseline keeps).
+
+    ``predict_on_batch`` wraps Keras' compiled predict function in its data handling and, on
+    JAX, in the gathering and write-back of every variable's value: on one frame that costs
+    several times the program (docs/performance.md). So the model is called as Keras' own
+    trainers call it, inside the backend's compiled function: ``jax.jit`` over
+    ``stateless_call`` with the variables' current values as arguments, or a
+    ``tf.function`` under XLA, one concrete function per input shape, reading the variables
+    it captured. On torch Keras runs the RNN as a Python loop, and ``predict_on_batch`` stays.
+    """
+    name = keras.backend.backend()
+    if jit_compile is not True or name not in ("jax", "tensorflow"):
+        return lambda sequences, state: model.predict_on_batch([sequences, state])
+    if name == "jax":
+        return _jax_inference(model)
+    return _tensorflow_inference(model)
+
+
+def _jax_inference(model: keras.Model) -> Inference:
+    import jax
+
+    @jax.jit
+    def call(trainable: list[Any], non_trainable: list[Any], sequences: Any, state: Any) -> Any:
+        outputs, _ = model.stateless_call(trainable, non_trainable, [sequences, state])
+        return outputs
+
+    # the variables of a built model are fixed objects; listing them walks every layer
+    trainable_variables = model.trainable_variables
+    non_trainable_variables = model.non_trainable_variables
+
+    def jax_inference(sequences: Any, state: Any) -> Sequence[Any]:
+        trainable = [v.value for v in trainable_variables]
+        non_trainable = [v.value for v in non_trainable_variables]
+        return call(trainable, non_trainable, sequences, state)
+
+    return jax_inference
+
+
+def _tensorflow_inference(model: keras.Model) -> Inference:
+    import tensorflow as tf
+
+    @tf.function(jit_compile=True, autograph=False)
+    def call(sequences: Any, state: Any) -> Any:
+        return model([sequences, state], training=False)
+
+    concrete: dict[tuple[Any, ...], Any] = {}
+
+    def tensorflow_inference(sequences: Any, state: Any) -> Sequence[Any]:
+        tensors = (tf.constant(sequences), tf.constant(state))
+        key = (sequences.shape, state.shape)
+        if key not in concrete:
+            concrete[key] = call.get_concrete_function(*tensors)
+        return concrete[key](*tensors)
+
+    return tensorflow_inference
