@@ -133,8 +133,8 @@ def _keras_defaults(framework: str) -> Variant:
         # beside keras_rnn at the targets' shapes: what the defaults cost is read there
         only_shapes=WIDE_SHAPES,
         operations=OPERATIONS,
-        no_stream="only predict and fit go through Keras' defaults; its encode and decode "
-        "are keras_rnn's, whose stream is measured",
+        no_stream="only predict and fit go through Keras' defaults (model.predict, "
+        "model.fit); its encode and decode are keras_rnn's through predict_on_batch",
     )
 
 
