@@ -468,6 +468,10 @@ def test_a_first_call_runs_the_compiled_loop_without_a_python_mode(
     model = frae.create("torch_scan", config, seed=1)
     x = np.ones((3, 40, 3), np.float32)
     model.predict(x)
+    # T = 41 compiles T symbolic (Dynamo's automatic dynamic shapes); T = 42 is the first
+    # call that graph's compiled code serves without compiling
+    model.predict(np.ones((3, 41, 3), np.float32))
+    model.predict(np.ones((3, 42, 3), np.float32))
     assert seen["operators"] == 0
     monkeypatch.setattr(torch_backend, "no_first_call_analysis", contextlib.nullcontext)
     model.predict(x[:1])

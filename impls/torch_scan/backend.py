@@ -321,16 +321,17 @@ RECOMPILE = "Detected recompile when torch.compile stance is 'fail_on_recompile'
 def compiled_call(function: Callable[..., Any], *args: Any) -> Any:
     """``function(*args)``, under ``shapes_apart`` only when Dynamo must compile it.
 
-    The settings are read when Dynamo compiles and at a graph's first call, and entering
-    them costs more than a compiled call on one frame (each patch of a config module is a
-    context of its own): a call that Dynamo's compiled code serves runs without them. Under
+    The settings are read when Dynamo compiles, and entering them costs more than a
+    compiled call on one frame (each patch of a config module is a context of its own): a
+    call that Dynamo's compiled code serves runs without them, but for
+    ``no_first_call_analysis``, read at every call until one runs the check. Under
     the stance ``fail_on_recompile`` a call that would compile (a new config, B or T of 1,
     a process whose Dynamo was reset) raises before it runs anything, and runs again under
     the settings.
     """
     with COMPILER_SETTINGS:
         try:
-            with torch.compiler.set_stance("fail_on_recompile"):
+            with torch.compiler.set_stance("fail_on_recompile"), no_first_call_analysis():
                 return function(*args)
         except RuntimeError as error:
             if not str(error).startswith(RECOMPILE):
