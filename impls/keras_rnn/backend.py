@@ -281,8 +281,9 @@ def inference_function(model: keras.Model, jit_compile: bool | str) -> Inference
     several times the program (docs/performance.md). So the model is called as Keras' own
     trainers call it, inside the backend's compiled function: ``jax.jit`` over
     ``stateless_call`` with the variables' current values as arguments, or a
-    ``tf.function`` under XLA, one concrete function per input shape, reading the variables
-    it captured. On torch Keras runs the RNN as a Python loop, and ``predict_on_batch`` stays.
+    ``tf.function`` under XLA, one concrete function per input shape called with its flat
+    inputs, reading the variables it captured. On torch Keras runs the RNN as a Python loop,
+    and ``predict_on_batch`` stays.
     """
     name = keras.backend.backend()
     if jit_compile is not True or name not in ("jax", "tensorflow"):
@@ -326,6 +327,9 @@ def _tensorflow_inference(model: keras.Model) -> Inference:
         key = (sequences.shape, state.shape)
         if key not in concrete:
             concrete[key] = call.get_concrete_function(*tensors)
-        return concrete[key](*tensors)
+        function = concrete[key]
+        # its flat inputs, as tf_while's stream calls its own: matching structured arguments
+        # to the signature costs more than the program on one frame (docs/performance.md)
+        return function._call_flat(list(tensors), function.captured_inputs)
 
     return tensorflow_inference
