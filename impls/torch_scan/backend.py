@@ -138,24 +138,6 @@ def eager_frames(functions: Functions) -> Functions:
     return Functions(unroll=unroll, decode=decode)
 
 
-def process_group_rank(devices: int) -> int:
-    """This process's rank in the default ``torch.distributed`` process group, which must
-    have ``devices`` processes: PyTorch's data parallelism runs one device per process, and
-    ``DistributedDataParallel`` trains on every process of its group."""
-    joined = torch.distributed.is_available() and torch.distributed.is_initialized()
-    present = torch.distributed.get_world_size() if joined else 1
-    if devices != present:
-        group = f"a process group of {present}" if joined else "no process group"
-        raise ValueError(
-            f"devices={devices}, but torch.distributed has {present} (one device per "
-            f"process, {group}): DistributedDataParallel trains on every process of the "
-            f"default group, so start {devices} processes that each call "
-            f"torch.distributed.init_process_group(world_size={devices}) before create "
-            "(see examples/data_parallel.py)"
-        )
-    return torch.distributed.get_rank()
-
-
 class TorchScanBackend(BaseBackend):
     """float32 on the CPU; ``torch.compile`` of the scan, autograd for back-propagation.
 
@@ -176,7 +158,7 @@ class TorchScanBackend(BaseBackend):
     """This process's rank in the process group: its part of each mini-batch."""
 
     def _place(self, devices: int) -> None:
-        self.rank = process_group_rank(devices)
+        self.rank = train.process_group_rank(devices)
 
     def _build(self, weights: Weights) -> None:
         self.module = model.module_for(self.config)

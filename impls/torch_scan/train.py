@@ -1,6 +1,6 @@
-"""Training in PyTorch: the loss, its gradient by autograd through the scan, and the
-contract's SGD and Adam from ``torch.optim``; then, for output feedback only, the
-back-propagation through time written by hand."""
+"""Training in PyTorch: the loss, its gradient by autograd through the scan, the process
+group data parallelism trains on, and the contract's SGD and Adam from ``torch.optim``; then,
+for output feedback only, the back-propagation through time written by hand."""
 
 from __future__ import annotations
 
@@ -46,6 +46,24 @@ class LossModule(nn.Module):
 
     def forward(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         return self.loss(x, y)
+
+
+def process_group_rank(devices: int) -> int:
+    """This process's rank in the default ``torch.distributed`` process group, which must
+    have ``devices`` processes: PyTorch's data parallelism runs one device per process, and
+    ``DistributedDataParallel`` trains on every process of its group."""
+    joined = torch.distributed.is_available() and torch.distributed.is_initialized()
+    present = torch.distributed.get_world_size() if joined else 1
+    if devices != present:
+        group = f"a process group of {present}" if joined else "no process group"
+        raise ValueError(
+            f"devices={devices}, but torch.distributed has {present} (one device per "
+            f"process, {group}): DistributedDataParallel trains on every process of the "
+            f"default group, so start {devices} processes that each call "
+            f"torch.distributed.init_process_group(world_size={devices}) before create "
+            "(see examples/data_parallel.py)"
+        )
+    return torch.distributed.get_rank()
 
 
 def optimizer(name: str, module: model.Module, learning_rate: float) -> torch.optim.Optimizer:
