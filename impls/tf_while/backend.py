@@ -6,7 +6,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -187,6 +187,12 @@ class TFWhileBackend(BaseBackend):
         tensors = [
             tf.convert_to_tensor(arg) if isinstance(arg, np.ndarray) else arg for arg in args
         ]
+        concrete = self._concrete_function(operation, tensors)
+        return concrete(self.traced_config, self.first_copy, *tensors)
+
+    def _concrete_function(self, operation: str, tensors: Sequence[Any]) -> Any:
+        """The concrete function of ``operation`` for the shapes of ``tensors``, traced at
+        the first call of those shapes."""
         key = (operation, *(getattr(t, "shape", None) for t in tensors))
         concrete = self._concrete.get(key)
         if concrete is None:
@@ -194,7 +200,7 @@ class TFWhileBackend(BaseBackend):
                 self.traced_config, self.first_copy, *tensors
             )
             self._concrete[key] = concrete
-        return concrete(self.traced_config, self.first_copy, *tensors)
+        return concrete
 
     def _read_weights(self) -> Mapping[str, Any]:
         return {name: variable.numpy() for name, variable in self.variables.items()}
@@ -211,12 +217,7 @@ class TFWhileBackend(BaseBackend):
         arguments to its signature: on a call of one frame, that matching costs more than
         the launch of the XLA program (docs/performance.md)."""
         tensors = (tf.convert_to_tensor(sequences), tf.convert_to_tensor(state))
-        key = (operation, sequences.shape)
-        concrete = self._concrete.get(key)
-        if concrete is None:
-            self._call(operation, *tensors)  # traces and keeps the concrete function
-            concrete = self._concrete[(operation, *(t.shape for t in tensors))]
-            self._concrete[key] = concrete
+        concrete = self._concrete_function(operation, tensors)
         outputs, last = concrete._call_flat([*self._handles, *tensors], concrete.captured_inputs)
         return outputs.numpy(), last.numpy()
 
