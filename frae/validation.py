@@ -8,6 +8,7 @@ fails here has changed nothing.
 
 from __future__ import annotations
 
+import math
 import numbers
 import reprlib
 from collections.abc import Iterable, Mapping
@@ -140,6 +141,17 @@ def _as_float_array(value: object, name: str) -> npt.NDArray[np.floating[Any]]:
     return value
 
 
+_SMALL = 64
+"""Up to this many values, finiteness is checked in Python: a NumPy ufunc on a frame costs
+less than its own call, but it slows the framework call that follows it several times over."""
+
+
+def _all_finite(array: npt.NDArray[np.floating[Any]]) -> bool:
+    if array.size <= _SMALL:
+        return all(map(math.isfinite, array.ravel().tolist()))
+    return bool(np.isfinite(array).all())
+
+
 def _converted(
     array: npt.NDArray[np.floating[Any]], name: str, dtype: npt.DTypeLike
 ) -> npt.NDArray[np.floating[Any]]:
@@ -151,7 +163,7 @@ def _converted(
             converted = np.array(array, dtype=target, order="C")
     else:
         converted = np.array(array, dtype=target, order="C")
-    if not np.isfinite(converted).all():
+    if not _all_finite(converted):
         finite = np.isfinite(converted)
         bad = int(finite.size - np.count_nonzero(finite))
         raise ValueError(
