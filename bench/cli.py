@@ -40,6 +40,7 @@ from bench.job import QUICK_SETTINGS, Settings
 from bench.records import EVERY_OPERATION, OPERATIONS, Record
 from bench.roles import Role
 from bench.runner import default_out, run
+from bench.threads import check_count
 from frae.config import FRAEConfig
 
 
@@ -159,6 +160,15 @@ def parser(prog: str) -> argparse.ArgumentParser:
         default=5,
         help="K in fit(x, epochs=K)/K, at least 5 (default 5)",
     )
+    add(
+        "--threads",
+        type=positive_int,
+        default=1,
+        metavar="N",
+        help="the cores and threads of every variant, the floors' included, each pinned to N "
+        "CPUs with its frameworks' pools sized N (default 1: a per-core comparison; "
+        "the usable CPUs: an all-core one)",
+    )
     add("--out", type=Path, help="report folder (default reports/<timestamp>)")
     add("--no-progress", action="store_true", help="no progress bar on standard error")
     add("--list", action="store_true", help="list the variants and exit")
@@ -197,9 +207,16 @@ def main(argv: list[str] | None = None, prog: str = "python -m bench") -> None:
         select(args.variants)
     except ValueError as error:
         options.error(str(error))
+    try:
+        threads = check_count(args.threads)
+    except ValueError as error:
+        options.error(f"--{error}")
     settings = QUICK_SETTINGS if args.quick else Settings()
     settings = replace(
-        settings, train_steps=args.train_steps, repeats=args.repeats or settings.repeats
+        settings,
+        train_steps=args.train_steps,
+        repeats=args.repeats or settings.repeats,
+        threads=threads,
     )
     out = args.out or default_out()
     start = time.perf_counter()

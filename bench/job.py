@@ -35,6 +35,8 @@ class Settings:
     stream_repeats: int | None = None
     """The least timed samples of the stream (``None``: ``repeats``); each is already the
     mean of a whole sequence's calls."""
+    threads: int = 1
+    """The cores and threads every variant runs on (``bench.threads``)."""
 
     def for_stream(self) -> Settings:
         """These settings with the stream's least number of samples."""

@@ -41,7 +41,7 @@ def machine_facts() -> dict[str, Any]:
         if cc
         else None
     )
-    from bench.worker import THREAD_VARIABLES
+    from bench.threads import THREAD_VARIABLES
 
     return {
         "platform": platform.platform(),

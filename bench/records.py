@@ -5,15 +5,18 @@ role, the run's facts first and a ``done`` / ``end`` line with the wall time; th
 reads them back. Every line carries ``kind`` and the fields that are set; a measurement also
 carries the figures derived from its median, so the file reads without this module.
 
-Files of earlier versions read back: a field a file lacks takes its default (a file from
-before the stream has no stream measurements, and its listings no ``no_stream``), and the
-one field whose meaning such a file held in a name is derived from it once (``_listing``).
+A file's format is the run record's ``format`` (``FORMAT``; a file without one is format 1).
+``parse`` reads a file of any format through its version: each format's lines are raised to
+the next one's by ``UPGRADES`` until they are today's, and only then made records. A field a
+file lacks takes its default (a format-1 file has no kept calls and no threads per
+measurement; one from before the stream has no stream measurements).
 """
 
 from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, ClassVar, NamedTuple
@@ -28,6 +31,9 @@ EVERY_OPERATION = (*OPERATIONS, STREAM)
 SENDER, RECEIVER = "sender", "receiver"
 SIDES = (SENDER, RECEIVER)
 """A stream's two sides: the sender encodes, the receiver decodes."""
+FORMAT = 2
+"""The results file's format: 1, the median and quartiles of each measurement; 2, every
+timed call (``ResultRecord.calls_s``), and the threads and busy cores of each."""
 DEFAULT_MODEL = "default"
 """The label of the model a run measures unless told otherwise (``bench.grid``)."""
 
@@ -77,6 +83,8 @@ class RunRecord:
     variants: dict[str, Listing]
     models: dict[str, dict[str, Any]] = field(default_factory=dict)
     """Label -> the ``FRAEConfig`` fields of each model measured (``to_dict``)."""
+    format: int = FORMAT
+    """The file's format (``FORMAT`` when written; ``parse`` reads older files as 1)."""
 
 
 @dataclass(frozen=True)
@@ -123,6 +131,14 @@ class ResultRecord:
     median_s: float | None = None
     q1_s: float | None = None
     q3_s: float | None = None
+    calls_s: list[float] | None = None
+    """Seconds of every timed call, in the order made (each holds ``steps_per_sample``
+    optimizer steps); ``None`` in a format-1 file."""
+    threads: int | None = None
+    """The threads the variant ran on (``bench.threads``); ``None`` in a format-1 file."""
+    cores_busy: float | None = None
+    """The process's CPU time over the wall time of the timed calls: how many cores worked,
+    on average (at most ``threads``)."""
     peak_rss_mb: float | None = None
     """The process's peak so far, after this measurement."""
     error: str | None = None
@@ -181,39 +197,66 @@ def to_json(record: Record) -> str:
 
 
 def from_json(line: str) -> Record:
-    """The record on one line written by ``to_json``; unknown keys are ignored (a derived
-    figure, or a field of a later version)."""
-    data = json.loads(line)
+    """The record on one line of today's format, as ``to_json`` wrote it; unknown keys are
+    ignored (a derived figure, or a field of a later version)."""
+    return _record(json.loads(line))
+
+
+def _record(data: dict[str, Any]) -> Record:
+    data = dict(data)
     kind = KINDS.get(data.pop("kind", None))
     if kind is None:
-        raise ValueError(f"a record's kind must be among {list(KINDS)}, got {line[:80]!r}")
+        raise ValueError(f"a record's kind must be among {list(KINDS)}, got {str(data)[:80]!r}")
     if kind is RunRecord:  # JSON has no tuples and no dataclasses
-        # points of files written before models had labels are (B, T, operations)
-        points = [point if len(point) == 4 else [DEFAULT_MODEL, *point] for point in data["grid"]]
-        data["grid"] = [Point(model, b, t, tuple(ops)) for model, b, t, ops in points]
-        data["variants"] = {name: _listing(name, v) for name, v in data["variants"].items()}
+        data["grid"] = [Point(model, b, t, tuple(ops)) for model, b, t, ops in data["grid"]]
+        data["variants"] = {name: Listing(**v) for name, v in data["variants"].items()}
     known = {f.name for f in fields(kind)}
     return kind(**{k: v for k, v in data.items() if k in known})
+
+
+def parse(lines: Iterable[str]) -> list[Record]:
+    """The records of a results file's lines, of any format up to ``FORMAT``: the run's line
+    (the first) gives the format, and every line is raised through ``UPGRADES`` to today's."""
+    raw = [json.loads(line) for line in lines if line.strip()]
+    version = raw[0].get("format", 1) if raw and raw[0].get("kind") == "run" else FORMAT
+    if not isinstance(version, int) or not 1 <= version <= FORMAT:
+        raise ValueError(f"a results file's format must be 1 to {FORMAT}, got {version!r}")
+    for upgrade in UPGRADES[version - 1 :]:
+        raw = [upgrade(data) for data in raw]
+    return [_record(data) for data in raw]
+
+
+def read(path: Path) -> list[Record]:
+    """Every record of a ``results.jsonl``, of any format (``parse``)."""
+    return parse(path.read_text().splitlines())
 
 
 OLD_DEVICES = re.compile(r"(?P<of>.+) on (?P<devices>\d+) devices")
 """A data-parallel variant's name in files written before ``Listing.devices`` and ``of``."""
 
 
-def _listing(name: str, data: dict[str, Any]) -> Listing:
-    """A variant's listing read back. Files written before listings had ``twin_of``,
-    ``devices`` and ``of`` lack those keys, and their names said the same: a variant of role
-    ``by_hand`` named ``NAME_bptt`` is ``NAME``'s twin, one of role ``devices`` named
-    ``NAME on N devices`` is ``NAME`` on N devices. Such a listing gets those fields from
-    its name here, once, as it is read."""
-    if not {"twin_of", "devices", "of"} & data.keys():
-        if data.get("role") == "by_hand" and name.endswith("_bptt"):
-            data = {**data, "twin_of": name.removesuffix("_bptt")}
-        if data.get("role") == "devices" and (found := OLD_DEVICES.fullmatch(name)):
-            data = {**data, "of": found["of"], "devices": int(found["devices"])}
-    return Listing(**data)
+def _format_1(data: dict[str, Any]) -> dict[str, Any]:
+    """A line of format 1 as format 2 writes it. A format-1 result lacks the kept calls and
+    threads (``None`` in format 2). Its run line may predate model labels, whose points are
+    (B, T, operations), and listings' ``twin_of``, ``devices`` and ``of``, whose names said
+    the same: a variant of role ``by_hand`` named ``NAME_bptt`` is ``NAME``'s twin, one of role
+    ``devices`` named ``NAME on N devices`` is ``NAME`` on N devices."""
+    if data.get("kind") != "run":
+        return data
+    points = [point if len(point) == 4 else [DEFAULT_MODEL, *point] for point in data["grid"]]
+    variants = {name: _listing_1(name, v) for name, v in data["variants"].items()}
+    return {**data, "grid": points, "variants": variants, "format": 2}
 
 
-def read(path: Path) -> list[Record]:
-    """Every record of a ``results.jsonl``."""
-    return [from_json(line) for line in path.read_text().splitlines() if line.strip()]
+def _listing_1(name: str, data: dict[str, Any]) -> dict[str, Any]:
+    if {"twin_of", "devices", "of"} & data.keys():
+        return data
+    if data.get("role") == "by_hand" and name.endswith("_bptt"):
+        return {**data, "twin_of": name.removesuffix("_bptt")}
+    if data.get("role") == "devices" and (found := OLD_DEVICES.fullmatch(name)):
+        return {**data, "of": found["of"], "devices": int(found["devices"])}
+    return data
+
+
+UPGRADES: tuple[Callable[[dict[str, Any]], dict[str, Any]], ...] = (_format_1,)
+"""``UPGRADES[v - 1]`` raises a line of format v to format v + 1."""

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Iterable, Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from bench import tables
@@ -52,6 +53,9 @@ Run {run.started}, `{run.command}`, {wall} s in all; grid (B, T: operations): {g
 - {versions}
 - C compiler: {compiler}
 - thread variables: {thread_variables}{threads}
+- {threads_said}: each worker pinned to its CPUs (`os.sched_setaffinity`), its frameworks'
+  pools sized to match and read back before it measures (`bench.threads`); **cores busy**, the
+  process's CPU time over the wall time of the timed calls, shows how many worked
 
 ## How it was measured
 
@@ -82,7 +86,8 @@ Run {run.started}, `{run.command}`, {wall} s in all; grid (B, T: operations): {g
   the core.
 - Every **×floor** divides by the fastest of the native floors measured for the same
   operation, model and shape: the tightest bound the run has. The floors, each the same
-  forward and back-propagation through time without a framework, one thread:
+  forward and back-propagation through time without a framework, their loops serial (one
+  thread, whatever the threads of the run):
   - the **scalar floor** ({floor}): plain loops compiled by Numba (float32, fastmath off, batch
     innermost, no allocation in the loop); the **check** is its forward in plain C. Both
     evaluate exp one lane at a time;
@@ -119,6 +124,7 @@ def head(pivot: Pivot, run: RunRecord) -> str:
         compiler=m["c_compiler"] or "none",
         thread_variables=m["thread_variables"] or "none set (framework defaults)",
         threads="".join(threads),
+        threads_said=threads_said(pivot),
         s=s,
         floor=named(Role.FLOOR),
         simd=named(Role.SIMD_FLOOR),
@@ -309,8 +315,37 @@ def sections(
     found.append(variants_section(pivot, run))
     detail = tables.detail_rows(pivot)
     found.append(Section("Every measurement", header=tables.DETAIL_HEADER, rows=detail))
+    said = threads_said(pivot)
+    found = [with_threads(section, said) for section in found]
     images_text = "\n".join(f"![{path.stem}]({path.name})" for path in images)
     return [*found, Section("Plots", text=images_text)]
+
+
+def threads_said(pivot: Pivot) -> str:
+    """The threads the measurements ran on, as a caption says them."""
+    counts = {r.variant: r.threads for r in pivot.results.values() if r.median_s is not None}
+    if not counts:
+        return "Threads: none timed"
+    if None in counts.values():
+        return "Threads: each framework's defaults (a file of format 1, before equal threads)"
+    if len(set(counts.values())) == 1:
+        threads = next(iter(counts.values()))
+        plural = "s" if threads != 1 else ""
+        return f"Every variant on {threads} thread{plural}, pinned to as many cores"
+    by_variant = ", ".join(f"{name} {threads}" for name, threads in counts.items())
+    return f"Threads differ by variant: {by_variant}"
+
+
+def with_threads(section: Section, said: str) -> Section:
+    """``section`` with ``said`` after its caption, and its brief's, where it has a table."""
+    if not section.header:
+        return section
+    caption = f"{section.caption} {said}.".lstrip()
+    brief = section.brief
+    if brief is not None and brief.caption:
+        text, colon = brief.caption.removesuffix(":"), ":" * brief.caption.endswith(":")
+        brief = replace(brief, caption=f"{text} ({said[0].lower()}{said[1:]}){colon}")
+    return replace(section, caption=caption, brief=brief)
 
 
 def _slug(label: str) -> str:

@@ -31,6 +31,7 @@ from bench.records import (
     from_json,
     to_json,
 )
+from bench.threads import environment
 from frae.config import FRAEConfig
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -65,7 +66,8 @@ def run_variant(
     the error and the tail of its log; the run goes on with the next variant.
     """
     job = job_of(variant, points, models, settings)
-    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", **variant.env}
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", **environment(settings.threads)}
+    env |= variant.env
     if ":" in variant.backend:  # a port by import path is found where the run was started
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [os.getcwd(), env.get("PYTHONPATH")]))
     with log.open("w") as errors:

@@ -249,7 +249,8 @@ def flag_rows(pivot: Pivot) -> Rows:
 
 
 DETAIL_HEADER = ["variant", "operation", "B", "T", "µs/step (median)", "IQR µs/step"]
-DETAIL_HEADER += ["sequence-steps/s", "×floor", "first call s", "samples", "peak MB", "note"]
+DETAIL_HEADER += ["sequence-steps/s", "×floor", "first call s", "samples", "cores busy"]
+DETAIL_HEADER += ["peak MB", "note"]
 
 
 def detail_rows(pivot: Pivot) -> Rows:
@@ -261,11 +262,11 @@ def detail_rows(pivot: Pivot) -> Rows:
         first = fmt(r.first_call_s, 3)
         if r.median_s is None:
             why = r.unsupported or r.error or ""
-            rows.append([*where, "—", "—", "—", "—", first, "", "", why])
+            rows.append([*where, "—", "—", "—", "—", first, "", "", "", why])
             continue
         timing = [fmt(r.us_per_step), fmt(r.iqr_us_per_step, 2), f"{r.sequence_steps_per_s:.3g}"]
         notes = "; ".join(filter(None, [r.note, *doubted.get(key, [])]))
-        memory = [str(r.samples), fmt(r.peak_rss_mb, 4), notes]
+        memory = [str(r.samples), fmt(r.cores_busy, 2), fmt(r.peak_rss_mb, 4), notes]
         rows.append([*where, *timing, fmt(pivot.floor_ratio(key)), first, *memory])
     return rows
 

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import gc
 import importlib
-import os
 import resource
 import sys
 import time
@@ -46,18 +45,9 @@ from bench.grid import STREAM_CHUNKS
 from bench.job import Job, Settings
 from bench.records import SIDES, STREAM, Point, Record, ResultRecord, VariantRecord, to_json
 from bench.stream import streams
+from bench.threads import apply, check, observed, pin
 
 MIN_SAMPLES = 3
-THREAD_VARIABLES = (
-    "OMP_NUM_THREADS",
-    "MKL_NUM_THREADS",
-    "OPENBLAS_NUM_THREADS",
-    "TF_NUM_INTRAOP_THREADS",
-    "TF_NUM_INTEROP_THREADS",
-    "XLA_FLAGS",
-    "NUMBA_NUM_THREADS",
-    "KERAS_BACKEND",
-)
 
 
 def peak_rss_mb() -> float:
@@ -77,28 +67,6 @@ def peak_rss_mb() -> float:
         pass
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return peak / (2**20 if sys.platform == "darwin" else 2**10)
-
-
-def thread_settings(frameworks: list[str]) -> dict[str, Any]:
-    """Thread counts as ``frameworks`` see them (only those: asking a framework can start
-    it), and the environment variables that set them."""
-    settings: dict[str, Any] = {
-        name: os.environ[name] for name in THREAD_VARIABLES if name in os.environ
-    }
-    if "tensorflow" in frameworks:
-        tf = importlib.import_module("tensorflow")
-        settings["tf_intra_op_threads"] = tf.config.threading.get_intra_op_parallelism_threads()
-        settings["tf_inter_op_threads"] = tf.config.threading.get_inter_op_parallelism_threads()
-    if "jax" in frameworks:
-        jax = importlib.import_module("jax")
-        settings["jax_devices"] = [str(device) for device in jax.devices()]
-    if "torch" in frameworks:
-        torch = importlib.import_module("torch")
-        settings["torch_threads"] = torch.get_num_threads()
-        settings["torch_interop_threads"] = torch.get_num_interop_threads()
-    if "numba" in frameworks:
-        settings["numba_threads"] = 1  # the floor's loops are not parallel
-    return settings
 
 
 def sample(
@@ -215,37 +183,49 @@ def measure(
     """One operation: its first call, then its steady state (the module docstring says
     how); ``row`` makes the record from the figures, or from what stopped them."""
     first_call_s = None
+    row = partial(row, threads=job.settings.threads)
     try:
         begin = time.perf_counter()
         calls.first()
         first_call_s = time.perf_counter() - begin
-        seconds, per_call, note = _steady(operation, calls, first_call_s, job.settings)
+        timed = _steady(operation, calls, first_call_s, job.settings)
     except NotImplementedError as error:
         return row(first_call_s=first_call_s, unsupported=str(error))
     except Exception as error:  # one failing operation must not hide the others
         return row(first_call_s=first_call_s, error=f"{type(error).__name__}: {error}")
-    q1, median, q3 = np.percentile(seconds / per_call, [25, 50, 75])
+    q1, median, q3 = np.percentile(timed.seconds / timed.per_call, [25, 50, 75])
     return row(
         first_call_s=first_call_s,
-        note=note,
-        samples=len(seconds),
-        steps_per_sample=per_call,
+        note=timed.note,
+        samples=len(timed.seconds),
+        steps_per_sample=timed.per_call,
         median_s=float(median),
         q1_s=float(q1),
         q3_s=float(q3),
+        calls_s=timed.seconds.tolist(),
+        cores_busy=timed.cores_busy,
         peak_rss_mb=peak_rss_mb(),
     )
 
 
-def _steady(
-    operation: str, calls: Calls, first_call_s: float, settings: Settings
-) -> tuple[np.ndarray, int, str | None]:
-    """The timed calls' seconds after a first call of ``first_call_s``, the optimizer steps
-    in each, and the note that says where they were not timed as usual."""
+class Timed(NamedTuple):
+    """An operation's timed calls."""
+
+    seconds: np.ndarray
+    """Each call's seconds."""
+    per_call: int
+    """Optimizer steps in each call."""
+    note: str | None
+    """Where they were not timed as usual, how."""
+    cores_busy: float
+    """CPU time over wall time across the timed calls."""
+
+
+def _steady(operation: str, calls: Calls, first_call_s: float, settings: Settings) -> Timed:
+    """The timed calls after a first call of ``first_call_s``."""
     if first_call_s > settings.long_call_s:
         long = f"first call {first_call_s:.0f} s > {settings.long_call_s:.0f} s"
-        seconds = sample(calls.steady, 1, 0.0, 0.0, 1)
-        return np.array(seconds), calls.steps, f"{long}: one timed call, no warm-up"
+        return _timed(calls.steady, calls.steps, f"{long}: one timed call, no warm-up", 1, 0.0)
     steady, per_call, note = calls.steady, calls.steps, None
     begin = time.perf_counter()
     if calls.warm_up:
@@ -255,10 +235,23 @@ def _steady(
         steady, per_call = calls.first, 1
         note = f"a step over {settings.long_step_s:g} s: fit(x, epochs=1) a sample"
     gc.collect()
-    seconds = sample(
-        steady, settings.repeats, settings.min_time_s, settings.budget_s, settings.max_samples
-    )
-    return np.array(seconds), per_call, note
+    return _timed(steady, per_call, note, settings.repeats, settings.min_time_s, settings)
+
+
+def _timed(
+    call: Callable[[], object],
+    per_call: int,
+    note: str | None,
+    repeats: int,
+    min_time_s: float,
+    settings: Settings | None = None,
+) -> Timed:
+    """``sample``'s calls of ``call`` (one alone without ``settings``), with the cores busy."""
+    budget_s, max_samples = (settings.budget_s, settings.max_samples) if settings else (0.0, 1)
+    cpu, wall = time.process_time(), time.perf_counter()
+    seconds = sample(call, repeats, min_time_s, budget_s, max_samples)
+    busy = (time.process_time() - cpu) / (time.perf_counter() - wall)
+    return Timed(np.array(seconds), per_call, note, busy)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -268,22 +261,28 @@ def main(argv: list[str] | None = None) -> None:
     def emit(record: Record) -> None:
         print(to_json(record), flush=True)
 
+    pin(job.settings.threads)  # before any framework starts its pools
     import frae  # the core, not counted in the import time
     from frae.devices import framework_of, start_devices
 
     if job.devices:  # before the framework starts: it fixes its devices then
         start_devices(framework_of(job.backend), cpu_devices=job.devices)
+    frameworks = list(job.frameworks)
     start = time.perf_counter()
+    apply(job.settings.threads, frameworks)  # imports each framework it sets, first
     importlib.import_module(frae.registry.module_of(job.backend))
+    import_s = time.perf_counter() - start
+    threads = observed(frameworks)
     emit(
         VariantRecord(
             job.variant,
             backend=job.backend,
-            import_s=time.perf_counter() - start,
-            threads=thread_settings(list(job.frameworks)),
+            import_s=import_s,
+            threads=threads,
             peak_rss_mb=peak_rss_mb(),
         )
     )
+    check(job.settings.threads, threads)
     for point in job.points:
         for record in measure_shape(job, point):
             emit(record)

@@ -1,6 +1,6 @@
-"""Results files written before listings recorded a variant's twin and devices read back
-with those fields, derived from the names the files used then, once, as they are read; a
-file that has the fields is read as written."""
+"""Results files of format 1, written before listings recorded a variant's twin and devices,
+read back through their format's upgrade with those fields derived from the names the files
+used then; a file that has the fields is read as written."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import json
 import pytest
 
 from bench.analysis import Pivot
-from bench.records import Listing, RunRecord, from_json, to_json
+from bench.records import Listing, RunRecord, from_json, parse, to_json
 from bench.tables import autodiff_rows, devices_rows
 from tests.bench_cases import measured
 
@@ -25,7 +25,7 @@ OLD_LISTINGS = {
 def old_run(variants: dict[str, dict[str, object]]) -> RunRecord:
     line = {"kind": "run", "started": "then", "command": "python -m bench", "machine": {}}
     line |= {"grid": [[1, 1000, ["train_step"]]], "settings": {}, "variants": variants}
-    run = from_json(json.dumps(line))
+    (run,) = parse([json.dumps(line)])  # format 1: the line has no "format"
     assert isinstance(run, RunRecord)
     return run
 

@@ -44,3 +44,20 @@ def test_records_survive_a_json_line_with_their_derived_figures() -> None:
     assert line["kind"] == "result"
     assert line["us_per_step"] == pytest.approx(50.0)
     assert line["sequence_steps_per_s"] == pytest.approx(3 * 1e6 / 50.0)
+
+
+def test_a_file_is_read_through_its_format() -> None:
+    """A run line without ``format`` is format 1 and is raised to today's; a format this
+    version does not know is refused rather than misread."""
+
+    from bench.records import FORMAT, parse
+
+    run = {"kind": "run", "started": "then", "command": "c", "machine": {}, "settings": {}}
+    run |= {"grid": [[1, 10, ["predict"]]], "variants": {}}
+    result = {"kind": "result", "variant": "v", "operation": "predict", "batch": 1, "steps": 10}
+    old_run, old_result = parse([json.dumps(run), json.dumps(result | {"median_s": 1.0})])
+    assert isinstance(old_run, RunRecord) and old_run.format == FORMAT
+    assert old_run.grid[0].model == "default"  # points of format 1 had no model label
+    assert isinstance(old_result, ResultRecord) and old_result.calls_s is None
+    with pytest.raises(ValueError, match="format must be 1 to"):
+        parse([json.dumps(run | {"format": FORMAT + 1})])

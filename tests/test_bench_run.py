@@ -43,6 +43,9 @@ def check_report(out: Path, variants: list[str], operations: tuple[str, ...]) ->
     for variant in variants:
         facts = [r for r in found if isinstance(r, VariantRecord) and r.variant == variant]
         assert facts and facts[0].import_s is not None and facts[0].threads is not None, variant
+        # one thread by default: pinned to one CPU, every pool the worker reads back at one
+        assert len(facts[0].threads["cpus"]) == 1, facts[0].threads
+        assert facts[0].threads.get("torch_threads", 1) == 1, facts[0].threads
         for operation in operations:
             rows = [
                 r
@@ -54,6 +57,10 @@ def check_report(out: Path, variants: list[str], operations: tuple[str, ...]) ->
                 assert row.q1_s is not None and row.median_s is not None and row.q3_s is not None
                 assert row.q1_s <= row.median_s <= row.q3_s, row
                 assert row.median_s > 0 and row.first_call_s and row.peak_rss_mb, row
+                # every timed call kept, and no more than the one core at work
+                assert row.calls_s is not None and len(row.calls_s) == row.samples, row
+                assert row.threads == 1 and row.cores_busy is not None, row
+                assert row.cores_busy < 1.1, row
     text = (out / "report.md").read_text()
     for section in REPORT_SECTIONS:
         assert section in text, section

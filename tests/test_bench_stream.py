@@ -32,6 +32,7 @@ from bench.records import (
     ResultRecord,
     RunRecord,
     from_json,
+    parse,
     to_json,
 )
 from bench.targets import STREAM_TARGETS, Target
@@ -343,7 +344,7 @@ def test_a_file_from_before_the_stream_reads_and_reports_no_stream() -> None:
     line |= {"variants": {"reference": listing}}
     result = {"kind": "result", "variant": "reference", "operation": "predict", "batch": 1}
     result |= {"steps": 1000, "role": "baseline", "median_s": 0.04, "q1_s": 0.04, "q3_s": 0.04}
-    records = [from_json(json.dumps(line)), from_json(json.dumps(result))]
+    records = parse([json.dumps(line), json.dumps(result)])
     run = records[0]
     assert isinstance(run, RunRecord) and run.variants["reference"].no_stream is None
     assert isinstance(records[1], ResultRecord) and (records[1].side, records[1].chunk) == (

@@ -1,0 +1,133 @@
+"""Equal threads: every variant's worker runs on the same number of cores, its frameworks'
+thread pools sized to match, so that a ratio to the floor measures the framework and not
+how many cores each side took.
+
+A worker on N threads is pinned to N of the usable CPUs (``os.sched_setaffinity``), the one
+bound every framework obeys: XLA's CPU client sizes its pool from the affinity and ignores
+``XLA_FLAGS``' thread options. Each framework's own settings then match it: the environment
+the runner gives the worker (OpenMP, BLAS, Numba, TensorFlow's intra- and inter-op pools),
+``torch.set_num_threads`` and TensorFlow's ``tf.config.threading`` once the framework is
+imported. ``check`` reads them back and refuses a worker whose settings did not take; every
+measurement records the threads and the CPU time its timed calls took (``cpu_s``), so that
+a reader can see that no more than N cores worked.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import os
+from typing import Any
+
+THREAD_VARIABLES = (
+    "OMP_NUM_THREADS",
+    "MKL_NUM_THREADS",
+    "OPENBLAS_NUM_THREADS",
+    "TF_NUM_INTRAOP_THREADS",
+    "TF_NUM_INTEROP_THREADS",
+    "XLA_FLAGS",
+    "NUMBA_NUM_THREADS",
+    "KERAS_BACKEND",
+)
+"""The environment variables that set a worker's threads (and Keras' backend), recorded."""
+POOL_VARIABLES = (
+    "OMP_NUM_THREADS",
+    "MKL_NUM_THREADS",
+    "OPENBLAS_NUM_THREADS",
+    "TF_NUM_INTRAOP_THREADS",
+    "TF_NUM_INTEROP_THREADS",
+    "NUMBA_NUM_THREADS",
+)
+"""Those a worker on N threads gets set to N, read when each library loads."""
+FRAMEWORK_COUNTS = (
+    "tf_intra_op_threads",
+    "tf_inter_op_threads",
+    "torch_threads",
+    "torch_interop_threads",
+    "numba_threads",
+)
+"""The pools' sizes as the frameworks report them (``observed``)."""
+
+
+def usable_cpus() -> list[int]:
+    """The CPUs this process may run on, in order."""
+    if hasattr(os, "sched_getaffinity"):
+        return sorted(os.sched_getaffinity(0))
+    return list(range(os.cpu_count() or 1))
+
+
+def check_count(threads: object) -> int:
+    """``threads``, a whole number from 1 to the usable CPUs; anything else a ``ValueError``."""
+    usable = len(usable_cpus())
+    if isinstance(threads, bool) or not isinstance(threads, int) or not 1 <= threads <= usable:
+        raise ValueError(
+            f"threads must be a whole number from 1 to the {usable} usable CPUs, got {threads!r}"
+        )
+    return threads
+
+
+def environment(threads: int) -> dict[str, str]:
+    """The variables that size every library's pool to ``threads``, for the worker's
+    environment (they are read as each library loads, before the worker can act)."""
+    return dict.fromkeys(POOL_VARIABLES, str(threads))
+
+
+def pin(threads: int) -> list[int]:
+    """Pin this process to the last ``threads`` usable CPUs (the first is left to the runner
+    where there are more); return them. A no-op where the platform cannot pin."""
+    cpus = usable_cpus()[-threads:]
+    if hasattr(os, "sched_setaffinity"):
+        os.sched_setaffinity(0, cpus)
+    return cpus
+
+
+def apply(threads: int, frameworks: list[str]) -> None:
+    """Each framework's own thread settings, set to ``threads``: PyTorch's and TensorFlow's,
+    importing them (TensorFlow's must be set before its context starts, which a backend's
+    import may do); JAX has none but the affinity."""
+    if "torch" in frameworks:
+        torch = importlib.import_module("torch")
+        torch.set_num_threads(threads)
+        if torch.get_num_interop_threads() != threads:
+            with contextlib.suppress(RuntimeError):  # once, before inter-op work; check() tells
+                torch.set_num_interop_threads(threads)
+    if "tensorflow" in frameworks:
+        tf = importlib.import_module("tensorflow")
+        for setting in ("intra_op", "inter_op"):
+            # allowed before TensorFlow's context starts (the environment sized it anyway)
+            with contextlib.suppress(RuntimeError):
+                getattr(tf.config.threading, f"set_{setting}_parallelism_threads")(threads)
+
+
+def observed(frameworks: list[str]) -> dict[str, Any]:
+    """Thread counts as this process and ``frameworks`` see them (only those: asking a
+    framework can start it), and the environment variables that set them."""
+    settings: dict[str, Any] = {
+        name: os.environ[name] for name in THREAD_VARIABLES if name in os.environ
+    }
+    settings["cpus"] = usable_cpus()
+    if "tensorflow" in frameworks:
+        tf = importlib.import_module("tensorflow")
+        settings["tf_intra_op_threads"] = tf.config.threading.get_intra_op_parallelism_threads()
+        settings["tf_inter_op_threads"] = tf.config.threading.get_inter_op_parallelism_threads()
+    if "jax" in frameworks:
+        jax = importlib.import_module("jax")
+        settings["jax_devices"] = [str(device) for device in jax.devices()]
+    if "torch" in frameworks:
+        torch = importlib.import_module("torch")
+        settings["torch_threads"] = torch.get_num_threads()
+        settings["torch_interop_threads"] = torch.get_num_interop_threads()
+    if "numba" in frameworks:
+        numba = importlib.import_module("numba")
+        settings["numba_threads"] = numba.config.NUMBA_NUM_THREADS
+    return settings
+
+
+def check(threads: int, seen: dict[str, Any]) -> None:
+    """Refuse (``RuntimeError``) a worker whose CPUs or pools, as ``observed`` read them, are
+    not ``threads``: its figures would not be comparable with the others'."""
+    counted = (*POOL_VARIABLES, *FRAMEWORK_COUNTS)
+    counts = {"cpus": len(seen["cpus"])} | {n: int(seen[n]) for n in counted if n in seen}
+    wrong = {name: count for name, count in counts.items() if count != threads}
+    if wrong:
+        raise RuntimeError(f"the worker was asked for {threads} thread(s) but has {wrong}")

@@ -1,0 +1,79 @@
+"""Equal threads (``bench.threads``): a worker on N threads is pinned to N CPUs, its
+frameworks' pools sized N and read back, and a worker whose settings did not take is
+refused; ``--threads`` takes a whole number up to the usable CPUs."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from bench.records import ResultRecord, VariantRecord, read
+from bench.threads import POOL_VARIABLES, check, check_count, environment, usable_cpus
+
+USABLE = len(usable_cpus())
+
+
+def test_a_worker_whose_pools_did_not_take_is_refused() -> None:
+    """What ``observed`` reads in a worker asked for one thread: pinned and every pool at
+    one passes; a CPU too many, a pool the environment or a framework left at two, fails."""
+    good = {"cpus": [1], "OMP_NUM_THREADS": "1", "torch_threads": 1, "tf_intra_op_threads": 1}
+    check(1, good)
+    for wrong in (
+        {"cpus": [0, 1]},  # not pinned
+        {"OMP_NUM_THREADS": "2"},
+        {"torch_threads": 2},
+        {"tf_intra_op_threads": 0},  # TensorFlow's default: every core
+        {"torch_interop_threads": 2},
+        {"numba_threads": 2},
+    ):
+        with pytest.raises(RuntimeError, match="asked for 1 thread"):
+            check(1, good | wrong)
+
+
+def test_the_environment_sizes_every_pool() -> None:
+    assert environment(2) == dict.fromkeys(POOL_VARIABLES, "2")
+
+
+@pytest.mark.parametrize("count", [0, -1, USABLE + 1, True, 1.0, "1", None])
+def test_a_count_of_threads_beyond_the_cpus_or_not_whole_is_refused(count: object) -> None:
+    with pytest.raises(ValueError, match="threads must be a whole number from 1 to"):
+        check_count(count)
+
+
+def test_pinning_leaves_the_process_on_that_many_cpus() -> None:
+    probe = "import os; from bench.threads import pin; pin(1); print(len(os.sched_getaffinity(0)))"
+    if not hasattr(os, "sched_setaffinity"):
+        pytest.skip("this platform cannot pin a process")
+    found = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=60
+    )
+    assert found.stdout.strip() == "1"
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(USABLE < 2, reason="two threads need two usable CPUs")
+@pytest.mark.parametrize("threads", [1, 2])
+def test_tensorflow_and_torch_run_on_the_threads_asked(threads: int, tmp_path: Path) -> None:
+    """A run of tf_while and torch_eager at ``--threads N``: each worker's CPUs and its
+    framework's own pools are N, and each measurement records N."""
+    pytest.importorskip("tensorflow")
+    pytest.importorskip("torch")
+    from bench.cli import main
+
+    variants = ["tf_while", "torch_eager"]
+    args = ["--quick", "--variants", *variants, "--batch", "1", "--steps", "20"]
+    main([*args, "--operations", "predict", "--threads", str(threads), "--out", str(tmp_path)])
+    records = read(tmp_path / "results.jsonl")
+    facts = {r.variant: r.threads for r in records if isinstance(r, VariantRecord)}
+    assert set(facts) == set(variants), facts
+    for seen in facts.values():
+        assert seen is not None and len(seen["cpus"]) == threads, seen
+    assert facts["tf_while"]["tf_intra_op_threads"] == threads
+    assert facts["tf_while"]["tf_inter_op_threads"] == threads
+    assert facts["torch_eager"]["torch_threads"] == threads
+    results = [r for r in records if isinstance(r, ResultRecord)]
+    assert len(results) == 2 and all(r.threads == threads for r in results), results
