@@ -26,6 +26,7 @@ from bench.records import (
     VariantRecord,
 )
 from bench.roles import FLOORS, Role
+from bench.rounds import pooled
 
 
 class Shape(NamedTuple):
@@ -121,7 +122,7 @@ class Pivot:
     def of(cls, records: Iterable[Record], model: str | None = None) -> Pivot:
         """The pivot of ``records``, in the order they were written, with the measurements
         of ``model`` (default: the run's first, ``models_of``)."""
-        records = list(records)
+        records = pooled(list(records))  # a run of several rounds: each measurement once
         pivot = cls(model=model or next(iter(models_of(records)), DEFAULT_MODEL))
         for r in records:
             match r:

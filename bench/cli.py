@@ -169,6 +169,15 @@ def parser(prog: str) -> argparse.ArgumentParser:
         "CPUs with its frameworks' pools sized N (default 1: a per-core comparison; "
         "the usable CPUs: an all-core one)",
     )
+    add(
+        "--rounds",
+        type=positive_int,
+        default=1,
+        metavar="R",
+        help="measure every variant R times, each in a fresh process, the variants taking "
+        "turns (default 1): what frae diff needs to tell a change from the spread between "
+        "processes",
+    )
     add("--out", type=Path, help="report folder (default reports/<timestamp>)")
     add("--no-progress", action="store_true", help="no progress bar on standard error")
     add("--list", action="store_true", help="list the variants and exit")
@@ -217,6 +226,7 @@ def main(argv: list[str] | None = None, prog: str = "python -m bench") -> None:
         train_steps=args.train_steps,
         repeats=args.repeats or settings.repeats,
         threads=threads,
+        rounds=args.rounds,
     )
     out = args.out or default_out()
     start = time.perf_counter()

@@ -1,28 +1,15 @@
-"""Compare two benchmark runs: what changed on the machine, and which measurements moved.
+"""Compare two benchmark runs: what differs between them, and which measurements moved.
 
-    frae diff OLD NEW [--fail-slower RATIO] [--min-margin FRACTION] [--markdown]
+    frae diff OLD NEW [--fail-slower RATIO] [--alpha P] [--min-margin FRACTION] [--markdown]
 
 OLD and NEW are ``results.jsonl`` files (``bench.records``) or the report folders holding
 them. Measurements pair by (variant, operation, model, B, T, and the stream's side and
-chunk length). For a pair timed in both runs,
-with medians m₀ (old) and m₁ (new) and quartiles [q1₀, q3₀] and [q1₁, q3₁]:
-
-    r = m₁ / m₀                            the ratio new/old
-    w = (q3 − q1) / m                      a run's relative spread, IQR / median
-    δ = max(δ_min, (w₀ + w₁) / 2)          the noise margin; δ_min = 5 % by default
-
-    slower        if q1₁ > q3₀  and  r   > 1 + δ
-    faster        if q3₁ < q1₀  and  1/r > 1 + δ
-    within noise  otherwise
-
-The quartile test asks that most new calls (three quarters) took longer than most old ones,
-whatever the shape of the spread: timings have a long right tail, and a skewed old spread
-can reach above the new median even when the medians are far apart. The margin asks that
-the medians be further apart than the two spreads' half-widths together, and never less
-than δ_min: a run's IQR says how much its calls vary within that run, not how much two runs
-on one machine differ (clock speed, caches, other processes), and a single sample has
-q1 = q3 = m, where the quartile test alone would call any difference. ``faster`` uses 1/r,
-so swapping OLD and NEW swaps ``slower`` and ``faster`` exactly.
+chunk length). Each pair timed in both runs gets a verdict from a rank test on the calls
+both runs kept, with a margin (``bench.change``: slower, faster, within noise, or too few
+calls to tell), and its p-value is printed; a run of format 1, which kept no calls, is
+judged by its quartiles. Before the tables the diff says what differs between the runs:
+the machine's facts and library versions, the settings (threads among them), the grid,
+and each variant's thread settings, any of which explains a change as well as the code.
 
 A measurement in one run only, or timed in one and not in the other, is listed as such,
 with the reason it was not timed. With ``--fail-slower RATIO`` the exit status is 1 when a
@@ -34,20 +21,17 @@ from __future__ import annotations
 import argparse
 import textwrap
 from collections import Counter
-from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 from bench.analysis import label
-from bench.records import DEFAULT_MODEL, ResultRecord, RunRecord, read
+from bench.change import ALPHA, FASTER, FEW, MIN_MARGIN, NOISE, SLOWER, Change, judge
+from bench.differences import differences
+from bench.records import DEFAULT_MODEL, ResultRecord, RunRecord, VariantRecord, read
 from bench.render import WIDTH, table
+from bench.rounds import pooled
 
-MIN_MARGIN = 0.05
-"""δ_min: the least relative change called faster or slower, whatever the spreads."""
-MACHINE_FACTS = ("processor", "cpu_count", "affinity", "python")
-"""The facts of ``RunRecord.machine`` listed when they differ, before library versions."""
-FASTER, SLOWER, NOISE = "faster", "slower", "within noise"
 ONLY_OLD, ONLY_NEW = "old only", "new only"
 FAILED_OLD, FAILED_NEW, FAILED_BOTH = "old failed", "new failed", "both failed"
 
@@ -77,6 +61,11 @@ class Run:
 
     run: RunRecord
     results: dict[Key, ResultRecord]
+    """Each measurement, its rounds merged (``bench.rounds.pooled``)."""
+    facts: dict[str, VariantRecord] = field(default_factory=dict)
+    """Each variant's facts from its process (its thread settings among them)."""
+    rounds: dict[Key, list[ResultRecord]] = field(default_factory=dict)
+    """Each measurement's rounds apart, for a run of more than one."""
 
 
 @dataclass(frozen=True)
@@ -87,15 +76,18 @@ class Comparison:
     old: ResultRecord | None
     new: ResultRecord | None
     verdict: str
+    change: Change | None = None
+    """The verdict's ratio and p-value, for a measurement timed in both runs."""
 
     @property
     def ratio(self) -> float | None:
         """m₁ / m₀, when both runs timed it."""
-        if self.old is None or self.new is None:
-            return None
-        if self.old.median_s is None or self.new.median_s is None:
-            return None
-        return self.new.median_s / self.old.median_s
+        return None if self.change is None else self.change.ratio
+
+    @property
+    def p_value(self) -> float | None:
+        """The rank test's p-value, where both runs kept their calls."""
+        return None if self.change is None else self.change.p_value
 
 
 def key(result: ResultRecord) -> Key:
@@ -139,48 +131,27 @@ def load(path: Path, name: str) -> Run:
             f"{name} must be a benchmark's results.jsonl, which starts with the run's record, "
             f"got {first} at the start of {path}"
         )
+    rounds: dict[Key, list[ResultRecord]] = {}
+    for r in records:
+        if isinstance(r, ResultRecord) and r.round is not None:
+            rounds.setdefault(key(r), []).append(r)
+    run, records = records[0], pooled(records)
     results = {key(r): r for r in records if isinstance(r, ResultRecord)}
-    return Run(records[0], results)
+    facts = {r.variant: r for r in records if isinstance(r, VariantRecord)}
+    return Run(run, results, facts, rounds)
 
 
-def _quartiles(result: ResultRecord) -> tuple[float, float, float]:
-    """(q1, median, q3); a measurement without quartiles (one sample) spreads over its
-    median alone."""
-    assert result.median_s is not None
-    q1 = result.median_s if result.q1_s is None else result.q1_s
-    q3 = result.median_s if result.q3_s is None else result.q3_s
-    return q1, result.median_s, q3
-
-
-def verdict(old: ResultRecord, new: ResultRecord, min_margin: float = MIN_MARGIN) -> str:
-    """``faster``, ``slower`` or ``within noise``, by the rule in the module docstring.
-
-    Args:
-        old, new: the same measurement in the two runs, timed in both.
-        min_margin: δ_min, the least relative change that counts.
-
-    Returns:
-        ``FASTER``, ``SLOWER`` or ``NOISE``.
-    """
-    q1_old, median_old, q3_old = _quartiles(old)
-    q1_new, median_new, q3_new = _quartiles(new)
-    ratio = median_new / median_old
-    spreads = (q3_old - q1_old) / median_old + (q3_new - q1_new) / median_new
-    margin = max(min_margin, spreads / 2)
-    if q1_new > q3_old and ratio > 1 + margin:
-        return SLOWER
-    if q3_new < q1_old and 1 / ratio > 1 + margin:
-        return FASTER
-    return NOISE
-
-
-def compare(old: Run, new: Run, min_margin: float = MIN_MARGIN) -> list[Comparison]:
+def compare(
+    old: Run, new: Run, alpha: float = ALPHA, min_margin: float = MIN_MARGIN
+) -> list[Comparison]:
     """Every measurement of either run, in the old run's order then the new run's, with its
-    verdict: ``verdict``'s for those timed in both, else which run lacks it or failed it."""
+    verdict: ``bench.change.judge``'s for those timed in both, else which run lacks it or
+    failed it."""
     keys = list(old.results) + [k for k in new.results if k not in old.results]
     comparisons = []
     for k in keys:
         before, after = old.results.get(k), new.results.get(k)
+        change = None
         if before is None:
             outcome = ONLY_NEW
         elif after is None:
@@ -190,30 +161,11 @@ def compare(old: Run, new: Run, min_margin: float = MIN_MARGIN) -> list[Comparis
         elif after.median_s is None:
             outcome = FAILED_NEW
         else:
-            outcome = verdict(before, after, min_margin)
-        comparisons.append(Comparison(k, before, after, outcome))
+            apart = (old.rounds.get(k, []), new.rounds.get(k, []))
+            change = judge(before, after, alpha, min_margin, apart)
+            outcome = change.verdict
+        comparisons.append(Comparison(k, before, after, outcome, change))
     return comparisons
-
-
-def machine_changes(old: RunRecord, new: RunRecord) -> list[tuple[str, str, str]]:
-    """(what, old, new) for each machine fact (``MACHINE_FACTS``) and library version that
-    differs between the runs; "—" where a run lacks it."""
-
-    def differing(
-        before: dict[str, Any], after: dict[str, Any], names: Iterable[str]
-    ) -> list[tuple[str, str, str]]:
-        return [
-            (name, str(before.get(name, "—")), str(after.get(name, "—")))
-            for name in names
-            if before.get(name) != after.get(name)
-        ]
-
-    versions_old = old.machine.get("versions", {})
-    versions_new = new.machine.get("versions", {})
-    libraries = sorted(versions_old.keys() | versions_new.keys())
-    return differing(old.machine, new.machine, MACHINE_FACTS) + differing(
-        versions_old, versions_new, libraries
-    )
 
 
 def _us(result: ResultRecord | None) -> str:
@@ -224,19 +176,24 @@ def _us(result: ResultRecord | None) -> str:
     return f"{value:.3g}" if value < 1000 else f"{value:.0f}"
 
 
+def _p(value: float | None) -> str:
+    """A p-value to one significant figure; "—": none (too few calls, or no calls kept)."""
+    return "—" if value is None else f"{value:.1g}"
+
+
 def _rows(comparisons: list[Comparison]) -> list[list[str]]:
     rows = []
     for c in comparisons:
         ratio = "—" if c.ratio is None else f"{c.ratio:.2f}×"
         where = [c.key.variant, c.key.operation_label, str(c.key.batch), str(c.key.steps)]
-        rows.append([*where, _us(c.old), _us(c.new), ratio, c.verdict])
+        rows.append([*where, _us(c.old), _us(c.new), ratio, _p(c.p_value), c.verdict])
     return rows
 
 
 def _tables(comparisons: list[Comparison], markdown: bool) -> list[str]:
     """The measurements' tables, one per model when a run measured other models than the
     default one: a column of model labels would not fit the line."""
-    header = ["variant", "operation", "B", "T", "old µs", "new µs", "ratio", "verdict"]
+    header = ["variant", "operation", "B", "T", "old", "new", "ratio", "p", "verdict"]
     models = list(dict.fromkeys(c.key.model for c in comparisons))
     lines = []
     for model in models:
@@ -244,12 +201,12 @@ def _tables(comparisons: list[Comparison], markdown: bool) -> list[str]:
             lines += ["", f"model {model}:"]
         in_model = [c for c in comparisons if c.key.model == model]
         lines += ["", table(header, _rows(in_model), markdown, wrapping=(0, 1))]
-    return [
-        *lines,
-        "",
-        "µs: median per time step (median / T; per frame for the stream); "
-        "ratio: new median / old median",
-    ]
+    legend = (
+        "old, new: µs, the median per time step (median / T; per frame for the stream); "
+        "ratio: new median / old median; p: the rank test's on the calls both kept "
+        "(— where a run kept none, format 1: judged by quartiles)"
+    )
+    return [*lines, "", legend if markdown else textwrap.fill(legend, WIDTH)]
 
 
 def _not_timed(comparisons: list[Comparison], markdown: bool) -> list[str]:
@@ -270,27 +227,39 @@ def _not_timed(comparisons: list[Comparison], markdown: bool) -> list[str]:
     return ["", "not timed:", *lines] if lines else []
 
 
+def _rounds_said(old: Run, new: Run) -> list[str]:
+    """How many processes measured each measurement, and what a single one cannot tell."""
+    rounds = [run.run.settings.get("rounds", 1) for run in (old, new)]
+    said = f"rounds: old {rounds[0]}, new {rounds[1]}"
+    if min(rounds) > 1:
+        return ["", f"{said}; each margin widened by the spread between one run's rounds"]
+    single = "a run of one round cannot show how its processes differ: margins rest on "
+    single += "--min-margin alone (bench --rounds 2 or more)"
+    return ["", textwrap.fill(f"{said}; {single}", WIDTH)]
+
+
 def render(old: Run, new: Run, comparisons: list[Comparison], markdown: bool = False) -> str:
-    """The report: both runs' start, what changed on the machine, the tables of
-    measurements, why those not timed were not, and the count of each verdict."""
+    """The report: both runs' start, what differs between them, the tables of measurements,
+    why those not timed were not, and the count of each verdict."""
     lines = [
         f"old: started {old.run.started}, {len(old.results)} measurements",
         f"new: started {new.run.started}, {len(new.results)} measurements",
         "",
     ]
-    changes = machine_changes(old.run, new.run)
+    changes = differences(old.run, new.run, old.facts, new.facts)
     if changes:
-        drawn = table(["", "old", "new"], changes, markdown, wrapping=(1, 2))
-        lines += ["changed between the runs:", "", drawn]
+        drawn = table(["", "old", "new"], changes, markdown, wrapping=(0, 1, 2))
+        lines += ["differs between the runs:", "", drawn]
     else:
-        lines.append("the same machine facts and library versions in both runs")
+        lines.append("the same machine, library versions, settings, grid and threads in both runs")
+    lines += _rounds_said(old, new)
     lines += _tables(comparisons, markdown) + _not_timed(comparisons, markdown)
     counts = Counter(c.verdict for c in comparisons)
-    unmatched = sum(n for v, n in counts.items() if v not in (FASTER, SLOWER, NOISE))
+    unmatched = sum(n for v, n in counts.items() if v not in (FASTER, SLOWER, NOISE, FEW))
     lines += [
         "",
         f"{counts[FASTER]} faster, {counts[SLOWER]} slower, {counts[NOISE]} within noise, "
-        f"{unmatched} unmatched",
+        f"{counts[FEW]} with too few calls to tell, {unmatched} unmatched",
     ]
     return "\n".join(lines)
 
@@ -301,8 +270,9 @@ def main(argv: list[str] | None = None, prog: str = "frae diff") -> int:
     parser = argparse.ArgumentParser(
         prog=prog,
         description=__doc__.splitlines()[0] if __doc__ else None,
-        epilog="verdict: slower when the new q1 is above the old q3 and new/old > 1 + margin, "
-        "margin = max(--min-margin, mean of the two IQR / median); faster symmetrically",
+        epilog="verdict: slower when the Mann-Whitney U test on the calls both runs kept gives "
+        "p < --alpha and new/old > 1 + --min-margin, faster symmetrically (runs that kept no "
+        "calls: by their quartiles)",
     )
     parser.add_argument("old", metavar="OLD", type=Path, help="results.jsonl or its folder")
     parser.add_argument("new", metavar="NEW", type=Path, help="results.jsonl or its folder")
@@ -319,17 +289,26 @@ def main(argv: list[str] | None = None, prog: str = "frae diff") -> int:
         metavar="FRACTION",
         help=f"the least relative change called faster or slower (default {MIN_MARGIN})",
     )
+    parser.add_argument(
+        "--alpha",
+        type=float,
+        default=ALPHA,
+        metavar="P",
+        help=f"the largest p-value called a change (default {ALPHA}, as asv)",
+    )
     parser.add_argument("--markdown", action="store_true", help="GitHub Markdown tables")
     args = parser.parse_args(argv)
     if args.fail_slower is not None and not args.fail_slower > 1:
         parser.error(f"--fail-slower must be a ratio above 1, got {args.fail_slower}")
     if not 0 <= args.min_margin < 1:
         parser.error(f"--min-margin must be a fraction in [0, 1), got {args.min_margin}")
+    if not 0 < args.alpha < 1:
+        parser.error(f"--alpha must be a probability in (0, 1), got {args.alpha}")
     try:
         old, new = load(args.old, "OLD"), load(args.new, "NEW")
     except ValueError as error:
         parser.error(str(error))
-    comparisons = compare(old, new, args.min_margin)
+    comparisons = compare(old, new, args.alpha, args.min_margin)
     print(render(old, new, comparisons, markdown=args.markdown))
     if args.fail_slower is None:
         return 0

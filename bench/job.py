@@ -37,6 +37,9 @@ class Settings:
     mean of a whole sequence's calls."""
     threads: int = 1
     """The cores and threads every variant runs on (``bench.threads``)."""
+    rounds: int = 1
+    """How many times the run measures every variant, each time in a fresh process, the
+    variants taking turns (``bench.rounds``)."""
 
     def for_stream(self) -> Settings:
         """These settings with the stream's least number of samples."""

@@ -33,7 +33,8 @@ SIDES = (SENDER, RECEIVER)
 """A stream's two sides: the sender encodes, the receiver decodes."""
 FORMAT = 2
 """The results file's format: 1, the median and quartiles of each measurement; 2, every
-timed call (``ResultRecord.calls_s``), and the threads and busy cores of each."""
+timed call (``ResultRecord.calls_s``), the threads and busy cores of each, and the round
+of each record where a run measured every variant more than once."""
 DEFAULT_MODEL = "default"
 """The label of the model a run measures unless told otherwise (``bench.grid``)."""
 
@@ -101,6 +102,8 @@ class VariantRecord:
     peak_rss_mb: float | None = None
     skipped: str | None = None
     error: str | None = None
+    round: int | None = None
+    """Which of the run's rounds (``bench.rounds``) its process was; ``None``: the only one."""
 
 
 @dataclass(frozen=True)
@@ -143,6 +146,8 @@ class ResultRecord:
     """The process's peak so far, after this measurement."""
     error: str | None = None
     unsupported: str | None = None
+    round: int | None = None
+    """Which of the run's rounds (``bench.rounds``) measured it; ``None``: the only one."""
 
     @property
     def us_per_step(self) -> float | None:
@@ -169,6 +174,7 @@ class DoneRecord:
     kind: ClassVar[str] = "done"
     variant: str
     wall_s: float
+    round: int | None = None
 
 
 @dataclass(frozen=True)

@@ -59,8 +59,10 @@ def run_variant(
     settings: Settings,
     log: Path,
     on_record: Callable[[Record], None],
+    round_: int | None = None,
 ) -> None:
-    """Run one variant's worker; pass each record it prints to ``on_record``.
+    """Run one variant's worker; pass each record it prints to ``on_record``, marked with
+    ``round_``, the run's round (``None``: the run has one).
 
     A worker that fails or runs past ``settings.timeout_s`` yields a ``variant`` record with
     the error and the tail of its log; the run goes on with the next variant.
@@ -87,7 +89,7 @@ def run_variant(
                 if line.startswith("{"):  # a library may print to stdout too
                     record = from_json(line)  # a variant's facts or a measurement
                     if isinstance(record, VariantRecord | ResultRecord):
-                        on_record(replace(record, role=variant.role))
+                        on_record(replace(record, role=variant.role, round=round_))
             code = process.wait()
         finally:
             timed_out = not timer.is_alive() and process.returncode == -9
@@ -95,9 +97,8 @@ def run_variant(
     if code != 0:
         tail = log.read_text(errors="replace").strip().splitlines()[-5:]
         why = f"timed out after {settings.timeout_s:.0f} s" if timed_out else f"exited with {code}"
-        on_record(
-            VariantRecord(variant.name, variant.role, error=f"worker {why}: " + " | ".join(tail))
-        )
+        error = f"worker {why}: " + " | ".join(tail)
+        on_record(VariantRecord(variant.name, variant.role, error=error, round=round_))
 
 
 def listing(variant: Variant) -> Listing:
@@ -162,7 +163,8 @@ def run(
     models = models or {DEFAULT_MODEL: FRAEConfig()}
     first = _run_record(variants, grid, settings, models)
     planned = plan(variants, grid, settings, models)
-    bar = _progress_bar(sum(p.measurements for p in planned if p.skipped is None), progress)
+    measurements = sum(p.measurements for p in planned if p.skipped is None)
+    bar = _progress_bar(measurements * settings.rounds, progress)
     records: list[Record] = []
     with (out / "results.jsonl").open("w") as results:
 
@@ -177,17 +179,22 @@ def run(
 
         keep(first)
         start = time.perf_counter()
-        for variant, points, skipped in planned:
+        for variant, _, skipped in planned:
             if skipped is not None:
                 keep(VariantRecord(variant.name, variant.role, skipped=skipped))
-                continue
-            before, begin = len(records), time.perf_counter()
-            bar.set_description(variant.name)
-            log = out / "logs" / f"{_file_name(variant.name)}.log"
-            run_variant(variant, points, models, settings, log, keep)
-            done = sum(1 for r in records[before:] if isinstance(r, ResultRecord))
-            bar.update(sum(len(p.operations) for p in points) - done)  # those a failed worker left
-            keep(DoneRecord(variant.name, time.perf_counter() - begin))
+        for round_ in range(1, settings.rounds + 1):
+            tag = round_ if settings.rounds > 1 else None  # one round: records as before rounds
+            for variant, points, skipped in planned:
+                if skipped is not None:
+                    continue
+                before, begin = len(records), time.perf_counter()
+                bar.set_description(variant.name if tag is None else f"{variant.name}, round {tag}")
+                suffix = "" if tag is None else f".round{tag}"
+                log = out / "logs" / f"{_file_name(variant.name)}{suffix}.log"
+                run_variant(variant, points, models, settings, log, keep, tag)
+                done = sum(1 for r in records[before:] if isinstance(r, ResultRecord))
+                bar.update(sum(len(p.operations) for p in points) - done)  # a failed worker's
+                keep(DoneRecord(variant.name, time.perf_counter() - begin, round=tag))
         keep(EndRecord(time.perf_counter() - start))
     bar.close()
     return records

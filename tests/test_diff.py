@@ -1,10 +1,11 @@
 """``frae diff``: the comparison of two benchmark runs (``bench.diff``), on synthetic
 ``results.jsonl`` files.
 
-- The verdict follows the spreads: a clear change is slower or faster, overlapping
-  quartiles and changes under the minimum margin are within noise, and swapping the runs
-  swaps slower and faster. Each rule that drops a part of the verdict (the quartile test,
-  the margin, its floor) is shown to misjudge one of the cases.
+- Runs that kept no calls (format 1) are judged by their quartiles: a clear change is slower
+  or faster, overlapping quartiles and changes under the minimum margin are within noise,
+  and swapping the runs swaps slower and faster. Each rule that drops a part of that verdict
+  (the quartile test, the margin, its floor) is shown to misjudge one of the cases. The rank
+  test on kept calls has tests of its own (tests/test_diff_calls.py).
 - ``--fail-slower`` sets the exit status; bad arguments exit with status 2 and name the
   argument.
 - Measurements in one run only, or not timed in one, are listed with the reason; differing
@@ -24,7 +25,7 @@ from typing import Any
 
 import pytest
 
-from bench import diff
+from bench import change, diff
 from bench.records import ResultRecord, RunRecord, to_json
 from frae.cli import main as frae_main
 
@@ -148,10 +149,10 @@ BROKEN_RULES = {
 
 def test_the_rule_with_every_part_is_the_modules() -> None:
     """The control for the broken rules: with all its parts, the rule written here judges
-    every case as ``bench.diff.verdict`` does, and rightly."""
+    every case as ``bench.change.by_quartiles`` does, and rightly."""
     whole = _rule(quartiles=True, spreads=True, floor=True)
     for old, new, expected in CASES.values():
-        assert whole(result(old), result(new)) == diff.verdict(result(old), result(new))
+        assert whole(result(old), result(new)) == change.by_quartiles(result(old), result(new))
         assert whole(result(old), result(new)) == expected
 
 
@@ -159,7 +160,7 @@ def test_the_rule_with_every_part_is_the_modules() -> None:
 def test_the_cases_reject_a_rule_missing_a_part(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, rule: Callable[..., str]
 ) -> None:
-    monkeypatch.setattr(diff, "verdict", rule)
+    monkeypatch.setattr(change, "by_quartiles", rule)
     misjudged = [
         name
         for i, (name, (old, new, expected)) in enumerate(CASES.items())
@@ -186,7 +187,7 @@ def test_fail_slower_sets_the_exit_status_from_a_slowdowns_ratio(
     assert run_main(tmp_path, *slowdown, *options) == status
     out = capsys.readouterr().out
     assert "2.00×" in out
-    assert "0 faster, 1 slower, 0 within noise, 0 unmatched" in out
+    assert "0 faster, 1 slower, 0 within noise, 0 with too few calls to tell, 0 unmatched" in out
 
 
 def test_fail_slower_ignores_a_large_ratio_within_noise(tmp_path: Path) -> None:
@@ -197,7 +198,8 @@ def test_fail_slower_ignores_a_large_ratio_within_noise(tmp_path: Path) -> None:
 def test_a_speedup_passes_the_gate(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     speedup = ([result((196, 200, 206))], [result((98, 100, 103))])
     assert run_main(tmp_path, *speedup, "--fail-slower", "1.01") == 0
-    assert "1 faster, 0 slower, 0 within noise, 0 unmatched" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "1 faster, 0 slower, 0 within noise, 0 with too few calls to tell, 0 unmatched" in out
 
 
 def test_unmatched_measurements_are_listed_with_why(
@@ -235,7 +237,7 @@ def test_unmatched_measurements_are_listed_with_why(
     assert "torch_scan predict B=3 T=100, old: error: RuntimeError: out of memory" in out
     assert "c_forward predict B=3 T=100, old: unsupported: no C compiler" in out
     assert "c_forward predict B=3 T=100, new: unsupported: no C compiler" in out
-    assert "0 faster, 0 slower, 1 within noise, 5 unmatched" in out
+    assert "0 faster, 0 slower, 1 within noise, 0 with too few calls to tell, 5 unmatched" in out
 
 
 def test_a_file_without_model_labels_pairs_with_one_that_has_them(
@@ -248,7 +250,7 @@ def test_a_file_without_model_labels_pairs_with_one_that_has_them(
     new_path = write_run(tmp_path / "new", [result((196, 200, 206), model="default")])
     assert diff.main([str(path), str(new_path), "--fail-slower", "1.5"]) == 1
     lines = capsys.readouterr().out.splitlines()
-    assert "0 faster, 1 slower, 0 within noise, 0 unmatched" in lines
+    assert "0 faster, 1 slower, 0 within noise, 0 with too few calls to tell, 0 unmatched" in lines
     assert not any(line.startswith("model ") for line in lines)  # the default model only
 
 
@@ -271,7 +273,9 @@ def test_the_same_versions_are_said_to_be_the_same(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     assert run_main(tmp_path, [result((98, 100, 103))], [result((98, 100, 103))]) == 0
-    assert "the same machine facts and library versions" in capsys.readouterr().out
+    assert "the same machine, library versions, settings, grid and threads" in (
+        capsys.readouterr().out
+    )
 
 
 def test_the_terminal_output_fits_100_columns(

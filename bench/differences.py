@@ -1,0 +1,95 @@
+"""What differs between two benchmark runs besides the code measured: the machine's facts,
+the library versions, the settings (threads among them), the grid, and each variant's
+thread settings as its worker read them. Any of these explains a change as well as a
+regression does, so ``frae diff`` lists them before its verdicts."""
+
+from __future__ import annotations
+
+import textwrap
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from bench.records import RunRecord, VariantRecord
+
+MACHINE_FACTS = ("processor", "cpu_count", "affinity", "python")
+"""The facts of ``RunRecord.machine`` listed when they differ, before library versions."""
+ABSENT = "—"
+DEFAULT_THREADS = "framework defaults"
+"""A run of format 1 set no threads: each framework took its own default."""
+
+Difference = tuple[str, str, str]
+"""(what, old, new)."""
+
+
+def differing(
+    before: Mapping[str, Any], after: Mapping[str, Any], names: Iterable[str], prefix: str = ""
+) -> list[Difference]:
+    """(prefix + name, old, new) for each of ``names`` whose values differ; "—" where one
+    lacks it."""
+    return [
+        (prefix + name, str(before.get(name, ABSENT)), str(after.get(name, ABSENT)))
+        for name in names
+        if before.get(name) != after.get(name)
+    ]
+
+
+def _union(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[str]:
+    return sorted(before.keys() | after.keys())
+
+
+def machine_differences(old: RunRecord, new: RunRecord) -> list[Difference]:
+    """The machine facts (``MACHINE_FACTS``) and library versions that differ."""
+    versions_old = old.machine.get("versions", {})
+    versions_new = new.machine.get("versions", {})
+    return differing(old.machine, new.machine, MACHINE_FACTS) + differing(
+        versions_old, versions_new, _union(versions_old, versions_new)
+    )
+
+
+def setting_differences(old: RunRecord, new: RunRecord) -> list[Difference]:
+    """The settings that differ (``bench.job.Settings``; a run of format 1 ran on each
+    framework's default threads)."""
+    before = {"threads": DEFAULT_THREADS, **old.settings}
+    after = {"threads": DEFAULT_THREADS, **new.settings}
+    return differing(before, after, _union(before, after), "setting ")
+
+
+def grid_differences(old: RunRecord, new: RunRecord) -> list[Difference]:
+    """The grid's points that one run has and the other lacks."""
+    points_old, points_new = set(old.grid), set(new.grid)
+    if points_old == points_new:
+        return []
+
+    def said(points: set[Any]) -> str:
+        shown = ", ".join(f"{p.model} B={p.batch} T={p.steps}" for p in sorted(points))
+        return textwrap.shorten(shown, 60) if shown else "none"
+
+    return [("grid: points only in", said(points_old - points_new), said(points_new - points_old))]
+
+
+def thread_differences(
+    old: Mapping[str, VariantRecord], new: Mapping[str, VariantRecord]
+) -> list[Difference]:
+    """Each variant that ran in both runs with thread settings that differ (its CPUs, its
+    pools, the variables that set them)."""
+    found = []
+    for variant in old.keys() & new.keys():
+        before, after = old[variant].threads or {}, new[variant].threads or {}
+        found += differing(before, after, _union(before, after), f"{variant} threads: ")
+    return sorted(found)
+
+
+def differences(
+    old: RunRecord,
+    new: RunRecord,
+    old_facts: Mapping[str, VariantRecord],
+    new_facts: Mapping[str, VariantRecord],
+) -> list[Difference]:
+    """Everything that differs between the runs but the code: machine, versions, settings,
+    grid, threads."""
+    return (
+        machine_differences(old, new)
+        + setting_differences(old, new)
+        + grid_differences(old, new)
+        + thread_differences(old_facts, new_facts)
+    )

@@ -1,0 +1,232 @@
+"""``frae diff`` on runs that kept every call (``bench.change``): the rank test, its margin,
+the spread between rounds, and what too few calls cannot tell.
+
+The calls are drawn here, from seeded long-tailed (log-normal) distributions like a
+machine's timings; each rule that drops a part of the verdict (the rank test, the margin,
+the spread between rounds, the count of calls) misjudges one of the cases.
+
+No benchmark is run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from bench import change
+from bench.records import ResultRecord
+
+Rounds = tuple[Sequence[ResultRecord], Sequence[ResultRecord]]
+
+
+def timed(calls: Sequence[float], round_: int | None = None) -> ResultRecord:
+    """A measurement of predict that kept ``calls`` (µs, one step each)."""
+    seconds = [c * 1e-6 for c in calls]
+    q1, median, q3 = np.percentile(seconds, [25, 50, 75])
+    return ResultRecord(
+        "jax_scan",
+        "predict",
+        1,
+        1,
+        samples=len(seconds),
+        steps_per_sample=1,
+        median_s=float(median),
+        q1_s=float(q1),
+        q3_s=float(q3),
+        calls_s=seconds,
+        round=round_,
+    )
+
+
+def drawn(median: float, count: int, seed: int, spread: float = 0.05) -> list[float]:
+    """``count`` calls around ``median`` µs with a long right tail."""
+    return list(median * np.random.default_rng(seed).lognormal(0.0, spread, count))
+
+
+def rounds_of(medians: Sequence[float], seed: int) -> list[ResultRecord]:
+    """A run's rounds, one per median, 50 calls each."""
+    return [timed(drawn(m, 50, seed + i), i + 1) for i, m in enumerate(medians)]
+
+
+def together(rounds: Sequence[ResultRecord]) -> ResultRecord:
+    """The rounds' calls as one measurement (as ``bench.rounds.merged`` pools them)."""
+    return timed([c * 1e6 for r in rounds for c in (r.calls_s or [])])
+
+
+Case = tuple[ResultRecord, ResultRecord, Rounds, str]
+SPREAD_OLD, SPREAD_NEW = rounds_of([100, 140], 10), rounds_of([100, 138], 20)
+TIGHT_OLD, TIGHT_NEW = rounds_of([100, 101], 30), rounds_of([130, 131], 40)
+CASES: dict[str, Case] = {
+    "the same distribution": (
+        timed(drawn(100, 200, 1)),
+        timed(drawn(100, 200, 2)),
+        ((), ()),
+        change.NOISE,
+    ),
+    "1.5× slower": (timed(drawn(100, 200, 3)), timed(drawn(150, 200, 4)), ((), ()), change.SLOWER),
+    "1.5× faster": (timed(drawn(150, 200, 5)), timed(drawn(100, 200, 6)), ((), ()), change.FASTER),
+    # many calls make a 3 % shift significant; the margin keeps it within noise
+    "3 % with 2000 calls": (
+        timed(drawn(100, 2000, 7, 0.02)),
+        timed(drawn(103, 2000, 8, 0.02)),
+        ((), ()),
+        change.NOISE,
+    ),
+    # two modes, mixed a little differently: the medians 1.33× apart, the calls alike
+    "medians apart, calls mixed": (
+        timed([100.0] * 5 + [200.0] * 5 + [150.0]),
+        timed([100.0] * 4 + [200.0] * 6 + [199.0]),
+        ((), ()),
+        change.NOISE,
+    ),
+    # wholly apart, but five calls each cannot reach p < 0.002
+    "five calls each, 2× apart": (
+        timed(drawn(100, 5, 9)),
+        timed(drawn(200, 5, 10)),
+        ((), ()),
+        change.FEW,
+    ),
+    # each run's two processes differ by 40 %: a 1.2× change between runs is within that
+    "1.2× within the spread between rounds": (
+        together(SPREAD_OLD),
+        together([timed([c * 1.2e6 for c in (r.calls_s or [])], r.round) for r in SPREAD_NEW]),
+        (SPREAD_OLD, SPREAD_NEW),
+        change.NOISE,
+    ),
+    "1.3× beyond tight rounds": (
+        together(TIGHT_OLD),
+        together(TIGHT_NEW),
+        (TIGHT_OLD, TIGHT_NEW),
+        change.SLOWER,
+    ),
+}
+
+
+@pytest.mark.parametrize(("old", "new", "rounds", "expected"), CASES.values(), ids=list(CASES))
+def test_the_verdict_on_kept_calls(
+    old: ResultRecord, new: ResultRecord, rounds: Rounds, expected: str
+) -> None:
+    found = change.judge(old, new, rounds=rounds)
+    assert found.verdict == expected, found
+    if expected in (change.SLOWER, change.FASTER):
+        assert found.p_value is not None and found.p_value < change.ALPHA
+
+
+@pytest.mark.parametrize(("old", "new", "rounds", "expected"), CASES.values(), ids=list(CASES))
+def test_swapping_the_runs_swaps_slower_and_faster(
+    old: ResultRecord, new: ResultRecord, rounds: Rounds, expected: str
+) -> None:
+    mirrored = {change.SLOWER: change.FASTER, change.FASTER: change.SLOWER}
+    swapped = change.judge(new, old, rounds=(rounds[1], rounds[0]))
+    assert swapped.verdict == mirrored.get(expected, expected)
+
+
+def _rule(
+    rank_test: bool, margin: bool, rounds_margin: bool, count: bool
+) -> Callable[..., change.Change]:
+    """The verdict with only the parts named."""
+
+    def rule(
+        old: ResultRecord,
+        new: ResultRecord,
+        alpha: float = change.ALPHA,
+        min_margin: float = change.MIN_MARGIN,
+        rounds: Rounds = ((), ()),
+    ) -> change.Change:
+        before, after = change.per_step(old), change.per_step(new)
+        ratio = float(np.median(after) / np.median(before))
+        spreads = [change.process_spread(apart) for apart in rounds] if rounds_margin else []
+        delta = max(min_margin if margin else 0.0, *spreads, 0.0)
+        if count and change.least_p(len(before), len(after)) >= alpha:
+            return change.Change(change.FEW, ratio, None, delta)
+        from scipy.stats import mannwhitneyu
+
+        p = float(mannwhitneyu(after, before).pvalue) if rank_test else 0.0
+        if p < alpha and ratio > 1 + delta:
+            return change.Change(change.SLOWER, ratio, p, delta)
+        if p < alpha and 1 / ratio > 1 + delta:
+            return change.Change(change.FASTER, ratio, p, delta)
+        return change.Change(change.NOISE, ratio, p, delta)
+
+    return rule
+
+
+BROKEN_RULES = {
+    "no rank test": _rule(rank_test=False, margin=True, rounds_margin=True, count=True),
+    "no margin": _rule(rank_test=True, margin=False, rounds_margin=True, count=True),
+    "no spread between rounds": _rule(rank_test=True, margin=True, rounds_margin=False, count=True),
+    "no count of calls": _rule(rank_test=True, margin=True, rounds_margin=True, count=False),
+}
+
+
+def test_the_rule_with_every_part_judges_as_the_module() -> None:
+    """The control for the broken rules."""
+    whole = _rule(rank_test=True, margin=True, rounds_margin=True, count=True)
+    for old, new, rounds, expected in CASES.values():
+        assert whole(old, new, rounds=rounds).verdict == expected
+
+
+@pytest.mark.parametrize("rule", BROKEN_RULES.values(), ids=list(BROKEN_RULES))
+def test_the_cases_reject_a_rule_missing_a_part(rule: Callable[..., change.Change]) -> None:
+    misjudged = [
+        name
+        for name, (old, new, rounds, expected) in CASES.items()
+        if rule(old, new, rounds=rounds).verdict != expected
+    ]
+    assert misjudged, "a rule without a part of the verdict passed every case"
+
+
+def test_least_p_is_the_exact_tests_floor() -> None:
+    """Five calls against five wholly apart: the exact two-sided p is 2/252."""
+    from scipy.stats import mannwhitneyu
+
+    found = mannwhitneyu([6, 7, 8, 9, 10], [1, 2, 3, 4, 5], method="exact").pvalue
+    assert change.least_p(5, 5) == pytest.approx(found) == pytest.approx(2 / 252)
+
+
+QUIET = 0.15
+"""The most two rounds of one run may differ for the run to count as made on a quiet machine."""
+
+
+def quiet_run(args: list[str], out: Path) -> Path:
+    """A benchmark run of two rounds whose rounds agree within ``QUIET``, in at most three
+    tries: this machine's speed can move 1.5–2× between processes for a while (measured on
+    the reference's predict, 0.8 ms against 1.6–1.9 ms), and a run made through such a
+    moment compares nothing; the test checks the diff, not the machine."""
+    from bench import diff
+    from bench.cli import main
+
+    for attempt in range(3):
+        folder = out / str(attempt)
+        main([*args, "--rounds", "2", "--out", str(folder)])
+        rounds = diff.load(folder, "run").rounds.values()
+        if all(change.process_spread(apart) <= QUIET for apart in rounds):
+            return folder
+    pytest.skip(f"the machine's speed moved by over {QUIET:.0%} between processes, 3 times")
+
+
+@pytest.mark.slow
+@pytest.mark.xdist_group("bench_run")  # beside the other benchmark runs: one pinned at a time
+def test_fail_slower_fails_a_port_made_one_and_a_half_times_slower(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Two quick runs of one port by import path, the second with every call stretched to
+    1.5× its time: ``frae diff --fail-slower 1.2`` calls its predict slower, by about 1.5×,
+    and exits 1. (The reference's gradient is left out: its calls fall into two modes, 2.5
+    and 6.6 ms at B = 1, T = 20, whose mix moves its median by more than 1.5× by itself.)"""
+    from bench import diff
+
+    port = "tests.slowed_port:SlowedReference"
+    args = ["--quick", "--variants", port, "--batch", "1", "--steps", "20", "--repeats", "40"]
+    args += ["--no-progress", "--operations", "predict"]
+    before = quiet_run(args, tmp_path / "before")
+    monkeypatch.setenv("FRAE_SLOWDOWN", "1.5")
+    after = quiet_run(args, tmp_path / "after")
+    capsys.readouterr()
+    comparisons = diff.compare(diff.load(before, "OLD"), diff.load(after, "NEW"))
+    assert [c.verdict for c in comparisons] == [change.SLOWER], comparisons
+    assert all(1.3 < (c.ratio or 0) < 1.75 for c in comparisons), comparisons
+    assert diff.main([str(before), str(after), "--fail-slower", "1.2"]) == 1
