@@ -277,7 +277,8 @@ VARIANTS = (
         f"{BASELINES}.matrix_floor:MatrixFloorBackend",
         Role.MATRIX_FLOOR,
         "the floor for wide layers: each layer a matrix product in C, batch-major, register "
-        "tiles (cc -O3 -march=native -ffast-math); the floor wherever it is the fastest",
+        "tiles (cc -O3 -march=native -ffast-math), OpenMP threads for large products; the floor "
+        "wherever it is the fastest",
         needs=("numba",),
         needs_compiler=True,
         only_shapes=WIDE_SHAPES,  # the targets' shapes: the rest of the grid is the loops'

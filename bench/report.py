@@ -86,8 +86,9 @@ Run {run.started}, `{run.command}`, {wall} s in all; grid (B, T: operations): {g
   the core.
 - Every **×floor** divides by the fastest of the native floors measured for the same
   operation, model and shape: the tightest bound the run has. The floors, each the same
-  forward and back-propagation through time without a framework, their loops serial (one
-  thread, whatever the threads of the run):
+  forward and back-propagation through time without a framework (the scalar and SIMD
+  floors' loops serial whatever the run's threads; the matrix floor's large products split
+  over them with OpenMP):
   - the **scalar floor** ({floor}): plain loops compiled by Numba (float32, fastmath off, batch
     innermost, no allocation in the loop); the **check** is its forward in plain C. Both
     evaluate exp one lane at a time;

@@ -19,6 +19,7 @@ once.
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from collections.abc import Callable
@@ -121,7 +122,12 @@ MISTAKES = {
     ),
     "last-rows-of-the-batch-skipped": (
         check_forward,
-        [("for (; b < batch; ++b)\n        dense_block", "for (; 0; ++b)\n        dense_block")],
+        [
+            (
+                "for (long b = blocks * BLOCK; b < batch; ++b)\n        dense_block",
+                "for (long b = blocks * BLOCK; 0; ++b)\n        dense_block",
+            )
+        ],
     ),
     "no-gradient-through-the-decoder-feedback": (
         check_gradients,
@@ -133,7 +139,12 @@ MISTAKES = {
     ),
     "last-kernel-rows-of-the-weight-gradients-skipped": (
         check_gradients,
-        [("for (; k < m; ++k)\n        outer_rows(", "for (; 0;)\n        outer_rows(")],
+        [
+            (
+                "for (int k = quads * 4; k < m; ++k)\n        outer_rows(",
+                "for (int k = quads * 4; 0;)\n        outer_rows(",
+            )
+        ],
     ),
     "state-dropped": (
         check_streaming,
@@ -214,3 +225,47 @@ def test_the_matrix_floor_compiles_once_for_every_state() -> None:
     model.decode(model.encode(x[:, :3], state=np.zeros((37, 3))))
     assert not np.allclose(first, second)
     assert compile_matrix.cache_info().misses == misses + 1
+
+
+THREADS_PROBE = """
+import os, sys, time
+import numpy as np
+import frae
+from bench.baselines.matrix_floor import MatrixFloorBackend
+config = frae.FRAEConfig(encoder_units=(256,), latent_dim=16, decoder_units=(256,))
+model = MatrixFloorBackend(config, seed=3)
+x = np.random.default_rng(0).standard_normal((64, 8, 2)).astype(np.float32)
+outputs, (loss, grads) = model.predict(x), model.loss_and_grads(x)
+cpu, wall = time.process_time(), time.perf_counter()
+for _ in range(10):
+    model.loss_and_grads(x)
+busy = (time.process_time() - cpu) / (time.perf_counter() - wall)
+np.savez(sys.argv[1], outputs=outputs, loss=loss, busy=busy, **grads)
+"""
+
+
+@needs_cc
+@pytest.mark.slow
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="two threads need two CPUs")
+def test_the_matrix_floors_threads_split_its_products_to_the_same_results(
+    tmp_path: Path,
+) -> None:
+    """At width 256, B = 64, in fresh processes on OMP_NUM_THREADS 1 and 2: the outputs,
+    loss and gradients are the same to the bit, and two threads keep more than one core
+    busy (the process's CPU time over its wall time through ten gradients)."""
+    found = {}
+    for threads in (1, 2):
+        env = {**os.environ, "OMP_NUM_THREADS": str(threads)}
+        path = tmp_path / f"{threads}.npz"
+        subprocess.run(
+            [sys.executable, "-c", THREADS_PROBE, str(path)],
+            env=env,
+            check=True,
+            timeout=300,
+            capture_output=True,
+        )
+        found[threads] = dict(np.load(path))
+    one, two = found[1], found[2]
+    for name in one.keys() - {"busy"}:
+        np.testing.assert_array_equal(one[name], two[name], err_msg=name)
+    assert one["busy"] < 1.1 and two["busy"] > 1.3, (one["busy"], two["busy"])

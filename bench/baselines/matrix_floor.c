@@ -18,7 +18,11 @@
  * rows, summed chunk by chunk in the reverse loop while the rows are still in cache.
  *
  * Compiled as simd_floor.c is (bench/baselines/matrix_floor.py): fast math, omp simd, glibc's
- * vector expf and tanhf, every size but B and T a compile-time constant of frae_plan.h.
+ * vector expf and tanhf, every size but B and T a compile-time constant of frae_plan.h; and
+ * with OpenMP, whose threads (OMP_NUM_THREADS, the benchmark's --threads) split a layer's
+ * blocks of rows and a weight gradient's rows where a product is large enough to pay for
+ * them (PARALLEL_WORK multiply-adds). Each row is summed by one thread in one order, so the
+ * results are the same on any number of threads.
  */
 #include <math.h>
 #include <string.h>
@@ -33,6 +37,9 @@ enum { BLOCK = 4 };
 enum { LANES = 16 };
 /* Rows of the recorded steps that one pass of the weights' gradients keeps in cache. */
 enum { CHUNK = 128 };
+/* The least multiply-adds of one product split over threads: below it, starting them costs
+ * more than they save. */
+#define PARALLEL_WORK (1L << 18)
 
 /* One vector of LANES floats in GCC's (and Clang's) vector extension, so that a tile of
  * sums stays in registers; a machine with narrower vectors splits it. Loaded and stored
@@ -171,11 +178,12 @@ static inline void dense_block(float *h, float *s, const float *theta, const flo
 static inline void dense_forward(float *h, float *s, const float *theta, const float *transposed,
                                  int in_row, int fan_in, int out_row, int units, int kernel,
                                  int bias, int kind, long batch, int record) {
-    long b = 0;
-    for (; b + BLOCK <= batch; b += BLOCK)
-        dense_block(h + b * ROWS, s + b * ROWS, theta, transposed, in_row, fan_in, out_row, units,
-                    kernel, bias, kind, BLOCK, record);
-    for (; b < batch; ++b)
+    const long blocks = batch / BLOCK;
+#pragma omp parallel for schedule(static) if (batch * fan_in * units >= PARALLEL_WORK)
+    for (long i = 0; i < blocks; ++i)
+        dense_block(h + i * BLOCK * ROWS, s + i * BLOCK * ROWS, theta, transposed, in_row, fan_in,
+                    out_row, units, kernel, bias, kind, BLOCK, record);
+    for (long b = blocks * BLOCK; b < batch; ++b)
         dense_block(h + b * ROWS, s + b * ROWS, theta, transposed, in_row, fan_in, out_row, units,
                     kernel, bias, kind, 1, record);
 }
@@ -199,11 +207,12 @@ static inline void backward_block(float *g, float *s, const float *theta,
 static inline void dense_backward(float *g, float *s, const float *theta, const float *transposed,
                                   int in_row, int fan_in, int out_row, int units, int kernel,
                                   long batch) {
-    long b = 0;
-    for (; b + BLOCK <= batch; b += BLOCK)
-        backward_block(g + b * ROWS, s + b * ROWS, theta, transposed, in_row, fan_in, out_row,
-                       units, kernel, BLOCK);
-    for (; b < batch; ++b)
+    const long blocks = batch / BLOCK;
+#pragma omp parallel for schedule(static) if (batch * fan_in * units >= PARALLEL_WORK)
+    for (long i = 0; i < blocks; ++i)
+        backward_block(g + i * BLOCK * ROWS, s + i * BLOCK * ROWS, theta, transposed, in_row,
+                       fan_in, out_row, units, kernel, BLOCK);
+    for (long b = blocks * BLOCK; b < batch; ++b)
         backward_block(g + b * ROWS, s + b * ROWS, theta, transposed, in_row, fan_in, out_row,
                        units, kernel, 1);
 }
@@ -255,10 +264,11 @@ static inline void outer_rows(const float *restrict a, const float *restrict c, 
  * four rows of M at a time. */
 static inline void outer_sum(const float *restrict a, int m, const float *restrict c, int n,
                              float *restrict M, long count) {
-    int k = 0;
-    for (; k + 4 <= m; k += 4)
-        outer_rows(a + k, c, n, M + (long)k * n, count, 4);
-    for (; k < m; ++k)
+    const int quads = m / 4;
+#pragma omp parallel for schedule(static) if (count * m * n >= PARALLEL_WORK)
+    for (int i = 0; i < quads; ++i)
+        outer_rows(a + 4 * i, c, n, M + 4L * i * n, count, 4);
+    for (int k = quads * 4; k < m; ++k)
         outer_rows(a + k, c, n, M + (long)k * n, count, 1);
 }
 

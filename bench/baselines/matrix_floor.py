@@ -9,7 +9,9 @@ every step, carries only d loss/d x̂ from step to step, and forms each weight's
 one product over all T·B rows, summed in the reverse loop a chunk of rows at a time while
 they are still in cache. It is compiled at run time as ``simd_floor.c`` is (``simd_floor.flags``:
 ``-O3 -march=native -ffast-math -fopenmp-simd``, glibc's vector expf and tanhf) and linked
-without fast math, for the reason ``simd_floor.compile_simd`` gives.
+without fast math, for the reason ``simd_floor.compile_simd`` gives; with ``-fopenmp`` too, so
+that a large product splits its rows over ``OMP_NUM_THREADS`` threads (the benchmark's
+``--threads``), each row summed by one thread: the same results on any number.
 
 ``MatrixFloorBackend`` is ``NumbaFloorBackend`` with its forward and backward swapped for the
 C ones, which read and write the caller's batch-major arrays; the flat weights and the SGD
@@ -38,7 +40,7 @@ SOURCE = Path(__file__).with_name("matrix_floor.c")
 def compile_matrix(config: FRAEConfig, source: Path = SOURCE) -> ctypes.CDLL:
     """Build ``source`` (``matrix_floor.c``, or a variant of it that the tests break on
     purpose) for ``config``; raises ``RuntimeError`` without a compiler."""
-    loops = build_fast(source, config)
+    loops = build_fast(source, config, openmp=True)
     floats = np.ctypeslib.ndpointer(np.float32, flags="C_CONTIGUOUS")
     doubles = np.ctypeslib.ndpointer(np.float64, flags="C_CONTIGUOUS")
     # the outputs' and the codes' arrays: an address, or None (NULL) for the one not kept
@@ -72,8 +74,8 @@ class _Buffers(NamedTuple):
 
 
 class MatrixFloorBackend(ForwardInC):
-    """The matrix floor behind the contract: C matrix products, float32, fast math, one
-    thread; everything but the forward and backward is the Numba floor's."""
+    """The matrix floor behind the contract: C matrix products, float32, fast math, on
+    OpenMP's threads; everything but the forward and backward is the Numba floor's."""
 
     name = "matrix_floor"
 

@@ -94,18 +94,20 @@ def gru_header(gru: GRUPlan, encoder_reversed: str, decoder_reversed: str) -> li
     ]
 
 
-def build_fast(source: Path, config: FRAEConfig) -> ctypes.CDLL:
+def build_fast(source: Path, config: FRAEConfig, openmp: bool = False) -> ctypes.CDLL:
     """``source`` (a C floor, which includes ``frae_activate.h`` from this folder and
-    ``frae_plan.h`` for ``config``) compiled with ``flags`` and loaded; raises
-    ``RuntimeError`` without a compiler."""
+    ``frae_plan.h`` for ``config``) compiled with ``flags`` and loaded, with OpenMP's threads
+    where ``openmp``; raises ``RuntimeError`` without a compiler."""
     cc, folder = build_folder(source, simd_header(plan(config)))
     objects, library = folder / f"{source.stem}.o", folder / f"lib{source.stem}.so"
     # linked apart, without -ffast-math: GCC 12 links crtfastmath.o into a shared library
     # built with it, whose constructor flushes subnormals to zero in the whole process
     headers = ["-I", str(folder), "-I", str(ACTIVATIONS.parent)]
     copied = str(folder / source.name)
-    compile_only = [cc, *flags(), "-c", *headers, "-o", str(objects), copied]
-    for command in (compile_only, [cc, *LINK_FLAGS, "-o", str(library), str(objects), "-lm"]):
+    threads = ("-fopenmp",) if openmp else ()
+    compile_only = [cc, *flags(), *threads, "-c", *headers, "-o", str(objects), copied]
+    link = [cc, *LINK_FLAGS, *threads, "-o", str(library), str(objects), "-lm"]
+    for command in (compile_only, link):
         subprocess.run(command, check=True, capture_output=True, text=True)
     return ctypes.CDLL(str(library))
 
