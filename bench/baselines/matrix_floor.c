@@ -30,11 +30,17 @@
 #include "frae_activate.h"
 #include "frae_plan.h"
 
-/* Rows per block: a tile of 4 rows by 4 vectors keeps 16 sums and the 4 vectors of a kernel
- * row in registers (AVX-512 has 32). */
+/* Rows per block: a tile of 4 rows by WIDE vectors keeps its sums and a kernel row's WIDE
+ * vectors in registers. */
 enum { BLOCK = 4 };
-/* Floats in one 512-bit vector. */
-enum { LANES = 16 };
+#ifdef __AVX512F__
+/* Floats in one 512-bit vector, and vectors per tile: 16 sums of 32 registers. */
+enum { LANES = 16, WIDE = 4 };
+#else
+/* Floats in one 256-bit vector (AVX2), and vectors per tile: 8 sums of 16 registers (a tile
+ * of AVX-512's size spills its sums to memory here: 2.3× slower at width 256). */
+enum { LANES = 8, WIDE = 2 };
+#endif
 /* Rows of the recorded steps that one pass of the weights' gradients keeps in cache. */
 enum { CHUNK = 128 };
 /* The least multiply-adds of one product split over threads: below it, starting them costs
@@ -132,8 +138,8 @@ static inline void dots(const float *restrict a, int m, const float *restrict Mt
 static inline void product(const float *restrict a, int m, const float *restrict M,
                            const float *restrict Mt, int n, float *restrict c, int R) {
     int j = 0;
-    for (; j + 4 * LANES <= n; j += 4 * LANES)
-        tile(a, m, M + j, n, c + j, R, 4, R == 1 ? 2 : 1);
+    for (; j + WIDE * LANES <= n; j += WIDE * LANES)
+        tile(a, m, M + j, n, c + j, R, WIDE, R == 1 ? 8 / WIDE : 1);
     for (; j + LANES <= n; j += LANES)
         tile(a, m, M + j, n, c + j, R, 1, R == 1 ? 4 : 2);
     if (j == n)
@@ -247,8 +253,8 @@ static inline void outer_tile(const float *restrict a, const float *restrict c, 
 static inline void outer_rows(const float *restrict a, const float *restrict c, int n,
                               float *restrict M, long count, int P) {
     int j = 0;
-    for (; j + 4 * LANES <= n; j += 4 * LANES)
-        outer_tile(a, c + j, n, M + j, count, P, 4);
+    for (; j + WIDE * LANES <= n; j += WIDE * LANES)
+        outer_tile(a, c + j, n, M + j, count, P, WIDE);
     for (; j + LANES <= n; j += LANES)
         outer_tile(a, c + j, n, M + j, count, P, 1);
     for (; j < n; ++j)
