@@ -133,6 +133,7 @@ def _keras_defaults(framework: str) -> Variant:
         # beside keras_rnn at the targets' shapes: what the defaults cost is read there
         only_shapes=WIDE_SHAPES,
         operations=OPERATIONS,
+        quick=False,  # the quick run's three minutes hold the backends, not every baseline
         no_stream="only predict and fit go through Keras' defaults (model.predict, "
         "model.fit); its encode and decode are keras_rnn's through predict_on_batch",
     )
@@ -333,6 +334,7 @@ VARIANTS = (
         "PyTorch eager: torch_scan's module, a Python loop over time, torch.optim.Adam",
         needs=("torch",),
         slow=True,
+        quick=False,  # the quick run's three minutes hold the backends, not every baseline
         no_state_feedback=PYTHON_LOOP,
     ),
     *_torch_routes(),

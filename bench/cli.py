@@ -125,9 +125,9 @@ def parser(prog: str) -> argparse.ArgumentParser:
         "--quick",
         action="store_true",
         help="fewer repeats and a small grid (under 3 minutes on 2 cores): every operation at B=1, "
-        "T=100 and T=1000, predict at B=256, T=1000, the stream at B=1 over 1000 frames; leaves "
-        "out the variants --list marks 'not in --quick' (--batch/--steps/--operations replace "
-        "the grid)",
+        "T=1000, predict at B=1, T=100 and at B=256, T=1000, the stream at B=1 over 1000 frames; "
+        "leaves out the variants --list marks 'not in --quick' (--batch/--steps/--operations "
+        "replace the grid)",
     )
     add(
         "--variants",

@@ -51,14 +51,15 @@ WIDE_SHAPES = (Shape(1, 1000), Shape(256, 1000))
 """The width axis: models of one hidden layer of each width per side and a latent of 16,
 at the targets' two shapes; the variants marked ``wide`` run them."""
 QUICK_SHAPES = (
-    Point(DEFAULT_MODEL, 1, 100, OPERATIONS),
+    Point(DEFAULT_MODEL, 1, 100, ("predict",)),
     Point(DEFAULT_MODEL, 1, 1000, OPERATIONS),
     Point(DEFAULT_MODEL, 256, 1000, ("predict",)),
     STREAM_POINT,
 )
-"""``--quick``: every operation at the targets' shape B=1, T=1000 and at a shorter T (the
-first calls there compile, the timings show what a call of a tenth of the length costs);
-predict at a large batch, for the batching target; the stream, for its targets."""
+"""``--quick``: every operation at the targets' shape B=1, T=1000; predict at a shorter T
+(what a call of a tenth of the length costs) and at a large batch, for the batching target;
+the stream, for its targets. On one core a variant's compiles take most of its minute, so
+the gradient and the training step are compiled at the targets' T alone."""
 
 
 def full_grid(

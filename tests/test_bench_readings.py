@@ -387,4 +387,4 @@ def test_every_option_has_help_that_matches(capsys: pytest.CaptureFixture[str]) 
         described[invocation.split()[0].rstrip(",")] = " ".join((rest + below).split())
     assert "--no-progress" in described and "--config" in described
     assert {option for option, words in described.items() if not words} == set()
-    assert "T=100 and T=1000" in described["--quick"]
+    assert "predict at B=1, T=100" in described["--quick"]
