@@ -31,6 +31,7 @@ import argparse
 import os
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
@@ -153,6 +154,15 @@ def parser(prog: str) -> argparse.ArgumentParser:
         help=f"among {EVERY_OPERATION}; default {OPERATIONS} (the stream is B sequences sent a "
         "chunk at a time over each T)",
     )
+    _measuring_options(add)
+    add("--out", type=Path, help="report folder (default reports/<timestamp>)")
+    add("--no-progress", action="store_true", help="no progress bar on standard error")
+    add("--list", action="store_true", help="list the variants and exit")
+    return options
+
+
+def _measuring_options(add: Callable[..., object]) -> None:
+    """How each variant is measured: repeats, training steps, threads, rounds."""
     add("--repeats", type=positive_int, help="least number of timed calls (default 7; quick 5)")
     add(
         "--train-steps",
@@ -178,10 +188,6 @@ def parser(prog: str) -> argparse.ArgumentParser:
         "turns (default 1): what frae diff needs to tell a change from the spread between "
         "processes",
     )
-    add("--out", type=Path, help="report folder (default reports/<timestamp>)")
-    add("--no-progress", action="store_true", help="no progress bar on standard error")
-    add("--list", action="store_true", help="list the variants and exit")
-    return options
 
 
 def print_variants() -> None:
