@@ -7,6 +7,8 @@ only when that backend is created.
 from frae import data
 from frae.backend import BaseBackend, TrainingDiverged
 from frae.config import ACTIVATIONS, FRAEConfig, Layer
+from frae.export import FORMATS, export
+from frae.exported import ExportedModel, load_exported
 from frae.optimizers import ADAM, OPTIMIZERS, AdamSpec
 from frae.params import initial_weights, load_weights, save_weights
 from frae.protocol import Backend
@@ -15,18 +17,22 @@ from frae.registry import available_backends, create, installed_backends, unavai
 __all__ = [
     "ACTIVATIONS",
     "ADAM",
+    "FORMATS",
     "OPTIMIZERS",
     "AdamSpec",
     "Backend",
     "BaseBackend",
+    "ExportedModel",
     "FRAEConfig",
     "Layer",
     "TrainingDiverged",
     "available_backends",
     "create",
     "data",
+    "export",
     "initial_weights",
     "installed_backends",
+    "load_exported",
     "load_weights",
     "save_weights",
     "unavailable_reason",

@@ -12,8 +12,10 @@ from __future__ import annotations
 import abc
 import functools
 import math
+import os
 import threading
 from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
@@ -128,6 +130,10 @@ class BaseBackend(abc.ABC):
 
     name: ClassVar[str]
     compute_dtype: ClassVar[type[np.floating[Any]]] = np.float32
+    export_formats: ClassVar[tuple[str, ...]] = ()
+    """The deployment formats ``export`` makes (contract section 5)."""
+    export_refusals: ClassVar[Mapping[str, str]] = {}
+    """Format -> why this backend's framework cannot make it for this model (upstream)."""
 
     def __init__(
         self,
@@ -214,6 +220,19 @@ class BaseBackend(abc.ABC):
         outputs, last = infer(batch, start)
         result = self._unbatch(outputs, single)
         return (result, self._unbatch(last, single)) if wanted else result
+
+    @serialised
+    def export(self, directory: str | os.PathLike[str], *, format: str) -> Path:
+        """Write this model, its current weights baked in, to ``directory`` in ``format``
+        (contract section 5); return the artifact's path."""
+        from frae.export import write_artifact
+
+        return write_artifact(self, directory, format)
+
+    def _export(self, format: str, folder: Path) -> str:
+        """Write the artifact's file (or folder) in ``folder``, which exists and is empty;
+        return its name. Only for the formats of ``export_formats``."""
+        raise NotImplementedError(f"{self.name} exports no format")
 
     @serialised
     def loss_and_grads(self, x: Array, y: Array | None = None) -> tuple[float, Weights]:

@@ -6,6 +6,7 @@ import dataclasses
 import functools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Protocol
 
 import jax
@@ -17,7 +18,7 @@ from frae.backend import Array, BaseBackend, TrainStep, check_device_count, kept
 from frae.config import FRAEConfig
 from frae.optimizers import OPTIMIZERS
 from frae.params import Weights
-from impls.jax_scan import model, train
+from impls.jax_scan import export, model, train
 from impls.jax_scan.model import Params
 
 Streamed = tuple[jax.Array, jax.Array]
@@ -135,6 +136,7 @@ class JaxScanBackend(BaseBackend):
     """
 
     name = "jax_scan"
+    export_formats = ("stablehlo",)
     by_hand = False
     mesh: jax.sharding.Mesh | None = None
     """With ``devices=N``: the first N of ``jax.devices()`` (every process's, when
@@ -197,6 +199,9 @@ class JaxScanBackend(BaseBackend):
         argument; its outputs and last feedback as arrays this process can read."""
         outputs, last = function(self._params, sequences, state)
         return self._local(outputs), self._local(last)
+
+    def _export(self, format: str, folder: Path) -> str:
+        return export.write_stablehlo(self.config, self._read_weights(), folder)
 
     def _loss_and_grads(self, x: Array, y: Array) -> tuple[float, Mapping[str, Any]]:
         loss, grads = self.compiled.loss_and_grads(self._params, x, y)

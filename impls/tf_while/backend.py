@@ -7,6 +7,7 @@ import contextlib
 import functools
 import logging
 from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -14,8 +15,9 @@ import numpy as np
 from frae.backend import Array, BaseBackend, TrainStep, kept_slot
 from frae.config import FRAEConfig
 from frae.devices import tensorflow_strategy
+from frae.export import made_where_installed
 from frae.params import Weights, from_flat
-from impls.tf_while import model, train
+from impls.tf_while import export, model, train
 from impls.tf_while.model import tf
 
 
@@ -145,6 +147,9 @@ class TFWhileBackend(BaseBackend):
 
     name = "tf_while"
     jit_compile = True
+    export_formats, export_refusals = made_where_installed(
+        {"saved_model": (), "litert": ("ai_edge_litert",)}
+    )
     strategy: tf.distribute.Strategy | None = None
     """With ``devices=N``: the strategy whose N replicas train
     (``frae.devices.tensorflow_strategy``)."""
@@ -229,6 +234,10 @@ class TFWhileBackend(BaseBackend):
 
     def _decode(self, z: Array, state: Array) -> tuple[Array, Array]:
         return self._stream("decode", z, state)
+
+    def _export(self, format: str, folder: Path) -> str:
+        weights = {name: np.asarray(value) for name, value in self._read_weights().items()}
+        return export.WRITERS[format](self.config, weights, folder)
 
     def _loss_and_grads(self, x: Array, y: Array) -> tuple[float, Mapping[str, Any]]:
         loss, grads = self._call("loss_and_grads", x, y)

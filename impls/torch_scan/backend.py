@@ -9,6 +9,7 @@ import threading
 import warnings
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -19,8 +20,9 @@ from torch.nn.parallel import DistributedDataParallel
 
 from frae.backend import Array, BaseBackend, TrainStep, kept_slot
 from frae.config import FRAEConfig
+from frae.export import made_where_installed
 from frae.params import Weights
-from impls.torch_scan import model, train
+from impls.torch_scan import export, model, train
 
 
 class _DropCompilerNotices(logging.Filter):
@@ -152,6 +154,9 @@ class TorchScanBackend(BaseBackend):
     """
 
     name = "torch_scan"
+    export_formats, export_refusals = made_where_installed(
+        {"onnx": ("onnxscript", "onnxruntime")}, refused={"pt2": export.AOTI_REFUSAL}
+    )
     data_parallel: DistributedDataParallel | None = None
     """With ``devices=N``: ``train.LossModule`` over ``module``, under DDP."""
     rank = 0
@@ -180,6 +185,9 @@ class TorchScanBackend(BaseBackend):
     def gradient_functions(self) -> Functions:
         """How this backend runs the loop whose gradient autograd takes."""
         return compiled(self.config, PYTHON_WRAPPER)
+
+    def _export(self, format: str, folder: Path) -> str:
+        return export.WRITERS[format](self.config, self._read_weights(), folder)
 
     def _read_weights(self) -> Mapping[str, Any]:
         return model.to_canonical(self.config, model.named_parameters_of(self.module))

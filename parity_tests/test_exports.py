@@ -1,0 +1,131 @@
+"""Exports (contract section 5): every format a backend lists, run by its runtime alone.
+
+For each backend and each format in its ``export_formats``, on both models, with weights
+that are not the initial ones: ``frae.export`` writes one artifact, and a fresh process
+that imports only the format's runtime (asserted: not ``frae``, Flax, optax nor Keras) runs
+every function at two B and two T, from states that are not zero, and a stream cut into
+chunks; each answer equals the reference's, outputs and last state. The artifact keeps the
+time loop a loop (at least one ``While``/``Loop``/``Scan`` per function), and
+``frae.load_exported`` gives the same answers behind the backend interface. Bad requests to
+``frae.export`` are clear errors that leave nothing behind.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import frae
+from frae import runtimes
+from parity_tests import exports
+from parity_tests.cases import BOTH_MODELS, Case
+from parity_tests.conftest import MakeBackend
+from parity_tests.test_streaming import stream_weights
+from parity_tests.tolerances import assert_close
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case", BOTH_MODELS)
+def test_every_artifact_equals_the_reference_in_its_runtime_alone(
+    make_backend: MakeBackend, reference: MakeBackend, case: Case, tmp_path: Path
+) -> None:
+    weights = stream_weights(case)
+    model, oracle = (
+        make_backend(case.config, weights=weights),
+        reference(case.config, weights=weights),
+    )
+    asked = exports.requests(case, oracle)
+    wanted = exports.expected(oracle, asked)
+    for format in exports.formats_of(model):
+        artifact = frae.export(model, tmp_path / format, format=format)
+        assert exports.loops(artifact) >= len(runtimes.FUNCTIONS), f"{format}: loop unrolled"
+        ran = exports.run_in_own_process(artifact, asked, tmp_path)
+        imported = sorted(ran["modules"] & set(exports.FORBIDDEN))
+        assert not imported, f"{format}: its runtime's process imported {imported}"
+        loaded = frae.load_exported(artifact)
+        for key, (function, sequences, state) in asked.items():
+            outputs, last = wanted[key]
+            for where, answer in (
+                ("in its own process", ran["answers"][key]),
+                (
+                    "through frae.load_exported",
+                    getattr(loaded, function)(sequences, state=state, return_state=True),
+                ),
+            ):
+                what = f"{format} {key} {where}"
+                assert_close("outputs", answer[0], outputs, what)
+                assert_close("outputs", answer[1], last, f"{what}: last state")
+
+
+def test_the_formats_listed_are_the_contracts(make_backend: MakeBackend) -> None:
+    """Each listed format is one the contract names; each refusal is for one not listed."""
+    model = make_backend(frae.FRAEConfig())
+    listed = exports.formats_of(model)
+    assert set(listed) <= set(frae.FORMATS), listed
+    refused = set(getattr(model, "export_refusals", {}))
+    assert refused <= set(frae.FORMATS) - set(listed), refused
+
+
+@pytest.mark.parametrize(
+    "format, match",
+    [
+        ("tflite", "format must be one of"),
+        (None, "format must be one of"),
+        ("not made", "cannot export format"),
+    ],
+)
+def test_a_format_it_cannot_make_is_refused_and_nothing_written(
+    make_backend: MakeBackend, format: object, match: str, tmp_path: Path
+) -> None:
+    """An unknown format, or one the backend does not list, is a ``ValueError`` that says
+    which it makes or why not, and nothing is written."""
+    model = make_backend(frae.FRAEConfig())
+    if format == "not made":
+        unmade = [f for f in frae.FORMATS if f not in exports.formats_of(model)]
+        if not unmade:
+            pytest.skip(f"{model.name} makes every format")
+        format = unmade[0]
+    with pytest.raises(ValueError, match=match):
+        frae.export(model, tmp_path / "artifact", format=format)  # type: ignore[arg-type]
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_folder_that_cannot_take_the_artifact_is_refused(
+    make_backend: MakeBackend, tmp_path: Path
+) -> None:
+    """A folder that is not empty, a file, or a path under a file: a clear error naming the
+    path, and the parent's contents unchanged."""
+    model = make_backend(frae.FRAEConfig())
+    listed = exports.formats_of(model)
+    if not listed:
+        pytest.skip(f"{model.name} exports no format")
+    full = tmp_path / "full"
+    full.mkdir()
+    (full / "kept.txt").write_text("kept")
+    a_file = tmp_path / "a_file"
+    a_file.write_text("kept")
+    before = sorted(p.name for p in tmp_path.rglob("*"))
+    cases = [(full, FileExistsError), (a_file, FileExistsError), (a_file / "under", OSError)]
+    for path, error in cases:
+        with pytest.raises(error, match=str(path).replace("\\", "\\\\")):
+            frae.export(model, path, format=listed[0])
+    assert sorted(p.name for p in tmp_path.rglob("*")) == before
+    assert (full / "kept.txt").read_text() == "kept"
+
+
+def test_a_model_exported_is_not_changed(make_backend: MakeBackend, tmp_path: Path) -> None:
+    """Exporting reads the weights and changes nothing: the same weights and outputs after."""
+    case = Case(frae.FRAEConfig(), 2, 5)
+    model = make_backend(case.config, weights=stream_weights(case))
+    listed = exports.formats_of(model)
+    if not listed:
+        pytest.skip(f"{model.name} exports no format")
+    before, x = model.get_weights(), case.inputs(seed=3)
+    outputs = model.predict(x)
+    frae.export(model, os.fspath(tmp_path / "artifact"), format=listed[0])
+    after = model.get_weights()
+    assert all(np.array_equal(before[name], after[name]) for name in before)
+    np.testing.assert_array_equal(model.predict(x), outputs)
