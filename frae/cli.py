@@ -4,9 +4,11 @@ applications (``apps``)."""
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -38,11 +40,44 @@ def main(argv: list[str] | None = None) -> None:
         help="both models on a real signal (Japanese Vowels) in every installed backend "
         "(frae demo --help)",
     )
+    add_export_command(commands)
     commands.add_parser("bench", help="the cross-framework benchmark (frae bench --help)")
     commands.add_parser("diff", help="compare two benchmark runs (frae diff --help)")
     args = parser.parse_args(arguments)
     if args.command == "compare":
         run_compare(args.out, benchmark=not args.no_bench)
+    elif args.command == "export":
+        run_export(parser, args)
+
+
+def add_export_command(commands: Any) -> None:
+    from frae.export import FORMATS
+
+    export = commands.add_parser(
+        "export",
+        help="write a backend's model in a deployment format (contract section 5)",
+        description="Write BACKEND's model, with the weights given or its initial ones, in "
+        "FORMAT to the folder OUT (absent or empty); frae.load_exported(OUT) runs it.",
+    )
+    export.add_argument("backend", help="a registered name or package.module:attribute")
+    export.add_argument("--format", required=True, choices=FORMATS)
+    export.add_argument("--out", required=True, type=Path, help="the artifact's folder")
+    export.add_argument("--config", help="the FRAEConfig as JSON (default: the default config)")
+    export.add_argument("--weights", type=Path, help="a weights file (.npz, frae.save_weights)")
+    export.add_argument("--seed", type=int, default=0, help="initial weights' seed (no --weights)")
+
+
+def run_export(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """``frae export``: the artifact's path on stdout; a bad argument exits 2 saying why."""
+    import frae
+
+    try:
+        config = frae.FRAEConfig.from_dict(json.loads(args.config)) if args.config else None
+        weights = frae.load_weights(args.weights) if args.weights else None
+        model = frae.create(args.backend, config, seed=args.seed, weights=weights)
+        print(frae.export(model, args.out, format=args.format))
+    except (ValueError, TypeError, OSError, ImportError) as error:
+        parser.error(f"export: {error}")
 
 
 def version() -> str:

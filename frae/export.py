@@ -22,6 +22,7 @@ from frae.runtimes import MANIFEST, MANIFEST_VERSION
 
 if TYPE_CHECKING:
     from frae.backend import BaseBackend
+    from frae.protocol import Backend
 
 FORMATS = ("saved_model", "litert", "stablehlo", "pt2", "onnx")
 """Every format the contract names; each backend makes those in its ``export_formats``."""
@@ -48,7 +49,7 @@ def made_where_installed(
     return tuple(made), refused
 
 
-def export(model: BaseBackend, directory: str | os.PathLike[str], *, format: str) -> Path:
+def export(model: Backend, directory: str | os.PathLike[str], *, format: str) -> Path:
     """Write ``model`` with its current weights to ``directory`` in ``format``; return the
     artifact's path (``frae.load_exported`` runs it). ``model.export`` does the same."""
     return model.export(directory, format=format)

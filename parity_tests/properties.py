@@ -212,6 +212,24 @@ PROPERTIES = {
         ),
         ("random outputs", "loss", "gradients"),
     ),
+    "exports": Property(
+        "exports",
+        "each format a backend lists, exported with the weights it holds: in a fresh process "
+        "that imports its runtime alone (no frae, Flax, optax or Keras beyond what the runtime "
+        "imports), predict, encode and decode at two B and two T from states that are not "
+        "zero, and a stream's chunks, equal the reference's, outputs and last state, as "
+        "frae.load_exported does; one loop op (While, Loop, Scan) per function; an unknown or "
+        "unmade format, a full folder, a file or a path under a file refused, nothing written "
+        "and the model unchanged; for both feedbacks",
+        (
+            "test_every_artifact_equals_the_reference_in_its_runtime_alone",
+            "test_the_formats_listed_are_the_contracts",
+            "test_a_format_it_cannot_make_is_refused_and_nothing_written",
+            "test_a_folder_that_cannot_take_the_artifact_is_refused",
+            "test_a_model_exported_is_not_changed",
+        ),
+        ("outputs",),
+    ),
     "data_parallel": Property(
         "data-parallel training",
         "create(devices=N): SGD and Adam losses, weights and predictions on 4 virtual devices in "

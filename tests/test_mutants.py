@@ -1,9 +1,10 @@
 """The suite rejects every deliberately broken implementation, for the property it breaks.
 
-Each mutant of ``parity_tests.mutants``, ``gru_mutants``, ``stream_mutants`` and
-``data_parallel_mutants`` runs through the tests of the property it names; at least one of
-them must fail. The control (the unbroken ``Float32Reference``) must pass the whole kit, so
-a failure is the mutation's doing. All run in one subprocess of the kit
+Each mutant of ``parity_tests.mutants``, ``gru_mutants``, ``stream_mutants``,
+``data_parallel_mutants`` and ``export_mutants`` runs through the tests of the property it
+names; at least one of them must fail. The control (the unbroken ``Float32Reference``) must
+pass the whole kit, and the unbroken ``jax_scan`` of the data-parallel and export mutants their
+tests, so a failure is the mutation's doing. All run in one subprocess of the kit
 (``tests/kit_plan.py``), which starts once. The kill rate is printed at the end of the run.
 """
 
@@ -27,24 +28,33 @@ KIT = ROOT / "parity_tests"
 DATA_PARALLEL_MUTANTS = ("GradientsSummedOverDevices", "LastShardDropped")
 """``parity_tests.data_parallel_mutants``: ``jax_scan`` averaging the devices' gradients
 wrongly (named here, so that collecting this file imports no framework)."""
+EXPORT_MUTANTS = ("WeightsFromCreation", "StateInputIgnored", "UnrolledForOneT")
+"""``parity_tests.export_mutants``: ``jax_scan``'s StableHLO exporter broken (named here too)."""
+EXPORT_TESTS = sorted({pattern.partition("[")[0] for pattern in PROPERTIES["exports"].tests})
+"""The tests the export mutants and their control run."""
 ONE_PROCESS = ["test_data_parallel_equals_one_device"]
 """The data-parallel test the data-parallel mutants and their control run: four devices in
 one process, where either wrong mean shows; the kit's test across processes needs two more
 processes of the framework, and checks the same combination."""
-TARGETS = {
-    mutant.__name__: (f"{module.__name__}:{mutant.__name__}", mutant.breaks)
-    for module in (mutants, gru_mutants, stream_mutants)
-    for mutant in module.MUTANTS
-} | {
-    name: (f"parity_tests.data_parallel_mutants:{name}", "data_parallel")
-    for name in DATA_PARALLEL_MUTANTS
-}
+TARGETS = (
+    {
+        mutant.__name__: (f"{module.__name__}:{mutant.__name__}", mutant.breaks)
+        for module in (mutants, gru_mutants, stream_mutants)
+        for mutant in module.MUTANTS
+    }
+    | {
+        name: (f"parity_tests.data_parallel_mutants:{name}", "data_parallel")
+        for name in DATA_PARALLEL_MUTANTS
+    }
+    | {name: (f"parity_tests.export_mutants:{name}", "exports") for name in EXPORT_MUTANTS}
+)
 """Mutant name -> (its import path, the property it breaks)."""
 
 
 CONTROLS = {
     "parity_tests.mutants:Float32Reference": None,
     "parity_tests.data_parallel_mutants:CorrectlyAveraged": ONE_PROCESS,
+    "parity_tests.export_mutants:CorrectlyExported": EXPORT_TESTS,
 }
 """The unbroken controls and the tests each runs (``None``: the whole kit)."""
 Results = dict[str, dict[str, bool]]
@@ -100,6 +110,9 @@ def control_failures(results: Results) -> list[str]:
     averaged = results["parity_tests.data_parallel_mutants:CorrectlyAveraged"]
     if len(averaged) != 1 or not all(averaged.values()):
         failures.append(f"the data-parallel control: {averaged}")
+    exported = results["parity_tests.export_mutants:CorrectlyExported"]
+    if len(exported) < len(EXPORT_TESTS) or not all(exported.values()):
+        failures.append(f"the export control: {exported}")
     return failures
 
 
