@@ -72,7 +72,7 @@ def open_saved_model(path: Path) -> dict[str, Function]:
 def open_litert(path: Path) -> dict[str, Function]:
     """A ``.tflite`` flat buffer in LiteRT's interpreter: one signature runner per function,
     which resizes its inputs to each call's B and T."""
-    from ai_edge_litert.interpreter import Interpreter  # type: ignore[import-untyped]
+    from ai_edge_litert.interpreter import Interpreter
 
     interpreter = Interpreter(model_path=str(path))
 
@@ -106,7 +106,7 @@ def open_stablehlo(path: Path) -> dict[str, Function]:
 
 def open_onnx(path: Path) -> dict[str, Function]:
     """A folder of ONNX models, ``{function}.onnx``, each in an ONNX Runtime session."""
-    import onnxruntime  # type: ignore[import-untyped]
+    import onnxruntime
 
     def function(name: str) -> Function:
         session = onnxruntime.InferenceSession(

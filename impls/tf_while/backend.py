@@ -148,7 +148,11 @@ class TFWhileBackend(BaseBackend):
     name = "tf_while"
     jit_compile = True
     export_formats, export_refusals = made_where_installed(
-        {"saved_model": (), "litert": ("ai_edge_litert",)}
+        {
+            "saved_model": (),
+            "litert": ("ai_edge_litert",),
+            "onnx": ("tf2onnx", "onnxruntime"),
+        }
     )
     strategy: tf.distribute.Strategy | None = None
     """With ``devices=N``: the strategy whose N replicas train

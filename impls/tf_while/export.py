@@ -27,6 +27,45 @@ FUNCTIONS = {"predict": (0, False), "encode": (1, False), "decode": (0, True)}
 """Function -> (``unroll_any_shape``'s result it returns, whether its sequences are codes)."""
 
 
+class Slices:
+    """Each step's outputs written into a preallocated ``(T, B, width)`` tensor by XLA's
+    dynamic-update-slice: what LiteRT's converter lowers (to ``DYNAMIC_UPDATE_SLICE``)."""
+
+    @staticmethod
+    def start(steps: tf.Tensor, batch: tf.Tensor, width: int) -> Any:
+        return tf.zeros([steps, batch, width])
+
+    @staticmethod
+    def write(collected: Any, t: tf.Tensor, value: tf.Tensor) -> Any:
+        zero = tf.constant(0)
+        return xla.dynamic_update_slice(collected, value[None], tf.stack([t, zero, zero]))
+
+    @staticmethod
+    def stacked(collected: Any) -> tf.Tensor:
+        return collected
+
+
+class Arrays:
+    """Each step's outputs written to a ``TensorArray`` of ``(B, width)`` elements, B
+    unknown: what tf2onnx converts (to the scan outputs of an ONNX ``Loop``), and what it
+    cannot convert the update-slice of ``Slices`` to."""
+
+    @staticmethod
+    def start(steps: tf.Tensor, batch: tf.Tensor, width: int) -> Any:
+        return tf.TensorArray(tf.float32, size=steps, element_shape=tf.TensorShape([None, width]))
+
+    @staticmethod
+    def write(collected: Any, t: tf.Tensor, value: tf.Tensor) -> Any:
+        return collected.write(t, value)
+
+    @staticmethod
+    def stacked(collected: Any) -> tf.Tensor:
+        return collected.stack()
+
+
+Collect = type[Slices] | type[Arrays]
+
+
 def unroll_any_shape(
     config: FRAEConfig,
     weights: Mapping[str, tf.Tensor],
@@ -34,42 +73,50 @@ def unroll_any_shape(
     state: tf.Tensor,
     *,
     codes_given: bool = False,
+    collect: Collect = Slices,
 ) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
-    """``model.unroll`` for sequences of any B and T: ``(x̂, z, feedback)``."""
+    """``model.unroll`` for sequences of any B and T: ``(x̂, z, feedback)``, each step's
+    outputs gathered by ``collect``."""
     cell = model.make_cell(config, dict(weights), codes_given=codes_given)
     batch, steps = tf.shape(sequences)[0], tf.shape(sequences)[1]
     time_major = tf.transpose(sequences, [1, 0, 2])
-    zero = tf.constant(0)
 
-    def step(t: tf.Tensor, feedback: tf.Tensor, outputs: tf.Tensor, codes: tf.Tensor) -> Any:
+    def step(t: tf.Tensor, feedback: tf.Tensor, outputs: Any, codes: Any) -> Any:
         code, reconstruction, feedback = cell(tf.gather(time_major, t), feedback)
-        at = tf.stack([t, zero, zero])
-        outputs = xla.dynamic_update_slice(outputs, reconstruction[None], at)
-        return t + 1, feedback, outputs, xla.dynamic_update_slice(codes, code[None], at)
+        outputs = collect.write(outputs, t, reconstruction)
+        return t + 1, feedback, outputs, collect.write(codes, t, code)
 
     start = (
-        zero,
+        tf.constant(0),
         state,
-        tf.zeros([steps, batch, config.input_dim]),
-        tf.zeros([steps, batch, config.latent_dim]),
+        collect.start(steps, batch, config.input_dim),
+        collect.start(steps, batch, config.latent_dim),
     )
     _, feedback, outputs, codes = tf.while_loop(lambda t, *_: t < steps, step, start)
-    return tf.transpose(outputs, [1, 0, 2]), tf.transpose(codes, [1, 0, 2]), feedback
+    time_first = [1, 0, 2]
+    outputs, codes = collect.stacked(outputs), collect.stacked(codes)
+    return tf.transpose(outputs, time_first), tf.transpose(codes, time_first), feedback
 
 
 class Exported(tf.Module):
     """The three functions on constant weights, each with a signature for any B and T."""
 
-    def __init__(self, config: FRAEConfig, weights: Mapping[str, np.ndarray]) -> None:
+    def __init__(
+        self, config: FRAEConfig, weights: Mapping[str, np.ndarray], collect: Collect
+    ) -> None:
         super().__init__()
         self.functions = {
-            name: self._function(config, weights, kept, codes_given)
+            name: self._function(config, weights, collect, kept, codes_given)
             for name, (kept, codes_given) in FUNCTIONS.items()
         }
 
     @staticmethod
     def _function(
-        config: FRAEConfig, weights: Mapping[str, np.ndarray], kept: int, codes_given: bool
+        config: FRAEConfig,
+        weights: Mapping[str, np.ndarray],
+        collect: Collect,
+        kept: int,
+        codes_given: bool,
     ) -> Any:
         width = config.latent_dim if codes_given else config.input_dim
         signature = [
@@ -80,15 +127,23 @@ class Exported(tf.Module):
         @tf.function(input_signature=signature, autograph=False)
         def run(sequences: tf.Tensor, state: tf.Tensor) -> dict[str, tf.Tensor]:
             constants = {name: tf.constant(value) for name, value in weights.items()}
-            results = unroll_any_shape(config, constants, sequences, state, codes_given=codes_given)
+            results = unroll_any_shape(
+                config, constants, sequences, state, codes_given=codes_given, collect=collect
+            )
             return {"outputs": results[kept], "last_state": results[2]}
 
         return run
 
 
-def write_saved_model(config: FRAEConfig, weights: Mapping[str, np.ndarray], folder: Path) -> str:
-    """A SavedModel in ``folder/saved_model``; returns its name."""
-    module = Exported(config, weights)
+def write_saved_model(
+    config: FRAEConfig,
+    weights: Mapping[str, np.ndarray],
+    folder: Path,
+    collect: Collect = Arrays,
+) -> str:
+    """A SavedModel in ``folder/saved_model``, its outputs gathered by ``collect``; returns
+    its name."""
+    module = Exported(config, weights, collect)
     tf.saved_model.save(module, str(folder / "saved_model"), signatures=module.functions)
     return "saved_model"
 
@@ -96,11 +151,34 @@ def write_saved_model(config: FRAEConfig, weights: Mapping[str, np.ndarray], fol
 def write_litert(config: FRAEConfig, weights: Mapping[str, np.ndarray], folder: Path) -> str:
     """``folder/model.tflite``, converted from a SavedModel written beside it and removed."""
     saved = folder / "saved_model"
-    write_saved_model(config, weights, folder)
+    write_saved_model(config, weights, folder, collect=Slices)
     converter = tf.lite.TFLiteConverter.from_saved_model(str(saved), signature_keys=[*FUNCTIONS])
     (folder / "model.tflite").write_bytes(converter.convert())
     shutil.rmtree(saved)
     return "model.tflite"
 
 
-WRITERS = {"saved_model": write_saved_model, "litert": write_litert}
+def write_onnx(config: FRAEConfig, weights: Mapping[str, np.ndarray], folder: Path) -> str:
+    """``{function}.onnx`` for each function in ``folder/onnx``, each converted by tf2onnx
+    from the function (its loop an ONNX ``Loop``); returns the folder's name."""
+    import onnx
+    import tf2onnx
+
+    target = folder / "onnx"
+    target.mkdir()
+    for name, function in Exported(config, weights, Arrays).functions.items():
+        signature = function.input_signature
+        proto, _ = tf2onnx.convert.from_function(function, signature, opset=ONNX_OPSET)
+        renamed = {old.name: new for old, new in zip(proto.graph.output, OUTPUT_ORDER, strict=True)}
+        for node in proto.graph.node:
+            node.output[:] = [renamed.get(output, output) for output in node.output]
+        for output in proto.graph.output:
+            output.name = renamed[output.name]
+        onnx.save(proto, str(target / f"{name}.onnx"))
+    return target.name
+
+
+ONNX_OPSET = 18
+OUTPUT_ORDER = ("last_state", "outputs")
+"""tf2onnx's graph outputs, in its order: the function's outputs sorted by key."""
+WRITERS = {"saved_model": write_saved_model, "litert": write_litert, "onnx": write_onnx}
