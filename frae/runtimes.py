@@ -105,16 +105,19 @@ def open_stablehlo(path: Path) -> dict[str, Function]:
 
 
 def open_onnx(path: Path) -> dict[str, Function]:
-    """A folder of ONNX models, ``{function}.onnx``, each in an ONNX Runtime session."""
+    """A folder of ONNX models, ``{function}.onnx``, each in an ONNX Runtime session; inputs
+    and outputs taken in order (sequences and state in, outputs and last state out), as the
+    exporters name them differently."""
     import onnxruntime
 
     def function(name: str) -> Function:
         session = onnxruntime.InferenceSession(
             str(path / f"{name}.onnx"), providers=["CPUExecutionProvider"]
         )
+        inputs = [given.name for given in session.get_inputs()]
 
         def run(sequences: np.ndarray, state: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-            outputs, last = session.run(list(OUTPUTS), {"sequences": sequences, "state": state})
+            outputs, last = session.run(None, dict(zip(inputs, (sequences, state), strict=True)))
             return outputs, last
 
         return run

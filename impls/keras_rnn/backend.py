@@ -21,6 +21,7 @@ import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -28,6 +29,7 @@ import numpy as np
 from frae.backend import Array, BaseBackend, TrainStep, kept_slot
 from frae.config import FRAEConfig
 from frae.params import Weights
+from impls.keras_rnn import export
 from impls.keras_rnn.model import build_models, canonical_name, keras, ops, to_numpy
 from impls.keras_rnn.train import (
     DataParallel,
@@ -54,6 +56,8 @@ class KerasRNNBackend(BaseBackend):
     """
 
     name = "keras_rnn"
+    export_formats = export.MADE[keras.backend.backend()]
+    export_refusals = export.REFUSALS[keras.backend.backend()]
     # On torch, Keras runs the RNN as a Python loop and jit_compile hands it to torch.compile,
     # which unrolls every step: slow to compile, and no faster per step than eager.
     jit_compile: bool | str = keras.backend.backend() != "torch"
@@ -108,6 +112,11 @@ class KerasRNNBackend(BaseBackend):
 
     def _decode(self, z: Array, state: Array) -> tuple[Any, Any]:
         return self._predict_with(self._built.decoder, z, state)
+
+    def _export(self, format: str, folder: Path) -> str:
+        built = self._built
+        models = {"predict": built.keras_model, "encode": built.encoder, "decode": built.decoder}
+        return export.WRITERS[format](self.config, models, folder)
 
     def _predict_with(self, model: keras.Model, sequences: Array, state: Array) -> tuple[Any, Any]:
         """``model``'s outputs and last feedback: the state is the compiled function's input,

@@ -169,16 +169,27 @@ def write_onnx(config: FRAEConfig, weights: Mapping[str, np.ndarray], folder: Pa
     for name, function in Exported(config, weights, Arrays).functions.items():
         signature = function.input_signature
         proto, _ = tf2onnx.convert.from_function(function, signature, opset=ONNX_OPSET)
-        renamed = {old.name: new for old, new in zip(proto.graph.output, OUTPUT_ORDER, strict=True)}
-        for node in proto.graph.node:
-            node.output[:] = [renamed.get(output, output) for output in node.output]
-        for output in proto.graph.output:
-            output.name = renamed[output.name]
+        _name_outputs(proto.graph)
         onnx.save(proto, str(target / f"{name}.onnx"))
     return target.name
 
 
+def _name_outputs(graph: Any) -> None:
+    """tf2onnx's graph outputs, the function's sorted by key, renamed after their keys and
+    put in the contract's order: outputs, then last state."""
+    renamed = {old.name: new for old, new in zip(graph.output, sorted(OUTPUTS), strict=True)}
+    for node in graph.node:
+        node.output[:] = [renamed.get(output, output) for output in node.output]
+    ordered = []
+    for output in graph.output:
+        copy = type(output)()
+        copy.CopyFrom(output)
+        copy.name = renamed[output.name]
+        ordered.append(copy)
+    del graph.output[:]
+    graph.output.extend(sorted(ordered, key=lambda output: OUTPUTS.index(output.name)))
+
+
 ONNX_OPSET = 18
-OUTPUT_ORDER = ("last_state", "outputs")
-"""tf2onnx's graph outputs, in its order: the function's outputs sorted by key."""
+OUTPUTS = ("outputs", "last_state")
 WRITERS = {"saved_model": write_saved_model, "litert": write_litert, "onnx": write_onnx}
