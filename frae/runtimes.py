@@ -90,13 +90,15 @@ def open_litert(path: Path) -> dict[str, Function]:
 
 def open_stablehlo(path: Path) -> dict[str, Function]:
     """A folder of serialized ``jax.export`` programs, ``{function}.bin``, run by JAX."""
+    import jax
     from jax import export
 
     def function(name: str) -> Function:
         exported = export.deserialize(bytearray((path / f"{name}.bin").read_bytes()))
+        call = jax.jit(exported.call)  # jitted once: each call of ``call`` alone traces anew
 
         def run(sequences: np.ndarray, state: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-            outputs, last = exported.call(sequences, state)  # type: ignore[no-untyped-call]
+            outputs, last = call(sequences, state)
             return np.asarray(outputs), np.asarray(last)
 
         return run
