@@ -81,7 +81,7 @@ def measure(backends: list[str], folder: Path) -> list[list[str]]:
     rows: list[list[str]] = []
     for backend in backends:
         model = frae.create(backend, seed=1)
-        for format in model.export_formats:
+        for format in getattr(model, "export_formats", ()):
             start = time.perf_counter()
             artifact = frae.export(model, folder / f"{backend}-{format}", format=format)
             export_s = time.perf_counter() - start

@@ -51,8 +51,12 @@ def made_where_installed(
 
 def export(model: Backend, directory: str | os.PathLike[str], *, format: str) -> Path:
     """Write ``model`` with its current weights to ``directory`` in ``format``; return the
-    artifact's path (``frae.load_exported`` runs it). ``model.export`` does the same."""
-    return model.export(directory, format=format)
+    artifact's path (``frae.load_exported`` runs it). ``model.export`` does the same; a port
+    without it (an optional member of the interface) exports nothing."""
+    method = getattr(model, "export", None)
+    if not callable(method):
+        raise ValueError(f"{model.name} exports no format: it has no export method")
+    return Path(method(directory, format=format))
 
 
 def check_format(model: BaseBackend, format: object) -> str:

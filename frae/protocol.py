@@ -3,9 +3,7 @@ sections 3 and 3b); ``frae.BaseBackend`` implements it once for every framework.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Literal, Protocol, overload, runtime_checkable
 
 from frae.backend import Array, Streamed
@@ -73,8 +71,3 @@ class Backend(Protocol):
         shuffle: bool = False,
         seed: int = 0,
     ) -> dict[str, list[float]]: ...
-
-    @property
-    def export_formats(self) -> tuple[str, ...]: ...
-
-    def export(self, directory: str | os.PathLike[str], *, format: str) -> Path: ...
