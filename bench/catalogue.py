@@ -9,85 +9,15 @@ from its name.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 
 import frae
 from bench.grid import WIDE_SHAPES, Shape
-from bench.records import EVERY_OPERATION, OPERATIONS, STREAM
+from bench.records import OPERATIONS, STREAM
 from bench.roles import Role
+from bench.variant import Variant
 
-
-@dataclass(frozen=True)
-class Variant:
-    """One backend run one way, in a process of its own.
-
-    Attributes:
-        name: its label in the results.
-        backend: a registered name or ``"module:attribute"`` for ``frae.create``.
-        role: what it is to the report (``bench.roles.Role``): a floor, whose figures
-            divide the others; the C check of the floor; a compiled backend, held to the
-            targets; a hand-written backward beside its autodiff twin; a data-parallel
-            run; the textbook fix; or another baseline.
-        about: one line for the report.
-        env: environment variables of its process.
-        needs: modules that must be importable (beyond what the registry checks): the
-            frameworks of a backend given by import path.
-        needs_compiler: it compiles C when the model is created, so it cannot run without
-            a C compiler.
-        slow: it interprets every time step (the reference, graph mode without XLA, eager
-            PyTorch), so it gets only part of the grid (``Settings.slow_max_steps``,
-            ``slow_max_batch``).
-        operations: what it offers (every operation of the grid by default); one that
-            leaves out the stream says why in ``no_stream``.
-        optional: it runs only when named in ``--variants`` (the routes PyTorch's backend
-            was chosen over: measured for docs/performance.md, outside the default grid's
-            time budget).
-        quick: it runs in ``--quick`` (keras_rnn[torch] does not, nor do the hand-written
-            backward passes: outside the quick run's few minutes).
-        only_shapes: the (B, T) it runs, of the grid's (``None``: every one).
-        wide: the operations it runs on the width axis (``wide_models``): predict and a
-            training step for the compiled backends (the targets' operations), all three
-            for the matrix floor (whose gradient divides a training step); none for the
-            rest (the loop floors, one multiply-add at a time, would take minutes a call
-            there and bound nothing).
-        no_state_feedback: why it cannot run a state-feedback model (contract section 1b),
-            whose points a run leaves out of its part, saying so (``state_points``);
-            ``None``: it runs both feedbacks.
-        twin_of: the registered backend whose backward this one writes by hand (role
-            ``BY_HAND``), for the report's price of autodiff.
-        devices: data-parallel on this many devices (``create(..., devices=N)``), virtual
-            CPU devices where the machine has no accelerators (``frae.devices.start``).
-        of: the variant this one is, on one device (role ``DEVICES``).
-        no_stream: why it does not stream, exactly when ``operations`` leave the stream
-            out (the report lists it with the reason).
-    """
-
-    name: str
-    backend: str
-    role: Role
-    about: str
-    env: dict[str, str] = field(default_factory=dict)
-    needs: tuple[str, ...] = ()
-    needs_compiler: bool = False
-    slow: bool = False
-    operations: tuple[str, ...] = EVERY_OPERATION
-    optional: bool = False
-    quick: bool = True
-    only_shapes: tuple[Shape, ...] | None = None
-    wide: tuple[str, ...] = ()
-    no_state_feedback: str | None = None
-    twin_of: str | None = None
-    devices: int | None = None
-    of: str | None = None
-    no_stream: str | None = None
-
-    def __post_init__(self) -> None:
-        if (STREAM in self.operations) == (self.no_stream is not None):
-            raise ValueError(
-                f"variant {self.name!r} must give no_stream exactly when its operations leave "
-                f"out {STREAM!r}, got operations {self.operations} and no_stream "
-                f"{self.no_stream!r}"
-            )
+__all__ = ["TARGETED", "VARIANTS", "Variant", "frameworks", "unavailable"]
 
 
 TARGETED = ("predict", "train_step")
@@ -221,6 +151,45 @@ def _torch_routes() -> tuple[Variant, ...]:
     )
 
 
+RUNTIMES = {
+    "litert": ("ai_edge_litert",),
+    "stablehlo": ("jax",),
+    "onnx": ("onnxruntime",),
+    "saved_model": ("tensorflow",),
+}
+"""Format -> the runtime its variant's process imports (and nothing of the exporter's)."""
+
+
+def _exported(exporter: str, format: str, factory: str, quick: bool) -> Variant:
+    """``exporter``'s artifact in ``format``, run by its runtime alone
+    (``bench.baselines.exported``): predict at the targets' shapes and the stream; a
+    model's creation (``create_s``) includes its export in a child process."""
+    return Variant(
+        f"{exporter}→{format}",
+        f"{BASELINES}.exported:{factory}",
+        Role.BASELINE,
+        f"{exporter} exported to {format} (frae export), run by {RUNTIMES[format][0]} alone",
+        needs=RUNTIMES[format],
+        operations=("predict", STREAM),
+        only_shapes=WIDE_SHAPES,
+        quick=quick,
+        exported_from=exporter.partition("[")[0],
+    )
+
+
+def _exports() -> tuple[Variant, ...]:
+    """An artifact of each framework in the quick run, the fastest runtime of each by the
+    export matrix (docs/performance.md); the other artifacts in the full grid."""
+    return (
+        _exported("tf_while", "litert", "TFWhileLiteRT", quick=True),
+        _exported("jax_scan", "stablehlo", "JaxScanStableHLO", quick=True),
+        _exported("torch_scan", "onnx", "TorchScanONNX", quick=True),
+        _exported("keras_rnn[tensorflow]", "onnx", "KerasONNX", quick=True),
+        _exported("tf_while", "onnx", "TFWhileONNX", quick=False),
+        _exported("tf_while", "saved_model", "TFWhileSavedModel", quick=False),
+    )
+
+
 DEVICE_COUNTS = (2,)
 """The devices axis: a training step at ``DEVICES_SHAPE`` on each count, beside the variant's
 own on one device."""
@@ -338,6 +307,7 @@ VARIANTS = (
         no_state_feedback=PYTHON_LOOP,
     ),
     *_torch_routes(),
+    *_exports(),
     Variant(
         "reference",
         "reference",
@@ -367,6 +337,8 @@ def frameworks(variant: Variant) -> list[str]:
 def unavailable(variant: Variant) -> str | None:
     """Why ``variant`` cannot run here, or ``None``. Imports nothing."""
     reason = frae.unavailable_reason(variant.backend, needs=variant.needs)
+    if reason is None and variant.exported_from is not None:
+        reason = frae.unavailable_reason(variant.exported_from)
     if reason is None and variant.needs_compiler:
         from bench.baselines.c_forward import compiler
 

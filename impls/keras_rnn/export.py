@@ -6,8 +6,11 @@ from __future__ import annotations
 
 import contextlib
 import io
+import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+import numpy as np
 
 from frae.config import FRAEConfig
 
@@ -83,7 +86,13 @@ def write_onnx(config: FRAEConfig, models: dict[str, keras.Model], folder: Path)
     target = folder / "onnx"
     target.mkdir()
     for name, model in models.items():
-        with contextlib.redirect_stdout(io.StringIO()):
+        width = config.latent_dim if name == "decode" else config.input_dim
+        # Keras exports only a model that has been called ("The model provided has never
+        # called"): once, eagerly, on one frame
+        model([np.zeros((1, 1, width), np.float32), np.zeros((1, config.feedback_dim), np.float32)])
+        with contextlib.redirect_stdout(io.StringIO()), warnings.catch_warnings():
+            # Keras asks NumPy whether np.object exists, which NumPy 2.5 warns about
+            warnings.filterwarnings("ignore", "In the future `np.object`", FutureWarning)
             model.export(str(target / f"{name}.onnx"), format="onnx", verbose=False)
     return target.name
 

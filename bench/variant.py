@@ -1,0 +1,86 @@
+"""``Variant``: one backend run one way, what the catalogue (``bench.catalogue``) lists."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from bench.grid import Shape
+from bench.records import EVERY_OPERATION, STREAM
+from bench.roles import Role
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One backend run one way, in a process of its own.
+
+    Attributes:
+        name: its label in the results.
+        backend: a registered name or ``"module:attribute"`` for ``frae.create``.
+        role: what it is to the report (``bench.roles.Role``): a floor, whose figures
+            divide the others; the C check of the floor; a compiled backend, held to the
+            targets; a hand-written backward beside its autodiff twin; a data-parallel
+            run; the textbook fix; or another baseline.
+        about: one line for the report.
+        env: environment variables of its process.
+        needs: modules that must be importable (beyond what the registry checks): the
+            frameworks of a backend given by import path.
+        needs_compiler: it compiles C when the model is created, so it cannot run without
+            a C compiler.
+        slow: it interprets every time step (the reference, graph mode without XLA, eager
+            PyTorch), so it gets only part of the grid (``Settings.slow_max_steps``,
+            ``slow_max_batch``).
+        operations: what it offers (every operation of the grid by default); one that
+            leaves out the stream says why in ``no_stream``.
+        optional: it runs only when named in ``--variants`` (the routes PyTorch's backend
+            was chosen over: measured for docs/performance.md, outside the default grid's
+            time budget).
+        quick: it runs in ``--quick`` (keras_rnn[torch] does not, nor do the hand-written
+            backward passes: outside the quick run's few minutes).
+        only_shapes: the (B, T) it runs, of the grid's (``None``: every one).
+        wide: the operations it runs on the width axis (``wide_models``): predict and a
+            training step for the compiled backends (the targets' operations), all three
+            for the matrix floor (whose gradient divides a training step); none for the
+            rest (the loop floors, one multiply-add at a time, would take minutes a call
+            there and bound nothing).
+        no_state_feedback: why it cannot run a state-feedback model (contract section 1b),
+            whose points a run leaves out of its part, saying so (``state_points``);
+            ``None``: it runs both feedbacks.
+        twin_of: the registered backend whose backward this one writes by hand (role
+            ``BY_HAND``), for the report's price of autodiff.
+        devices: data-parallel on this many devices (``create(..., devices=N)``), virtual
+            CPU devices where the machine has no accelerators (``frae.devices.start``).
+        of: the variant this one is, on one device (role ``DEVICES``).
+        no_stream: why it does not stream, exactly when ``operations`` leave the stream
+            out (the report lists it with the reason).
+        exported_from: the registered backend whose artifact it runs (``frae export`` in a
+            child process): it runs only where that backend can, though its own process
+            imports the format's runtime alone.
+    """
+
+    name: str
+    backend: str
+    role: Role
+    about: str
+    env: dict[str, str] = field(default_factory=dict)
+    needs: tuple[str, ...] = ()
+    needs_compiler: bool = False
+    slow: bool = False
+    operations: tuple[str, ...] = EVERY_OPERATION
+    optional: bool = False
+    quick: bool = True
+    only_shapes: tuple[Shape, ...] | None = None
+    wide: tuple[str, ...] = ()
+    no_state_feedback: str | None = None
+    twin_of: str | None = None
+    devices: int | None = None
+    of: str | None = None
+    no_stream: str | None = None
+    exported_from: str | None = None
+
+    def __post_init__(self) -> None:
+        if (STREAM in self.operations) == (self.no_stream is not None):
+            raise ValueError(
+                f"variant {self.name!r} must give no_stream exactly when its operations leave "
+                f"out {STREAM!r}, got operations {self.operations} and no_stream "
+                f"{self.no_stream!r}"
+            )

@@ -1,0 +1,59 @@
+"""``frae export`` from the command line, in a fresh process per format: every format each
+installed backend lists makes an artifact that runs and equals the reference."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import frae
+from parity_tests.tolerances import assert_close
+
+ROOT = Path(__file__).resolve().parent.parent
+LIST_FORMATS = "import frae, sys; print(*frae.create(sys.argv[1]).export_formats)"
+
+
+def run(*command: str) -> str:
+    done = subprocess.run(
+        [sys.executable, *command], cwd=ROOT, capture_output=True, text=True, timeout=600
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done.stdout
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("backend", frae.installed_backends())
+def test_frae_export_makes_every_listed_format_in_a_fresh_process(
+    backend: str, tmp_path: Path
+) -> None:
+    formats = run("-c", LIST_FORMATS, backend).split()
+    if not formats:
+        pytest.skip(f"{backend} exports no format")
+    config = frae.FRAEConfig(feedback="state", state_dim=5)
+    weights = tmp_path / "weights.npz"
+    frae.save_weights(weights, frae.initial_weights(config, 4))
+    oracle = frae.create("reference", config, weights=frae.load_weights(weights))
+    x = np.random.default_rng(2).uniform(-1, 1, (2, 9, config.input_dim))
+    for format in formats:
+        out = tmp_path / format
+        options = ["--config", '{"feedback": "state", "state_dim": 5}']
+        printed = run(
+            "-m",
+            "frae",
+            "export",
+            backend,
+            "--format",
+            format,
+            "--out",
+            str(out),
+            *options,
+            "--weights",
+            str(weights),
+        )
+        assert printed.strip() == os.fspath(out)
+        assert_close("outputs", frae.load_exported(out).predict(x), oracle.predict(x), format)
