@@ -144,6 +144,9 @@ class ResultRecord:
     on average (at most ``threads``)."""
     peak_rss_mb: float | None = None
     """The process's peak so far, after this measurement."""
+    artifact_kib: float | None = None
+    """The size of the artifact the variant runs (an exported model's: its ``create_s``
+    holds the export); ``None`` for every other variant."""
     error: str | None = None
     unsupported: str | None = None
     round: int | None = None

@@ -22,6 +22,7 @@ from pathlib import Path
 
 from bench import tables
 from bench.analysis import Pivot, models_of, summary_shape
+from bench.export_section import export_sections
 from bench.plots import plots
 from bench.records import DEFAULT_MODEL, Point, Record, RunRecord, VariantRecord, read
 from bench.render import Brief, Layout, Section, markdown, terminal
@@ -295,8 +296,9 @@ def sections(
     records: Iterable[Record], images: Sequence[Path] = (), preamble: str = ""
 ) -> list[Section]:
     """The report, in order: the head, ``preamble`` (Markdown), the summary, the targets, the
-    call costs, the stream, the price of autodiff, the devices axis, each other model, the
-    readings to doubt, the variants, every measurement and the plots ``images``.
+    call costs, the stream, the exported artifacts, the price of autodiff, the devices axis,
+    each other model, the readings to doubt, the variants, every measurement and the plots
+    ``images``.
 
     Raises:
         ValueError: ``records`` do not hold the run's record.
@@ -309,7 +311,8 @@ def sections(
     found = [Section(text=head(pivot, run))]
     found += [Section(text=preamble.rstrip())] if preamble.strip() else []
     found += [summary_section(pivot), targets_section(pivot), call_cost_section(pivot)]
-    found += stream_sections(pivot) + autodiff_sections(pivot) + devices_sections(pivot)
+    found += stream_sections(pivot) + export_sections(pivot)
+    found += autodiff_sections(pivot) + devices_sections(pivot)
     for other in models_of(records)[1:]:
         found += model_sections(Pivot.of(records, other))
     found += flag_sections(pivot)

@@ -145,6 +145,7 @@ def measure_shape(job: Job, point: Point) -> Iterator[ResultRecord]:
             point.steps,
             model=point.model,
             create_s=create_s,
+            artifact_kib=getattr(model, "artifact_kib", None),
         )
         if operation == STREAM:
             yield from measure_stream(model, x, job, row, failure)

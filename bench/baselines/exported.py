@@ -90,6 +90,7 @@ class ExportedRuntime:
         path = export_in_child(self.exporter, self.format, self._config, self._weights, self.env)
         self._model = frae.load_exported(path)
         self.name = f"{self.exporter}:{self.format}"
+        self.artifact_kib = sum(f.stat().st_size for f in path.rglob("*") if f.is_file()) / 1024
 
     @property
     def config(self) -> FRAEConfig:
