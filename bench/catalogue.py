@@ -165,7 +165,7 @@ def _exported(exporter: str, format: str, factory: str, quick: bool) -> Variant:
     (``bench.baselines.exported``): predict at the targets' shapes and the stream; a
     model's creation (``create_s``) includes its export in a child process."""
     return Variant(
-        f"{exporter}→{format}",
+        f"{exporter}/{format}",
         f"{BASELINES}.exported:{factory}",
         Role.BASELINE,
         f"{exporter} exported to {format} (frae export), run by {RUNTIMES[format][0]} alone",

@@ -35,11 +35,11 @@ def test_the_section_has_a_row_per_artifact_variant() -> None:
         return ResultRecord(variant, operation, batch, 1000, median_s=1e-3, **fields)  # type: ignore[arg-type]
 
     records = [
-        record("a→onnx", "predict", 1, create_s=4.0, artifact_kib=10.0),
-        record("a→onnx", "predict", 256, create_s=0.1, artifact_kib=10.0),
-        record("a→onnx", STREAM, 1, side="sender", chunk=1, create_s=0.1, artifact_kib=10.0),
-        record("a→onnx", STREAM, 1, side="sender", chunk=10, create_s=0.1, artifact_kib=10.0),
+        record("a/onnx", "predict", 1, create_s=4.0, artifact_kib=10.0),
+        record("a/onnx", "predict", 256, create_s=0.1, artifact_kib=10.0),
+        record("a/onnx", STREAM, 1, side="sender", chunk=1, create_s=0.1, artifact_kib=10.0),
+        record("a/onnx", STREAM, 1, side="sender", chunk=10, create_s=0.1, artifact_kib=10.0),
         record("jax_scan", "predict", 1, create_s=2.0),
     ]
     rows = export_rows(Pivot.of(records))
-    assert rows == [["a→onnx", "4", "10", "1", "1", "1", "–"]]
+    assert rows == [["a/onnx", "4", "10", "1", "1", "1", "–"]]
