@@ -125,26 +125,15 @@ class ExportedRuntime:
         raise NotImplementedError("an artifact runs inference only")
 
 
-class TFWhileLiteRT(ExportedRuntime):
-    exporter, format = "tf_while", "litert"
+def runtime_of(exporter: str, format: str, env: Mapping[str, str] | None = None) -> type:
+    """The variant's class: ``exporter``'s artifact in ``format`` (exported with ``env``)."""
+    fields = {"exporter": exporter, "format": format, "env": dict(env or {})}
+    return type(f"{exporter}_{format}", (ExportedRuntime,), fields)
 
 
-class TFWhileONNX(ExportedRuntime):
-    exporter, format = "tf_while", "onnx"
-
-
-class TFWhileSavedModel(ExportedRuntime):
-    exporter, format = "tf_while", "saved_model"
-
-
-class JaxScanStableHLO(ExportedRuntime):
-    exporter, format = "jax_scan", "stablehlo"
-
-
-class TorchScanONNX(ExportedRuntime):
-    exporter, format = "torch_scan", "onnx"
-
-
-class KerasONNX(ExportedRuntime):
-    exporter, format = "keras_rnn", "onnx"
-    env: ClassVar[Mapping[str, str]] = {"KERAS_BACKEND": "tensorflow"}
+TFWhileLiteRT = runtime_of("tf_while", "litert")
+TFWhileONNX = runtime_of("tf_while", "onnx")
+TFWhileSavedModel = runtime_of("tf_while", "saved_model")
+JaxScanStableHLO = runtime_of("jax_scan", "stablehlo")
+TorchScanONNX = runtime_of("torch_scan", "onnx")
+KerasONNX = runtime_of("keras_rnn", "onnx", {"KERAS_BACKEND": "tensorflow"})
