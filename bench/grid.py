@@ -13,7 +13,7 @@ from bench.records import DEFAULT_MODEL, OPERATIONS, STREAM, Point
 from frae.config import FRAEConfig
 
 if TYPE_CHECKING:
-    from bench.catalogue import Variant
+    from bench.variant import Variant
 
 
 class Shape(NamedTuple):

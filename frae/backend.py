@@ -23,6 +23,7 @@ import numpy.typing as npt
 
 from frae import validation
 from frae.config import FRAEConfig
+from frae.export import write_artifact
 from frae.params import Weights, initial_weights
 
 Array = npt.NDArray[np.floating[Any]]
@@ -225,8 +226,6 @@ class BaseBackend(abc.ABC):
     def export(self, directory: str | os.PathLike[str], *, format: str) -> Path:
         """Write this model, its current weights baked in, to ``directory`` in ``format``
         (contract section 5); return the artifact's path."""
-        from frae.export import write_artifact
-
         return write_artifact(self, directory, format)
 
     def _export(self, format: str, folder: Path) -> str:

@@ -15,17 +15,32 @@ import shutil
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from frae import validation
+from frae.config import FRAEConfig
 from frae.runtimes import MANIFEST, MANIFEST_VERSION
-
-if TYPE_CHECKING:
-    from frae.backend import BaseBackend
-    from frae.protocol import Backend
 
 FORMATS = ("saved_model", "litert", "stablehlo", "pt2", "onnx")
 """Every format the contract names; each backend makes those in its ``export_formats``."""
+
+
+class Exporter(Protocol):
+    """What writing an artifact reads of a backend (``frae.BaseBackend`` has it all)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def config(self) -> FRAEConfig: ...
+
+    @property
+    def export_formats(self) -> tuple[str, ...]: ...
+
+    @property
+    def export_refusals(self) -> Mapping[str, str]: ...
+
+    def _export(self, format: str, folder: Path) -> str: ...
 
 
 NEEDS_EXTRA = "needs the export extra (pip install 'frae[export]')"
@@ -49,17 +64,18 @@ def made_where_installed(
     return tuple(made), refused
 
 
-def export(model: Backend, directory: str | os.PathLike[str], *, format: str) -> Path:
+def export(model: object, directory: str | os.PathLike[str], *, format: str) -> Path:
     """Write ``model`` with its current weights to ``directory`` in ``format``; return the
     artifact's path (``frae.load_exported`` runs it). ``model.export`` does the same; a port
     without it (an optional member of the interface) exports nothing."""
     method = getattr(model, "export", None)
     if not callable(method):
-        raise ValueError(f"{model.name} exports no format: it has no export method")
+        name = getattr(model, "name", type(model).__name__)
+        raise ValueError(f"{name} exports no format: it has no export method")
     return Path(method(directory, format=format))
 
 
-def check_format(model: BaseBackend, format: object) -> str:
+def check_format(model: Exporter, format: object) -> str:
     """``format``, one that ``model`` makes; else a ``ValueError`` that says why not."""
     if not isinstance(format, str) or format not in FORMATS:
         raise ValueError(
@@ -85,7 +101,7 @@ def check_directory(directory: object) -> Path:
     return target
 
 
-def write_artifact(model: BaseBackend, directory: object, format: object) -> Path:
+def write_artifact(model: Exporter, directory: object, format: object) -> Path:
     """Check, then write ``model``'s artifact through ``model._export`` into a hidden
     folder beside ``directory``, add the manifest, and move it into place."""
     chosen = check_format(model, format)
