@@ -167,7 +167,7 @@ def _exported(exporter: str, format: str, factory: str, quick: bool) -> Variant:
     return Variant(
         f"{exporter}/{format}",
         f"{BASELINES}.exported:{factory}",
-        Role.BASELINE,
+        Role.EXPORTED,
         f"{exporter} exported to {format} (frae export), run by {RUNTIMES[format][0]} alone",
         needs=RUNTIMES[format],
         operations=("predict", STREAM),

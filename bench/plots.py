@@ -25,6 +25,7 @@ LINES = {
     Role.TEXTBOOK: "-.",
     Role.REFERENCE: ":",
     Role.BASELINE: ":",
+    Role.EXPORTED: "--",
 }
 COLOURS = {
     Role.FLOOR: "black",

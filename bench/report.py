@@ -23,12 +23,13 @@ from pathlib import Path
 from bench import tables
 from bench.analysis import Pivot, models_of, summary_shape
 from bench.export_section import export_sections
+from bench.export_targets import EXPORT_TARGETS_ORIGIN
 from bench.plots import plots
 from bench.records import DEFAULT_MODEL, Point, Record, RunRecord, VariantRecord, read
 from bench.render import Brief, Layout, Section, markdown, terminal
 from bench.roles import Role
 from bench.targets import STREAM_TARGETS_ORIGIN, origin_of
-from bench.verdicts import Outcome, measured_targets, stream_targets, targets
+from bench.verdicts import Outcome, export_targets, measured_targets, stream_targets, targets
 
 ROLES = {
     Role.FLOOR: "scalar loops; a ×floor divides by the fastest floor at its shape",
@@ -42,6 +43,7 @@ ROLES = {
     Role.DEVICES: "a compiled backend's training step split over N devices, beside its own",
     Role.REFERENCE: "the float64 oracle every backend is checked against",
     Role.BASELINE: "for comparison",
+    Role.EXPORTED: "an exported artifact run by its runtime alone, held to the export targets",
 }
 HEAD = """\
 # FRAE benchmark
@@ -180,7 +182,7 @@ def target_rows(judged: Iterable[Outcome]) -> list[list[str]]:
 def targets_section(pivot: Pivot) -> Section:
     """The model's targets and the stream's judged, after where they come from; the terminal
     lists those measured."""
-    judged = targets(pivot) + stream_targets(pivot)
+    judged = targets(pivot) + stream_targets(pivot) + export_targets(pivot)
     unmeasured = sum(not t.judged for t in judged)
     more = f"({unmeasured} more not measured in this run: report.md lists them)"
     brief = Brief(
@@ -189,7 +191,7 @@ def targets_section(pivot: Pivot) -> Section:
         rows=target_rows(t for t in judged if t.judged),
         footnote=more if unmeasured else "",
     )
-    origin = f"{origin_of(pivot)}\n\n{STREAM_TARGETS_ORIGIN}"
+    origin = f"{origin_of(pivot)}\n\n{STREAM_TARGETS_ORIGIN}\n\n{EXPORT_TARGETS_ORIGIN}"
     return Section("Targets", origin, TARGET_HEADER, target_rows(judged), brief=brief)
 
 

@@ -29,6 +29,9 @@ class Role(StrEnum):
     """The float64 NumPy reference, every backend's oracle: no framework, no compiler."""
     BASELINE = "baseline"
     """Any other way of running the model, measured for comparison."""
+    EXPORTED = "exported"
+    """An exported artifact, run by its deployment runtime alone (not a framework's Python
+    API: not a framework route), held to the export targets."""
 
 
 FLOORS = (Role.FLOOR, Role.SIMD_FLOOR, Role.MATRIX_FLOOR)

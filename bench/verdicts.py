@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from bench.analysis import Key, Pivot, Shape
+from bench.export_targets import EXPORT_TARGETS
 from bench.targets import (
     STREAM_TARGETS,
     InMicroseconds,
@@ -119,3 +120,8 @@ def measured_targets(pivot: Pivot) -> list[Outcome]:
 def stream_targets(pivot: Pivot) -> list[Outcome]:
     """The stream's targets (``STREAM_TARGETS``), judged from one run."""
     return [judge(target, pivot) for target in STREAM_TARGETS]
+
+
+def export_targets(pivot: Pivot) -> list[Outcome]:
+    """The exported artifacts' targets (``EXPORT_TARGETS``), judged from one run."""
+    return [judge(target, pivot) for target in EXPORT_TARGETS]
