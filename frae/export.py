@@ -110,7 +110,7 @@ def write_artifact(model: Exporter, directory: object, format: object) -> Path:
         target.parent.mkdir(parents=True, exist_ok=True)
         staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
     except OSError as error:
-        raise PermissionError(f"cannot write the export to {target}: {error}") from None
+        raise OSError(f"cannot write the export to {target}: {error}") from None
     try:
         file = model._export(chosen, staging)
         manifest = {
