@@ -137,6 +137,7 @@ class JaxScanBackend(BaseBackend):
 
     name = "jax_scan"
     export_formats = ("stablehlo",)
+    export_refusals = export.REFUSALS
     by_hand = False
     mesh: jax.sharding.Mesh | None = None
     """With ``devices=N``: the first N of ``jax.devices()`` (every process's, when

@@ -25,8 +25,8 @@ REFUSALS = {
         "StableHLO 1.18 (JAX 0.12), newer than TensorFlow 2.21's XlaCallModule reads "
         "(1.13.7): 'failed to deserialize portable artifact'",
         "onnx": "Keras exports ONNX from JAX through jax2onnx, which the export extra does not "
-        "install (it pins orbax-checkpoint and brings equinox, dm-pix, netron and "
-        "huggingface-hub)",
+        "install: its latest (0.17.1) fails on JAX 0.12 ('jax._src.core' has no attribute "
+        "'ClosedJaxpr') and pins orbax-checkpoint below flax's",
         "litert": "Keras makes LiteRT from TensorFlow or PyTorch only ('LiteRT export requires "
         "TensorFlow or PyTorch backend')",
     },
