@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from tensorflow.compiler.tf2xla.python import xla
 
 from frae.config import FRAEConfig
 from impls.tf_while import model
@@ -37,6 +36,9 @@ class Slices:
 
     @staticmethod
     def write(collected: Any, t: tf.Tensor, value: tf.Tensor) -> Any:
+        # imported here: TensorFlow's first import is model.py's, which quiets its start-up
+        from tensorflow.compiler.tf2xla.python import xla
+
         zero = tf.constant(0)
         return xla.dynamic_update_slice(collected, value[None], tf.stack([t, zero, zero]))
 
