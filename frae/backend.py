@@ -125,6 +125,13 @@ def _all_finite(weights: Mapping[str, Any]) -> bool:
     return all(np.isfinite(np.asarray(value)).all() for value in weights.values())
 
 
+def zero_state(width: int, batch: object, dtype: type[np.floating[Any]]) -> Array:
+    """``initial_state``: zeros ``(batch, width)``, or ``(width,)`` for ``batch=None``."""
+    if batch is None:
+        return np.zeros(width, dtype)
+    return np.zeros((validation.check_positive_int(batch, "batch"), width), dtype)
+
+
 class BaseBackend(abc.ABC):
     """Validation, shapes, the ``fit`` loop and its rollback, and the lock that serialises
     the public calls, shared by every backend."""
@@ -179,10 +186,7 @@ class BaseBackend(abc.ABC):
     def initial_state(self, batch: int | None = None) -> Array:
         """Zeros of the feedback's width S: ``(batch, S)``, or ``(S,)`` for ``batch=None``, the
         state a call without one starts from (contract section 3b)."""
-        width = self._config.feedback_dim
-        if batch is None:
-            return np.zeros(width, self.compute_dtype)
-        return np.zeros((validation.check_positive_int(batch, "batch"), width), self.compute_dtype)
+        return zero_state(self._config.feedback_dim, batch, self.compute_dtype)
 
     @serialised
     def predict(

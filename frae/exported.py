@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from frae import runtimes, validation
+from frae.backend import BaseBackend, zero_state
 from frae.config import FRAEConfig
 
 Array = np.ndarray[Any, Any]
@@ -42,10 +43,7 @@ class ExportedModel:
 
     def initial_state(self, batch: int | None = None) -> Array:
         """Zeros ``(batch, S)``, or ``(S,)`` for ``batch=None``."""
-        width = self.config.feedback_dim
-        if batch is None:
-            return np.zeros(width, self.compute_dtype)
-        return np.zeros((validation.check_positive_int(batch, "batch"), width), self.compute_dtype)
+        return zero_state(self.config.feedback_dim, batch, self.compute_dtype)
 
     def predict(self, x: Array, *, state: Array | None = None, return_state: bool = False) -> Any:
         return self._run("predict", x, "x", self.config.input_dim, state, return_state)
@@ -66,7 +64,5 @@ class ExportedModel:
         )
         with self._lock:
             outputs, last = self._functions[function](batch, start)
-        outputs, last = np.array(outputs, copy=True), np.array(last, copy=True)
-        if single:
-            outputs, last = outputs[0], last[0]
+        outputs, last = BaseBackend._unbatch(outputs, single), BaseBackend._unbatch(last, single)
         return (outputs, last) if wanted else outputs
