@@ -161,12 +161,15 @@ def read_config(text: str) -> FRAEConfig:
 
 
 def points_for(variant: Variant, grid: Iterable[Point], settings: Settings) -> list[Point]:
-    """The part of ``grid`` a variant runs: the operations it offers; if slow, the caps; the
-    models after the grid's first only if it runs the width axis (``Variant.wide``)."""
+    """The part of ``grid`` a variant runs: the operations it offers; if slow, the caps and
+    ``Settings.slow_operations``; the models after the grid's first only if it runs the
+    width axis (``Variant.wide``)."""
     grid = list(grid)
     points, main = [], grid[0].model if grid else DEFAULT_MODEL
     for point in grid:
         wanted = variant.operations if point.model == main else variant.wide
+        if variant.slow and settings.slow_operations is not None:
+            wanted = tuple(op for op in wanted if op in settings.slow_operations)
         offered = tuple(op for op in point.operations if op in wanted)
         capped = variant.slow and (
             point.steps > settings.slow_max_steps

@@ -32,6 +32,8 @@ class Settings:
     slow_max_batch: int | None = 32
     """Largest B a slow variant gets (``None``: every B); at B = 256 the six slow variants
     would take more of the full grid's 20-minute budget than it can hold."""
+    slow_operations: tuple[str, ...] | None = None
+    """The operations a slow variant gets, of those it offers (``None``: all of them)."""
     stream_repeats: int | None = None
     """The least timed samples of the stream (``None``: ``repeats``); each is already the
     mean of a whole sequence's calls."""
@@ -53,6 +55,9 @@ QUICK_SETTINGS = Settings(
     max_samples=100,
     timeout_s=300,
     slow_max_batch=1,
+    # a slow variant interprets every step, so its stream costs what its steps cost: it
+    # streams in the full grid, and the quick run's few minutes hold the exported artifacts
+    slow_operations=("predict", "loss_and_grads", "train_step"),
     stream_repeats=3,  # so that the quick run's few minutes hold every variant's stream
 )
 

@@ -35,6 +35,22 @@ def test_a_variant_runs_its_part_of_the_grid() -> None:
     assert {model for model, *_ in loops} == {"default"}
 
 
+def test_the_quick_run_streams_every_variant_but_the_slow_ones() -> None:
+    """Under the quick settings a slow variant (the reference, the textbook fix) runs its
+    operations but the stream; the others stream as in the full grid."""
+    from bench.catalogue import VARIANTS
+    from bench.grid import points_for, quick_grid
+    from bench.job import QUICK_SETTINGS
+    from bench.records import STREAM
+
+    by_name = {variant.name: variant for variant in VARIANTS}
+    for name, streams in (("reference", False), ("textbook_fix", False), ("tf_while", True)):
+        points = points_for(by_name[name], quick_grid(), QUICK_SETTINGS)
+        operations = {op for *_, ops in points for op in ops}
+        assert (STREAM in operations) == streams, name
+        assert {"predict", "train_step"} <= operations, name
+
+
 LEFT_OUT = {
     "c_forward": "no GRU",
     "matrix_floor": "no GRU",
