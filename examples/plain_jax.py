@@ -16,10 +16,10 @@ import functools
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 import optax
 
 import frae
-from frae.backend import TrainStep
 from frae.optimizers import ADAM
 
 ACTIVATIONS = {
@@ -101,13 +101,20 @@ class PlainJaxFRAE(frae.BaseBackend):
     def _loss_and_grads(self, x, y):
         return loss_and_grads(self.config, self.params, x, y)
 
-    def _train_step(self, optimizer: str, learning_rate: float) -> TrainStep:
+    def _train_step(self, optimizer: str, learning_rate: float, start: frae.TrainingState):
         beta_1, beta_2 = ADAM.float32_betas()  # one rounding for 1 - β and βᵗ
         if optimizer == "sgd":
             transform = optax.sgd(learning_rate)
+            state = transform.init(self.params)
         else:
             transform = optax.adam(learning_rate, b1=beta_1, b2=beta_2, eps=ADAM.epsilon)
-        state = transform.init(self.params)
+            # the canonical state as optax's: the step count and a moment per weight
+            adam = optax.ScaleByAdamState(
+                count=jnp.asarray(start.step, jnp.int32),
+                mu={name: jnp.asarray(value) for name, value in start.m.items()},
+                nu={name: jnp.asarray(value) for name, value in start.v.items()},
+            )
+            state = (adam, optax.EmptyState())
 
         def step(x, y):
             nonlocal state
@@ -116,4 +123,13 @@ class PlainJaxFRAE(frae.BaseBackend):
             self.params = optax.apply_updates(self.params, updates)
             return float(loss)
 
-        return step
+        def moments():
+            if optimizer == "sgd":
+                return {}, {}
+            adam = state[0]
+            return (
+                {name: np.asarray(value) for name, value in adam.mu.items()},
+                {name: np.asarray(value) for name, value in adam.nu.items()},
+            )
+
+        return step, moments

@@ -6,6 +6,7 @@ only when that backend is created.
 
 from frae import data
 from frae.backend import BaseBackend, TrainingDiverged
+from frae.checkpoints import load_checkpoint, save_checkpoint
 from frae.config import ACTIVATIONS, FRAEConfig, Layer
 from frae.export import FORMATS, export
 from frae.exported import ExportedModel, load_exported
@@ -13,6 +14,7 @@ from frae.optimizers import ADAM, OPTIMIZERS, AdamSpec
 from frae.params import initial_weights, load_weights, save_weights
 from frae.protocol import Backend
 from frae.registry import available_backends, create, installed_backends, unavailable_reason
+from frae.training_state import TrainingState
 
 __all__ = [
     "ACTIVATIONS",
@@ -26,14 +28,17 @@ __all__ = [
     "FRAEConfig",
     "Layer",
     "TrainingDiverged",
+    "TrainingState",
     "available_backends",
     "create",
     "data",
     "export",
     "initial_weights",
     "installed_backends",
+    "load_checkpoint",
     "load_exported",
     "load_weights",
+    "save_checkpoint",
     "save_weights",
     "unavailable_reason",
 ]

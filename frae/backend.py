@@ -25,10 +25,13 @@ from frae import validation
 from frae.config import FRAEConfig
 from frae.export import write_artifact
 from frae.params import Weights, initial_weights
+from frae.training_state import TrainingState, check_training_state, fresh_state, next_state
 
 Array = npt.NDArray[np.floating[Any]]
 TrainStep = Callable[[Array, Array], float]
 """One optimizer step on a mini-batch ``(x, y)``; returns the loss before the update."""
+Moments = Callable[[], tuple[Weights, Weights]]
+"""Adam's first and second moments now, by canonical name (empty dicts for SGD)."""
 Streamed = tuple[Array, Array]
 """A call's outputs and the feedback after its last step (``return_state=True``)."""
 Infer = Callable[[Array, Array], tuple[Any, Any]]
@@ -96,16 +99,19 @@ def serialised[Method: Callable[..., Any]](method: Method) -> Method:
 
 
 def minibatches(
-    num_sequences: int, batch_size: int, epochs: int, shuffle: bool, seed: int
+    num_sequences: int, batch_size: int, epochs: int, shuffle: bool, seed: int, done: int = 0
 ) -> Iterator[npt.NDArray[np.intp]]:
     """Indices of each optimizer step's sequences, every epoch in order, drawn as they go.
 
     With ``shuffle``, one ``numpy.random.default_rng(seed)`` draws a fresh permutation of the
-    sequences at the start of each epoch; the last batch of an epoch may be smaller.
+    sequences at the start of each epoch; the last batch of an epoch may be smaller. ``done``
+    epochs already taken (a resumed ``fit``) draw their permutations first, unused.
     """
     rng = np.random.default_rng(seed)
-    for _ in range(epochs):
+    for epoch in range(done + epochs):
         order = rng.permutation(num_sequences) if shuffle else np.arange(num_sequences)
+        if epoch < done:
+            continue
         for start in range(0, num_sequences, batch_size):
             yield order[start : start + batch_size]
 
@@ -258,7 +264,8 @@ class BaseBackend(abc.ABC):
         learning_rate: float = 1e-3,
         shuffle: bool = False,
         seed: int = 0,
-    ) -> dict[str, list[float]]:
+        training_state: TrainingState | None = None,
+    ) -> dict[str, Any]:
         x_batch, y_batch = self._pair(x, y)
         epochs, batch_size, optimizer, learning_rate, shuffle, seed = validation.check_fit_options(
             len(x_batch),
@@ -271,9 +278,14 @@ class BaseBackend(abc.ABC):
         )
         if self.devices > 1:
             validation.check_split(len(x_batch), batch_size, self.devices)
-        train_step = self._train_step(optimizer, learning_rate)
+        start = (
+            fresh_state(optimizer, self._config)
+            if training_state is None
+            else check_training_state(training_state, optimizer, self._config)
+        )
+        train_step, moments = self._train_step(optimizer, learning_rate, start)
         history: list[float] = []
-        batches = minibatches(len(x_batch), batch_size, epochs, shuffle, seed)
+        batches = minibatches(len(x_batch), batch_size, epochs, shuffle, seed, start.epoch)
         for step, batch in enumerate(batches, start=1):
             self._keep_weights(step)
             loss = float(train_step(x_batch[batch], y_batch[batch]))
@@ -282,7 +294,8 @@ class BaseBackend(abc.ABC):
             history.append(loss)
         if not self._weights_finite():
             self._diverged(len(history) + 1, math.nan, learning_rate, history, last_update=True)
-        return {"loss": history}
+        after = next_state(start, len(history), epochs, moments())
+        return {"loss": history, "training_state": after}
 
     def _diverged(
         self,
@@ -370,5 +383,8 @@ class BaseBackend(abc.ABC):
     def _loss_and_grads(self, x: Array, y: Array) -> tuple[float, Mapping[str, Any]]: ...
 
     @abc.abstractmethod
-    def _train_step(self, optimizer: str, learning_rate: float) -> TrainStep:
-        """A step function with fresh optimizer state (the contract: new state at each ``fit``)."""
+    def _train_step(
+        self, optimizer: str, learning_rate: float, start: TrainingState
+    ) -> tuple[TrainStep, Moments]:
+        """A step function whose optimizer continues from ``start`` (checked; fresh, with zero
+        moments and step 0, for a ``fit`` without one), and a reader of its Adam moments."""

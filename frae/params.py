@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import contextlib
 import itertools
 import math
 import os
 import reprlib
-import secrets
 import zipfile
 import zlib
 from collections import Counter
@@ -20,6 +18,7 @@ import numpy.typing as npt
 
 from frae import validation
 from frae.config import GRU, FRAEConfig
+from frae.files import write_atomically
 
 Weights = dict[str, npt.NDArray[np.float32]]
 
@@ -173,38 +172,11 @@ def _majority(votes: Iterable[int | None]) -> int:
 
 
 def save_weights(path: str | os.PathLike[str], weights: Mapping[str, object]) -> None:
-    """Write canonical float32 weights to ``path`` (an uncompressed ``.npz``), atomically.
-
-    The file is written beside its destination, flushed to disk and renamed over it, so a
-    reader sees the old file or the new one, never half of one, even after a crash. It is
-    created as ``open()`` creates any file: mode 0o666 less the umask.
-    """
+    """Write canonical float32 weights to ``path`` (an uncompressed ``.npz``), atomically
+    (``frae.files.write_atomically``): a reader sees the old file or the new one, never half
+    of one, even after a crash."""
     checked = validation.check_weights(weights, infer_config(weights).parameter_shapes())
-    target = Path(path)
-    temporary = target.with_name(f".{target.name}.{secrets.token_hex(8)}.tmp")
-    try:
-        with open(temporary, "xb") as stream:  # "x": a new file of our own, never another's
-            np.savez(stream, **checked)  # type: ignore[arg-type]  # names, not options
-            stream.flush()
-            os.fsync(stream.fileno())  # the data is on disk before the rename publishes it
-        os.replace(temporary, target)
-    except FileExistsError:
-        raise  # another writer's temporary file, by a 64-bit random clash: not ours to remove
-    except BaseException:
-        temporary.unlink(missing_ok=True)
-        raise
-    _sync_folder(target.parent)
-
-
-def _sync_folder(folder: Path) -> None:
-    """Flush ``folder``'s entries, so that the rename survives a crash too; best effort, as not
-    every system can open a folder (Windows) or sync one."""
-    with contextlib.suppress(OSError):
-        descriptor = os.open(folder, os.O_RDONLY)
-        try:
-            os.fsync(descriptor)
-        finally:
-            os.close(descriptor)
+    write_atomically(path, lambda stream: np.savez(stream, **checked))  # type: ignore[arg-type]
 
 
 def load_weights(path: str | os.PathLike[str], config: FRAEConfig | None = None) -> Weights:

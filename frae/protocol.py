@@ -4,11 +4,12 @@ sections 3 and 3b); ``frae.BaseBackend`` implements it once for every framework.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Literal, Protocol, overload, runtime_checkable
+from typing import Any, Literal, Protocol, overload, runtime_checkable
 
 from frae.backend import Array, Streamed
 from frae.config import FRAEConfig
 from frae.params import Weights
+from frae.training_state import TrainingState
 
 
 @runtime_checkable
@@ -70,4 +71,5 @@ class Backend(Protocol):
         learning_rate: float = 1e-3,
         shuffle: bool = False,
         seed: int = 0,
-    ) -> dict[str, list[float]]: ...
+        training_state: TrainingState | None = None,
+    ) -> dict[str, Any]: ...

@@ -18,10 +18,11 @@ from typing import Any, ClassVar
 import numpy as np
 
 from frae import gru_layout, validation
-from frae.backend import Array, Infer, TrainStep
+from frae.backend import Array, Infer, Moments, TrainStep
 from frae.config import GRU
 from frae.optimizers import ADAM
 from frae.params import Weights
+from frae.training_state import TrainingState
 from impls.reference import train
 from impls.reference.backend import ReferenceBackend
 from impls.reference.model import unroll
@@ -226,14 +227,16 @@ class LossReportedAfterUpdate(Float32Reference):
 
     breaks = "sgd"
 
-    def _train_step(self, optimizer: str, learning_rate: float) -> TrainStep:
-        step = super()._train_step(optimizer, learning_rate)
+    def _train_step(
+        self, optimizer: str, learning_rate: float, start: TrainingState
+    ) -> tuple[TrainStep, Moments]:
+        step, moments = super()._train_step(optimizer, learning_rate, start)
 
         def after(x: Array, y: Array) -> float:
             step(x, y)
             return train.loss_and_grads(self.config, self.params, x, y)[0]
 
-        return after
+        return after, moments
 
 
 class KerasEpsilonAdam(Float32Reference):
@@ -241,12 +244,14 @@ class KerasEpsilonAdam(Float32Reference):
 
     breaks = "adam"
 
-    def _train_step(self, optimizer: str, learning_rate: float) -> TrainStep:
+    def _train_step(
+        self, optimizer: str, learning_rate: float, start: TrainingState
+    ) -> tuple[TrainStep, Moments]:
         if optimizer != "adam":
-            return super()._train_step(optimizer, learning_rate)
-        first = {name: np.zeros_like(value) for name, value in self.params.items()}
-        second = {name: np.zeros_like(value) for name, value in self.params.items()}
-        count = 0
+            return super()._train_step(optimizer, learning_rate, start)
+        first = {name: np.array(start.m[name], np.float64) for name in self.params}
+        second = {name: np.array(start.v[name], np.float64) for name in self.params}
+        count = start.step
 
         def step(x: Array, y: Array) -> float:
             nonlocal count
@@ -262,7 +267,7 @@ class KerasEpsilonAdam(Float32Reference):
                 self.params[name] = updated.astype(np.float32).astype(np.float64)
             return loss
 
-        return step
+        return step, lambda: (train.as_float32(first), train.as_float32(second))
 
 
 class FitWithoutUpdate(Float32Reference):
@@ -270,8 +275,13 @@ class FitWithoutUpdate(Float32Reference):
 
     breaks = "learning"
 
-    def _train_step(self, optimizer: str, learning_rate: float) -> TrainStep:
-        return lambda x, y: train.loss_and_grads(self.config, self.params, x, y)[0]
+    def _train_step(
+        self, optimizer: str, learning_rate: float, start: TrainingState
+    ) -> tuple[TrainStep, Moments]:
+        def loss(x: Array, y: Array) -> float:
+            return train.loss_and_grads(self.config, self.params, x, y)[0]
+
+        return loss, lambda: (start.m, start.v)
 
 
 class WeightsStaleAfterFit(Float32Reference):

@@ -22,9 +22,10 @@ from typing import Any
 import numpy as np
 
 from bench.baselines.layout import LAYER_FIELDS, Plan, flatten, plan, unflatten
-from frae.backend import Array, BaseBackend, TrainStep
+from frae.backend import Array, BaseBackend, Moments, TrainStep
 from frae.config import FRAEConfig
 from frae.params import Weights
+from frae.training_state import TrainingState
 
 SOURCE = Path(__file__).with_name("c_forward.c")
 FLAGS = ("-O2", "-shared", "-fPIC")
@@ -129,5 +130,7 @@ class CForwardBackend(BaseBackend):
     def _loss_and_grads(self, x: Array, y: Array) -> tuple[float, Mapping[str, Any]]:
         raise self._unsupported()
 
-    def _train_step(self, optimizer: str, learning_rate: float) -> TrainStep:
+    def _train_step(
+        self, optimizer: str, learning_rate: float, start: TrainingState
+    ) -> tuple[TrainStep, Moments]:
         raise self._unsupported()

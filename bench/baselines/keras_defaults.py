@@ -3,7 +3,8 @@
 
 from __future__ import annotations
 
-from frae.backend import Array, TrainStep
+from frae.backend import Array, Moments, TrainStep
+from frae.training_state import TrainingState
 from impls.keras_rnn import KerasRNNBackend
 
 
@@ -19,8 +20,11 @@ class KerasDefaultsBackend(KerasRNNBackend):
         outputs, last = self.keras_model.predict([x, state], verbose=0)
         return outputs, last
 
-    def _train_step(self, optimizer: str, learning_rate: float) -> TrainStep:
-        trainer = self.trainer(optimizer, learning_rate)
+    def _train_step(
+        self, optimizer: str, learning_rate: float, start: TrainingState
+    ) -> tuple[TrainStep, Moments]:
+        _, moments = super()._train_step(optimizer, learning_rate, start)  # resumed from start
+        trainer = self._training
         return lambda x, y: trainer.fit(
             [x, y], batch_size=len(x), epochs=1, shuffle=False, verbose=0
-        ).history["loss"][0]
+        ).history["loss"][0], moments

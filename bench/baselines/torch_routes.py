@@ -28,8 +28,9 @@ import torch
 
 from bench.baselines.layout import ACTIVATION_CODES
 from bench.baselines.torch_eager import output_feedback, python_loop_functions
-from frae.backend import Array, TrainStep
+from frae.backend import Array, Moments, TrainStep
 from frae.config import FRAEConfig
+from frae.training_state import TrainingState
 from impls.torch_scan import model
 from impls.torch_scan.backend import PYTHON_WRAPPER, Functions, TorchScanBackend, compiled
 
@@ -197,7 +198,9 @@ class TorchAOTIBackend(TorchScanBackend):
     def _loss_and_grads(self, x: Array, y: Array) -> Any:
         raise NotImplementedError("AOTInductor compiles inference only")
 
-    def _train_step(self, optimizer: str, learning_rate: float) -> TrainStep:
+    def _train_step(
+        self, optimizer: str, learning_rate: float, start: TrainingState
+    ) -> tuple[TrainStep, Moments]:
         raise NotImplementedError("AOTInductor compiles inference only")
 
 

@@ -14,10 +14,11 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from frae.backend import Array, BaseBackend, TrainStep, check_device_count, kept_slot
+from frae.backend import Array, BaseBackend, Moments, TrainStep, check_device_count, kept_slot
 from frae.config import FRAEConfig
 from frae.optimizers import OPTIMIZERS
 from frae.params import Weights
+from frae.training_state import TrainingState
 from impls.jax_scan import export, model, train
 from impls.jax_scan.model import Params
 
@@ -208,12 +209,15 @@ class JaxScanBackend(BaseBackend):
         loss, grads = self.compiled.loss_and_grads(self._params, x, y)
         return float(self._local(loss)), {name: self._local(g) for name, g in grads.items()}
 
-    def _train_step(self, optimizer: str, learning_rate: float) -> TrainStep:
+    def _train_step(
+        self, optimizer: str, learning_rate: float, start: TrainingState
+    ) -> tuple[TrainStep, Moments]:
         """One jitted step per mini-batch; weights and optimizer state stay on device."""
         step_function = self._step_function(optimizer)
         rate: np.float32 | jax.Array = np.float32(learning_rate)
-        rate = jax.device_put(rate) if self.mesh is None else self._replicate(rate)
-        optimizer_state = self.compiled.optimizer_inits[optimizer](self._params)
+        put = jax.device_put if self.mesh is None else self._replicate
+        rate = put(rate)
+        optimizer_state = jax.tree.map(put, train.optimizer_state(start))
         split = (lambda v: v) if self.mesh is None else self._split
 
         def step(x: Array, y: Array) -> float:
@@ -223,7 +227,11 @@ class JaxScanBackend(BaseBackend):
             )
             return float(self._local(loss))
 
-        return step
+        def moments() -> tuple[Weights, Weights]:
+            m, v = train.moments(jax.tree.map(self._local, optimizer_state), self.params)
+            return _as_numpy(m), _as_numpy(v)
+
+        return step, moments
 
     def _step_function(self, optimizer: str) -> Callable[..., Any]:
         """The jitted training step ``(params, state, rate, x, y) -> (params, state, loss)``."""
@@ -245,3 +253,7 @@ class JaxScanBackend(BaseBackend):
 
     def _weights_finite(self) -> bool:
         return bool(self._local(self.compiled.all_finite(self._params)))
+
+
+def _as_numpy(arrays: Params) -> Weights:
+    return {name: np.array(value, np.float32) for name, value in arrays.items()}

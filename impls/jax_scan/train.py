@@ -11,10 +11,12 @@ import jax
 import jax.numpy as jnp
 import optax
 from flax import nnx
+from jax.flatten_util import ravel_pytree
 from jax.sharding import PartitionSpec
 
 from frae.config import FUSED_PRODUCT_MAX_SIZE, FRAEConfig
 from frae.optimizers import ADAM
+from frae.training_state import TrainingState
 from impls.jax_scan import model
 from impls.jax_scan.model import Array, Params
 
@@ -183,6 +185,30 @@ def optimizer(name: str, learning_rate: float | Array) -> optax.GradientTransfor
 def init_optimizer(name: str, params: Params) -> optax.OptState:
     """Fresh optimizer state for ``params`` (zero moments, step 0); the rate is not part of it."""
     return optimizer(name, 0.0).init(params)
+
+
+def optimizer_state(start: TrainingState) -> optax.OptState:
+    """optax's state of the contract's optimizer at ``start``: for Adam, ``optax.flatten``'s
+    one vector per moment, the weights raveled in the order of the sorted names, as
+    ``ravel_pytree`` lays out the weights' dict; for SGD, none."""
+    if start.optimizer == "sgd":
+        return (optax.EmptyState(), optax.EmptyState())
+    adam = optax.ScaleByAdamState(
+        count=jnp.asarray(start.step, jnp.int32),
+        mu=ravel_pytree(start.m)[0],
+        nu=ravel_pytree(start.v)[0],
+    )
+    return (adam, optax.EmptyState())
+
+
+def moments(state: optax.OptState, params: Params) -> tuple[Params, Params]:
+    """Adam's m and v by canonical name from optax's ``state`` (``optimizer_state``'s
+    layout) of ``params``; empty for SGD."""
+    adam = state[0]
+    if not isinstance(adam, optax.ScaleByAdamState):
+        return {}, {}
+    unravel = ravel_pytree(params)[1]
+    return unravel(adam.mu), unravel(adam.nu)
 
 
 def train_step(

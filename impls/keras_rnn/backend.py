@@ -15,6 +15,7 @@ of a data-parallel engine, which belong to its devices.
 from __future__ import annotations
 
 import contextlib
+import functools
 import math
 import threading
 import weakref
@@ -26,10 +27,11 @@ from typing import Any
 
 import numpy as np
 
-from frae.backend import Array, BaseBackend, TrainStep, kept_slot
+from frae.backend import Array, BaseBackend, Moments, TrainStep, kept_slot
 from frae.config import FRAEConfig
 from frae.params import Weights
-from impls.keras_rnn import export
+from frae.training_state import TrainingState
+from impls.keras_rnn import export, train
 from impls.keras_rnn.model import build_models, canonical_name, keras, ops, to_numpy
 from impls.keras_rnn.train import (
     DataParallel,
@@ -157,11 +159,16 @@ class KerasRNNBackend(BaseBackend):
         self._training = trainer
         return trainer
 
-    def _train_step(self, optimizer: str, learning_rate: float) -> TrainStep:
+    def _train_step(
+        self, optimizer: str, learning_rate: float, start: TrainingState
+    ) -> tuple[TrainStep, Moments]:
         trainer = self.trainer(optimizer, learning_rate)
+        with self._creating():
+            train.resume(trainer.optimizer, start)
+        moments = functools.partial(train.moments, trainer.optimizer)
         if self.engine is not None:
-            return self.engine.train_step(trainer)
-        return lambda x, y: float(trainer.train_on_batch([x, y]))
+            return self.engine.train_step(trainer), moments
+        return lambda x, y: float(trainer.train_on_batch([x, y])), moments
 
     def _keep_weights(self, step: int) -> None:
         """W₁ into row 0 of the optimizer's ``kept``; the optimizer keeps the others."""

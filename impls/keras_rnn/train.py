@@ -16,7 +16,9 @@ from frae.backend import KEPT_SLOTS, Array, TrainStep, check_device_count
 from frae.config import FRAEConfig
 from frae.devices import tensorflow_strategy
 from frae.optimizers import ADAM
-from impls.keras_rnn.model import PACKAGE, FRAECell, Tensor, keras, ops
+from frae.params import Weights
+from frae.training_state import TrainingState
+from impls.keras_rnn.model import PACKAGE, FRAECell, Tensor, canonical_name, keras, ops, to_numpy
 
 Gradients = Callable[[Tensor, Tensor], tuple[Tensor, Sequence[Tensor]]]
 
@@ -43,13 +45,17 @@ class KeepsWeights(OptimizerMixin):
         self.offsets = [sum(sizes[:i]) for i in range(len(sizes))]
         self.kept = self.add_variable((KEPT_SLOTS, sum(sizes)), initializer="zeros", name="kept")
         self.non_finite = self.add_variable((), initializer="zeros", name="non_finite")
+        # the iterations a resumed fit started from: its step k is iterations - resumed + 1
+        self.resumed = self.add_variable((), initializer="zeros", name="resumed")
 
     def update_step(
         self, gradient: Tensor, variable: keras.Variable, learning_rate: Tensor
     ) -> None:
         super().update_step(gradient, variable, learning_rate)
         after = ops.reshape(ops.convert_to_tensor(variable), (1, -1))
-        slot = 1 + ops.mod(ops.cast(self.iterations, "int32") + 2, 3)  # k + 1 = iterations + 2
+        # k + 1 = iterations - resumed + 2
+        taken = ops.cast(self.iterations, "int32") - ops.cast(self.resumed, "int32")
+        slot = 1 + ops.mod(taken + 2, 3)
         start = (slot, self.offsets[self._get_variable_index(variable)])
         self.assign(self.kept, ops.slice_update(ops.convert_to_tensor(self.kept), start, after))
         finite = ops.cast(ops.all(ops.isfinite(after)), "float32")
@@ -89,6 +95,39 @@ class SpecAdam(KeepsWeights, keras.optimizers.Adam):
         v_hat = v / (1 - ops.power(beta_2, step))
         lr = ops.cast(learning_rate, variable.dtype)
         self.assign_sub(variable, lr * m_hat / (ops.sqrt(v_hat) + self.epsilon))
+
+
+def resume(optimizer: keras.optimizers.Optimizer, start: TrainingState) -> None:
+    """``start``'s step and moments into Keras' ``optimizer`` (built, its variables zeroed):
+    ``iterations``, and Adam's ``_momentums`` and ``_velocities`` of each trained variable."""
+    optimizer.iterations.assign(start.step)
+    optimizer.resumed.assign(float(start.step))
+    for moment, slots in _moment_slots(optimizer).items():
+        for name, slot in slots.items():
+            slot.assign(getattr(start, moment)[name])
+
+
+def moments(optimizer: keras.optimizers.Optimizer) -> tuple[Weights, Weights]:
+    """Adam's m and v of every trained variable, by canonical name; empty for SGD."""
+    found = {
+        moment: {name: to_numpy(slot.value) for name, slot in slots.items()}
+        for moment, slots in _moment_slots(optimizer).items()
+    }
+    return found.get("m", {}), found.get("v", {})
+
+
+def _moment_slots(optimizer: keras.optimizers.Optimizer) -> dict[str, dict[str, Any]]:
+    """Keras' Adam slots by moment and trained variable's canonical name (none for SGD)."""
+    if not isinstance(optimizer, keras.optimizers.Adam):
+        return {}
+    indices = {
+        canonical_name(variable): optimizer._get_variable_index(variable)
+        for variable in optimizer._trainable_variables
+    }
+    return {
+        "m": {name: optimizer._momentums[index] for name, index in indices.items()},
+        "v": {name: optimizer._velocities[index] for name, index in indices.items()},
+    }
 
 
 @keras.saving.register_keras_serializable(package=PACKAGE)

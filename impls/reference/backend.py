@@ -7,8 +7,9 @@ from typing import Any
 
 import numpy as np
 
-from frae.backend import Array, BaseBackend, TrainStep, kept_slot
+from frae.backend import Array, BaseBackend, Moments, TrainStep, kept_slot
 from frae.params import Weights
+from frae.training_state import TrainingState
 from impls.reference import train
 from impls.reference.model import Params, unroll
 
@@ -50,8 +51,10 @@ class ReferenceBackend(BaseBackend):
     def _loss_and_grads(self, x: Array, y: Array) -> tuple[float, Mapping[str, Any]]:
         return train.loss_and_grads(self.config, self.params, x, y)
 
-    def _train_step(self, optimizer: str, learning_rate: float) -> TrainStep:
-        return train.train_step(self.config, self.params, optimizer, learning_rate)
+    def _train_step(
+        self, optimizer: str, learning_rate: float, start: TrainingState
+    ) -> tuple[TrainStep, Moments]:
+        return train.train_step(self.config, self.params, optimizer, learning_rate, start)
 
     def _keep_weights(self, step: int) -> None:
         """A copy of the dict: a step replaces its arrays and never writes in place."""

@@ -3,12 +3,16 @@ out, and the contract's SGD and Adam."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import numpy as np
 
 from frae import activations
-from frae.backend import TrainStep
+from frae.backend import Moments, TrainStep
 from frae.config import GRU, FRAEConfig
 from frae.optimizers import ADAM
+from frae.params import Weights
+from frae.training_state import TrainingState
 from impls.reference.model import (
     Array,
     GRUTrace,
@@ -90,14 +94,20 @@ def loss_and_grads(config: FRAEConfig, params: Params, x: Array, y: Array) -> tu
     return loss, grads
 
 
+def as_float32(moment: Mapping[str, Array]) -> Weights:
+    """A moment by canonical name, rounded to float32 (``TrainingState``'s dtype)."""
+    return {name: value.astype(np.float32) for name, value in moment.items()}
+
+
 def train_step(
-    config: FRAEConfig, params: Params, optimizer: str, learning_rate: float
-) -> TrainStep:
-    """SGD, w ← w - lr·g, or the contract's Adam, in float64 with fresh state; ``params`` is
-    updated in place and each weight rounded to float32, as a float32 weight would be."""
-    first = {name: np.zeros_like(value) for name, value in params.items()}
-    second = {name: np.zeros_like(value) for name, value in params.items()}
-    count = 0
+    config: FRAEConfig, params: Params, optimizer: str, learning_rate: float, start: TrainingState
+) -> tuple[TrainStep, Moments]:
+    """SGD, w ← w - lr·g, or the contract's Adam, in float64 from ``start``'s step and
+    moments; ``params`` is updated in place and each weight rounded to float32, as a float32
+    weight would be. Also returns the reader of the moments, rounded to float32."""
+    first = {name: np.array(start.m.get(name, 0.0), np.float64) for name in params}
+    second = {name: np.array(start.v.get(name, 0.0), np.float64) for name in params}
+    count = start.step
 
     @np.errstate(over="ignore", invalid="ignore")  # a diverging fit raises TrainingDiverged
     def step(x: Array, y: Array) -> float:
@@ -117,4 +127,9 @@ def train_step(
             params[name] = updated.astype(np.float32).astype(np.float64)
         return loss
 
-    return step
+    def moments() -> tuple[Weights, Weights]:
+        if optimizer == "sgd":
+            return {}, {}
+        return as_float32(first), as_float32(second)
+
+    return step, moments

@@ -12,11 +12,12 @@ from typing import Any
 
 import numpy as np
 
-from frae.backend import Array, BaseBackend, TrainStep, kept_slot
+from frae.backend import Array, BaseBackend, Moments, TrainStep, kept_slot
 from frae.config import FRAEConfig
 from frae.devices import tensorflow_strategy
 from frae.export import made_where_installed
 from frae.params import Weights, from_flat
+from frae.training_state import TrainingState
 from impls.tf_while import export, model, train
 from impls.tf_while.model import tf
 
@@ -247,21 +248,30 @@ class TFWhileBackend(BaseBackend):
         loss, grads = self._call("loss_and_grads", x, y)
         return float(loss), {name: grad.numpy() for name, grad in grads.items()}
 
-    def _train_step(self, optimizer: str, learning_rate: float) -> TrainStep:
+    def _train_step(
+        self, optimizer: str, learning_rate: float, start: TrainingState
+    ) -> tuple[TrainStep, Moments]:
+        def moments() -> tuple[Weights, Weights]:
+            return train.slot_moments(self.first_slots) if optimizer == "adam" else ({}, {})
+
         if self.strategy is not None:
-            return self._data_parallel_step(optimizer, learning_rate)
+            return self._data_parallel_step(optimizer, learning_rate, start), moments
         lr = tf.constant(learning_rate, tf.float32)  # a tensor: a new rate does not retrace
         slots = (self.first_slots,) if optimizer == "adam" else ()
         self._after_step = self.compiled["start_fit"](self.first_copy, *slots).numpy()
+        if slots:
+            train.resume_slots(self.first_slots, start)
 
         def step(x: Array, y: Array) -> float:
             loss, after = self._call(optimizer, *slots, x, y, lr)
             self._after_step = after.numpy()
             return float(loss)
 
-        return step
+        return step, moments
 
-    def _data_parallel_step(self, optimizer: str, learning_rate: float) -> TrainStep:
+    def _data_parallel_step(
+        self, optimizer: str, learning_rate: float, start: TrainingState
+    ) -> TrainStep:
         """``_train_step`` over the strategy's replicas: returns the mean of the replicas'
         losses (the mini-batch's, as the slices are equal) and keeps the first replica's
         weights after the update for a rollback, as the one-device step does."""
@@ -270,6 +280,8 @@ class TFWhileBackend(BaseBackend):
         # eagerly, as a shared tf.function would not tell this model's variables from
         # another's (see first_copy); outside a replica, an assignment updates every copy
         self._after_step = train.start_fit(self.variables, *slots).numpy()
+        if slots:
+            train.resume_slots(self.optimizer_slots, start)
         replicated = self._replicated_steps.get(optimizer) or self._replicate(optimizer)
 
         def step(x: Array, y: Array) -> float:

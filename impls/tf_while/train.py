@@ -10,6 +10,8 @@ from collections.abc import Callable
 from frae import activations
 from frae.config import FRAEConfig, Layer
 from frae.optimizers import ADAM
+from frae.params import Weights
+from frae.training_state import MOMENTS, TrainingState
 from impls.tf_while.model import ACTIVATIONS, Variables, make_cell, product, tf
 
 Slots = dict[str, Variables]
@@ -298,6 +300,23 @@ def adam_update(
         v = slots["v"][name].assign(beta_2 * slots["v"][name] + (1 - beta_2) * tf.square(grad))
         update = (m / first_correction) / (tf.sqrt(v / second_correction) + ADAM.epsilon)
         variables[name].assign_sub(lr * update)
+
+
+def resume_slots(slots: Slots, start: TrainingState) -> None:
+    """``start``'s step and moments into Adam's ``slots`` (eagerly: on mirrored slots, every
+    copy); ``start_fit`` zeroes them first."""
+    slots["step"]["count"].assign(float(start.step))
+    for moment in MOMENTS:
+        for name, value in getattr(start, moment).items():
+            slots[moment][name].assign(value)
+
+
+def slot_moments(slots: Slots) -> tuple[Weights, Weights]:
+    """Adam's m and v from ``slots``, by canonical name."""
+    first, second = (
+        {name: slot.numpy() for name, slot in slots[moment].items()} for moment in MOMENTS
+    )
+    return first, second
 
 
 def start_fit(variables: Variables, *slots: Slots) -> tf.Tensor:

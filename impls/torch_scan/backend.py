@@ -18,10 +18,11 @@ import torch.distributed
 import torch.fx.experimental._config
 from torch.nn.parallel import DistributedDataParallel
 
-from frae.backend import Array, BaseBackend, TrainStep, kept_slot
+from frae.backend import Array, BaseBackend, Moments, TrainStep, kept_slot
 from frae.config import FRAEConfig
 from frae.export import made_where_installed
 from frae.params import Weights
+from frae.training_state import TrainingState
 from impls.torch_scan import export, model, train
 
 
@@ -240,11 +241,16 @@ class TorchScanBackend(BaseBackend):
         }
         self._kept[kept_slot(step)] = model.to_canonical(self.config, kept)
 
-    def _train_step(self, optimizer: str, learning_rate: float) -> TrainStep:
-        """Forward, back-propagation and one ``torch.optim`` update per mini-batch."""
+    def _train_step(
+        self, optimizer: str, learning_rate: float, start: TrainingState
+    ) -> tuple[TrainStep, Moments]:
+        """Forward, back-propagation and one ``torch.optim`` update per mini-batch, the
+        optimizer's state continued from ``start`` (``train.resume``)."""
         update = train.optimizer(optimizer, self.module, learning_rate)
+        train.resume(update, self.module, start)
+        moments = functools.partial(train.moments, update, self.module)
         if self.data_parallel is not None:
-            return self._data_parallel_step(self.data_parallel, update)
+            return self._data_parallel_step(self.data_parallel, update), moments
 
         def step(x: Array, y: Array) -> float:
             update.zero_grad()
@@ -253,7 +259,7 @@ class TorchScanBackend(BaseBackend):
             train.apply_update(update)
             return loss.item()
 
-        return step
+        return step, moments
 
     def _data_parallel_step(
         self, data_parallel: DistributedDataParallel, update: torch.optim.Optimizer

@@ -215,10 +215,11 @@ def to_canonical(config: FRAEConfig, tensors: Mapping[str, torch.Tensor]) -> dic
     return canonical
 
 
-def load_canonical(module: Module, weights: Mapping[str, np.ndarray]) -> None:
-    """Copy canonical weights into ``module``, each dense kernel transposed to ``(out, in)``,
+def to_native(config: FRAEConfig, weights: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """``to_canonical``'s inverse: canonical weights (or anything of their layout, such as
+    Adam's moments) by the module's names, each dense kernel transposed to ``(out, in)``,
     the GRU's (all four, if any) through ``gru_layout.to_torch``."""
-    gru = module.config.gru
+    gru = config.gru
     cell_names = () if gru is None else tuple(gru.parameter_shapes())
     native = {
         parameter_name(name): value.T if name.endswith("kernel") else value
@@ -228,10 +229,15 @@ def load_canonical(module: Module, weights: Mapping[str, np.ndarray]) -> None:
     if gru is not None and any(name in weights for name in cell_names):
         cell = gru_layout.to_torch(gru, weights)
         native |= {f"{GRU_MODULE}.{name}": value for name, value in cell.items()}
+    return {name: np.ascontiguousarray(value) for name, value in native.items()}
+
+
+def load_canonical(module: Module, weights: Mapping[str, np.ndarray]) -> None:
+    """Copy canonical weights into ``module`` (``to_native``)."""
     parameters = named_parameters_of(module)
     with torch.no_grad():
-        for name, value in native.items():
-            parameters[name].copy_(torch.from_numpy(np.ascontiguousarray(value)))
+        for name, value in to_native(module.config, weights).items():
+            parameters[name].copy_(torch.from_numpy(value))
 
 
 def unroll(

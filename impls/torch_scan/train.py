@@ -8,6 +8,7 @@ import math
 from collections.abc import Callable
 from typing import cast
 
+import numpy as np
 import torch
 from torch import nn
 from torch._higher_order_ops.scan import scan
@@ -15,6 +16,8 @@ from torch._higher_order_ops.scan import scan
 from frae import activations
 from frae.config import Layer
 from frae.optimizers import ADAM
+from frae.params import Weights
+from frae.training_state import TrainingState
 from impls.torch_scan import model
 
 Unroll = Callable[[model.Module, torch.Tensor], torch.Tensor]
@@ -81,6 +84,37 @@ def optimizer(name: str, module: model.Module, learning_rate: float) -> torch.op
     return torch.optim.Adam(
         parameters, lr=learning_rate, betas=(beta_1, beta_2), eps=ADAM.epsilon, foreach=True
     )
+
+
+def resume(update: torch.optim.Optimizer, module: model.Module, start: TrainingState) -> None:
+    """``start``'s step and moments into ``torch.optim.Adam``'s state of each parameter, in
+    the module's layout (``model.to_native``); nothing for SGD or a fresh start, which
+    ``torch.optim`` begins itself."""
+    if start.optimizer == "sgd" or start.step == 0:
+        return
+    first, second = (model.to_native(module.config, moment) for moment in (start.m, start.v))
+    for name, parameter in model.named_parameters_of(module).items():
+        update.state[parameter] = {
+            "step": torch.tensor(float(start.step), dtype=torch.float32),
+            "exp_avg": torch.from_numpy(first[name].copy()),
+            "exp_avg_sq": torch.from_numpy(second[name].copy()),
+        }
+
+
+def moments(update: torch.optim.Optimizer, module: model.Module) -> tuple[Weights, Weights]:
+    """Adam's m and v of every parameter, by canonical name (copies); empty for SGD."""
+    if not isinstance(update, torch.optim.Adam):
+        return {}, {}
+    parameters = model.named_parameters_of(module)
+
+    def canonical(key: str) -> Weights:
+        native = {name: update.state[parameter][key] for name, parameter in parameters.items()}
+        return {
+            name: np.array(value)
+            for name, value in model.to_canonical(module.config, native).items()
+        }
+
+    return canonical("exp_avg"), canonical("exp_avg_sq")
 
 
 def apply_update(update: torch.optim.Optimizer) -> None:

@@ -12,9 +12,10 @@ import numpy.typing as npt
 
 from bench.baselines.layout import flatten, plan, unflatten
 from bench.baselines.numba_floor.loops import kernels
-from frae.backend import Array, BaseBackend, Streamed, TrainStep, kept_slot
+from frae.backend import Array, BaseBackend, Moments, Streamed, TrainStep, kept_slot
 from frae.optimizers import ADAM
 from frae.params import Weights
+from frae.training_state import TrainingState
 
 
 class _Workspace(NamedTuple):
@@ -158,10 +159,15 @@ class NumbaFloorBackend(BaseBackend):
     def _weights_finite(self) -> bool:
         return bool(np.isfinite(self._theta).all())
 
-    def _train_step(self, optimizer: str, learning_rate: float) -> TrainStep:
-        """The contract's SGD or Adam on the flat weights, fresh state at each ``fit``."""
+    def _train_step(
+        self, optimizer: str, learning_rate: float, start: TrainingState
+    ) -> tuple[TrainStep, Moments]:
+        """The contract's SGD or Adam on the flat weights, continued from ``start``."""
         first, second = np.zeros_like(self._theta), np.zeros_like(self._theta)
-        count = 0
+        if optimizer == "adam":
+            first = flatten(start.m, self._plan, self.compute_dtype)
+            second = flatten(start.v, self._plan, self.compute_dtype)
+        count = start.step
 
         def step(x: Array, y: Array) -> float:
             nonlocal count
@@ -183,7 +189,12 @@ class NumbaFloorBackend(BaseBackend):
                 )
             return loss
 
-        return step
+        def moments() -> tuple[Weights, Weights]:
+            if optimizer == "sgd":
+                return {}, {}
+            return unflatten(first, self._plan), unflatten(second, self._plan)
+
+        return step, moments
 
 
 class NumbaFloor64Backend(NumbaFloorBackend):
