@@ -1,11 +1,12 @@
 """The suite rejects every deliberately broken implementation, for the property it breaks.
 
 Each mutant of ``parity_tests.mutants``, ``gru_mutants``, ``stream_mutants``,
-``data_parallel_mutants`` and ``export_mutants`` runs through the tests of the property it
-names; at least one of them must fail. The control (the unbroken ``Float32Reference``) must
-pass the whole kit, and the unbroken ``jax_scan`` of the data-parallel and export mutants their
-tests, so a failure is the mutation's doing. All run in one subprocess of the kit
-(``tests/kit_plan.py``), which starts once. The kill rate is printed at the end of the run.
+``resume_mutants``, ``torch_mutants``, ``data_parallel_mutants`` and ``export_mutants`` runs
+through the tests of the property it names; at least one of them must fail. The control (the
+unbroken ``Float32Reference``) must pass the whole kit, and the unbroken ``jax_scan`` of the
+data-parallel and export mutants their tests, so a failure is the mutation's doing. All run in
+one subprocess of the kit (``tests/kit_plan.py``), which starts once. The kill rate is printed
+at the end of the run.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from parity_tests import gru_mutants, mutants, stream_mutants
+from parity_tests import gru_mutants, mutants, resume_mutants, stream_mutants
 from parity_tests.properties import PROPERTIES, markdown_table
 from tests import kit_plan
 
@@ -36,10 +37,13 @@ ONE_PROCESS = ["test_data_parallel_equals_one_device"]
 """The data-parallel test the data-parallel mutants and their control run: four devices in
 one process, where either wrong mean shows; the kit's test across processes needs two more
 processes of the framework, and checks the same combination."""
+TORCH_MUTANTS = ("MomentsInTorchsLayout",)
+"""``parity_tests.torch_mutants``: ``torch_scan`` moving Adam's moments without the transpose
+its weights get (named here too); its control is torch_scan's own run of the kit."""
 TARGETS = (
     {
         mutant.__name__: (f"{module.__name__}:{mutant.__name__}", mutant.breaks)
-        for module in (mutants, gru_mutants, stream_mutants)
+        for module in (mutants, gru_mutants, stream_mutants, resume_mutants)
         for mutant in module.MUTANTS
     }
     | {
@@ -47,6 +51,7 @@ TARGETS = (
         for name in DATA_PARALLEL_MUTANTS
     }
     | {name: (f"parity_tests.export_mutants:{name}", "exports") for name in EXPORT_MUTANTS}
+    | {name: (f"parity_tests.torch_mutants:{name}", "resume") for name in TORCH_MUTANTS}
 )
 """Mutant name -> (its import path, the property it breaks)."""
 

@@ -1,0 +1,176 @@
+"""Contract, section 3c: ``fit`` resumes from a ``TrainingState``, through a checkpoint file,
+on the backend that made it or any other, as if it had never stopped.
+
+k steps on A, the checkpoint written and read, k more on a fresh object of B equal 2k
+uninterrupted steps on B and the reference's 2k steps: every loss and the final weights,
+within the Adam trajectory tolerance. Mini-batches and shuffle on, so the resumed fit must
+draw the permutations the uninterrupted one would; SGD and Adam; both models. A state the
+fit cannot continue is refused, with the weights untouched.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+
+import numpy as np
+import pytest
+
+import frae
+from frae.data import multi_sine
+from parity_tests.cases import BOTH_MODELS, Case
+from parity_tests.conftest import MakeBackend
+from parity_tests.tolerances import assert_close
+
+OPTIMIZERS = pytest.mark.parametrize(
+    "optimizer, learning_rate", [("sgd", 0.5), ("adam", 1e-2)], ids=["sgd", "adam"]
+)
+HALF = 2
+"""Epochs of each half: 4 sequences in mini-batches of 3 are 2 steps an epoch (the second
+of one sequence), so k = 4 steps a half, and the shuffle's permutation differs each epoch."""
+
+
+def _options(optimizer: str, learning_rate: float, epochs: int = HALF) -> dict[str, object]:
+    return {
+        "optimizer": optimizer,
+        "learning_rate": learning_rate,
+        "batch_size": 3,
+        "shuffle": True,
+        "seed": 21,
+        "epochs": epochs,
+    }
+
+
+def _resumed(
+    first: MakeBackend, second: MakeBackend, case: Case, options: dict, tmp_path
+) -> tuple[list[float], frae.Backend, frae.TrainingState]:
+    """k steps on ``first``, its checkpoint written and read, k more on a fresh ``second``:
+    the 2k losses, the second object and its state after."""
+    x = multi_sine(batch=4, steps=case.steps, seed=20, features=case.config.input_dim)
+    before = first(case.config, seed=22)
+    history = before.fit(x, **options)
+    path = tmp_path / "checkpoint.safetensors"
+    frae.save_checkpoint(path, before.get_weights(), history["training_state"])
+    weights, state = frae.load_checkpoint(path, case.config)
+    after = second(case.config, weights=weights)
+    resumed = after.fit(x, **options, training_state=state)
+    return history["loss"] + resumed["loss"], after, resumed["training_state"]
+
+
+def _uninterrupted(make: MakeBackend, case: Case, options: dict) -> tuple[list[float], dict]:
+    x = multi_sine(batch=4, steps=case.steps, seed=20, features=case.config.input_dim)
+    model = make(case.config, seed=22)
+    return model.fit(x, **{**options, "epochs": 2 * HALF})["loss"], model.get_weights()
+
+
+def _assert_same_training(
+    optimizer: str, losses: list[float], weights: dict, expected: tuple[list[float], dict], what
+) -> None:
+    expected_losses, expected_weights = expected
+    assert len(losses) == len(expected_losses) == 8, what
+    # the losses as float32, as the backends compute them (the reference's too, when it ran
+    # part of a resumed fit): held to the float32 trajectory tolerance, not float64's
+    assert_close(optimizer, np.float32(losses), np.float64(expected_losses), f"{what}: loss")
+    for name, value in expected_weights.items():
+        assert_close(f"{optimizer} weights", weights[name], value, f"{what}: {name}")
+
+
+@OPTIMIZERS
+@pytest.mark.parametrize("case", BOTH_MODELS)
+def test_a_checkpoint_resumes_fit_where_it_stopped(
+    make_backend: MakeBackend,
+    partner: MakeBackend,
+    reference: MakeBackend,
+    optimizer: str,
+    learning_rate: float,
+    case: Case,
+    tmp_path,
+) -> None:
+    """Both ways between the backend under test and each partner (itself, the reference,
+    each other backend): k steps on one, k on the other, against 2k uninterrupted steps on
+    the one that finished and on the reference."""
+    options = _options(optimizer, learning_rate)
+    oracle = _uninterrupted(reference, case, options)
+    for first, second, what in (
+        (make_backend, partner, "here -> partner"),
+        (partner, make_backend, "partner -> here"),
+    ):
+        losses, model, state = _resumed(first, second, case, options, tmp_path)
+        weights = model.get_weights()
+        _assert_same_training(optimizer, losses, weights, oracle, f"{what} vs the reference")
+        own = _uninterrupted(second, case, options)
+        _assert_same_training(optimizer, losses, weights, own, f"{what} vs its own 2k steps")
+        assert (state.optimizer, state.step, state.epoch) == (optimizer, 8, 2 * HALF), what
+
+
+@pytest.mark.parametrize("case", BOTH_MODELS)
+def test_the_state_after_fit_is_the_references(
+    make_backend: MakeBackend, reference: MakeBackend, case: Case
+) -> None:
+    """``history["training_state"]``: the step and epoch counts, and Adam's moments of every
+    weight, canonical names and shapes, as the reference's."""
+    x = multi_sine(batch=4, steps=case.steps, seed=23, features=case.config.input_dim)
+    options = _options("adam", 1e-2)
+    state = make_backend(case.config, seed=24).fit(x, **options)["training_state"]
+    expected = reference(case.config, seed=24).fit(x, **options)["training_state"]
+    assert (state.optimizer, state.step, state.epoch) == ("adam", 4, HALF)
+    for moment in ("m", "v"):
+        found, wanted = getattr(state, moment), getattr(expected, moment)
+        assert found.keys() == wanted.keys(), moment
+        for name, value in wanted.items():
+            assert found[name].dtype == np.float32 and found[name].shape == value.shape, name
+            assert_close("adam weights", found[name], value, f"{moment}[{name}]")
+    sgd = make_backend(case.config, seed=24).fit(x, **_options("sgd", 0.5))["training_state"]
+    assert (sgd.optimizer, sgd.step, sgd.epoch, sgd.m, sgd.v) == ("sgd", 4, HALF, {}, {})
+
+
+def _without_first(moment: dict) -> dict:
+    return dict(list(moment.items())[1:])
+
+
+def _with_extra(moment: dict) -> dict:
+    return {**moment, "decoder/extra/kernel": np.zeros((2, 2), np.float32)}
+
+
+def _misshapen(moment: dict) -> dict:
+    name, value = next(iter(moment.items()))
+    return {**moment, name: np.zeros((*value.shape, 1), np.float32)}
+
+
+def _not_finite(moment: dict) -> dict:
+    name, value = next(iter(moment.items()))
+    return {**moment, name: np.full_like(value, np.nan)}
+
+
+BAD_STATES: dict[str, tuple[Callable[[frae.TrainingState], frae.TrainingState], str]] = {
+    "another optimizer": (lambda s: dataclasses.replace(s, optimizer="sgd"), "optimizer"),
+    "a missing moment": (lambda s: dataclasses.replace(s, m=_without_first(s.m)), "missing"),
+    "an extra moment": (lambda s: dataclasses.replace(s, v=_with_extra(s.v)), "extra"),
+    "a misshapen moment": (lambda s: dataclasses.replace(s, m=_misshapen(s.m)), "shape"),
+    "a negative step": (lambda s: dataclasses.replace(s, step=-1), "training_state.step"),
+    "a negative epoch": (lambda s: dataclasses.replace(s, epoch=-2), "training_state.epoch"),
+    "a moment not finite": (lambda s: dataclasses.replace(s, v=_not_finite(s.v)), "finite"),
+    "a negative second moment": (
+        lambda s: dataclasses.replace(s, v={k: -1 - v for k, v in s.v.items()}),
+        "negative",
+    ),
+    "not a state": (lambda s: {"step": s.step}, "training_state"),
+}
+
+
+@pytest.mark.parametrize("bad", list(BAD_STATES))
+def test_a_state_fit_cannot_continue_is_refused_with_the_weights_untouched(
+    make_backend: MakeBackend, reference: MakeBackend, bad: str
+) -> None:
+    corrupt, named = BAD_STATES[bad]
+    x = multi_sine(batch=2, steps=6, seed=25)
+    state = reference(seed=26).fit(x, epochs=2, learning_rate=1e-2)["training_state"]
+    model = make_backend(seed=27)
+    before = model.get_weights()
+    with pytest.raises((ValueError, TypeError)) as raised:
+        model.fit(x, epochs=1, learning_rate=1e-2, training_state=corrupt(state))
+    assert named in str(raised.value), str(raised.value)
+    for name, value in model.get_weights().items():
+        np.testing.assert_array_equal(value, before[name], err_msg=f"{bad}: {name} changed")
+    # and the model still trains from that state's good original
+    assert len(model.fit(x, epochs=1, learning_rate=1e-2, training_state=state)["loss"]) == 1

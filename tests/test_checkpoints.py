@@ -1,0 +1,202 @@
+"""Checkpoint files (contract section 3c): a round trip, today's weights files, a writer
+killed at random points, and every hostile file refused, naming its path, before any data."""
+
+from __future__ import annotations
+
+import json
+import struct
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import frae
+from frae.checkpoints import moment_key
+
+ROOT = Path(__file__).resolve().parents[1]
+CONFIG = frae.FRAEConfig(feedback="state", state_dim=8)
+
+
+def _trained(optimizer: str = "adam") -> tuple[dict, frae.TrainingState]:
+    model = frae.create("reference", CONFIG, seed=1)
+    x = frae.data.multi_sine(batch=3, steps=5, seed=2)
+    history = model.fit(x, epochs=2, batch_size=2, optimizer=optimizer, learning_rate=1e-2)
+    return model.get_weights(), history["training_state"]
+
+
+@pytest.mark.parametrize("optimizer", ["adam", "sgd"])
+def test_a_checkpoint_round_trips_bit_for_bit(tmp_path: Path, optimizer: str) -> None:
+    weights, state = _trained(optimizer)
+    path = frae.save_checkpoint(tmp_path / "c.safetensors", weights, state, config=CONFIG)
+    loaded, loaded_state = frae.load_checkpoint(path)
+    assert loaded.keys() == weights.keys()
+    for name, value in weights.items():
+        np.testing.assert_array_equal(loaded[name], value)
+    assert loaded_state is not None
+    assert (loaded_state.optimizer, loaded_state.step, loaded_state.epoch) == (
+        optimizer,
+        state.step,
+        state.epoch,
+    )
+    for moment in ("m", "v"):
+        expected = getattr(state, moment)
+        assert getattr(loaded_state, moment).keys() == expected.keys()
+        for name, value in expected.items():
+            np.testing.assert_array_equal(getattr(loaded_state, moment)[name], value)
+
+
+def test_the_file_is_safetensors_with_the_contracts_names_and_metadata(tmp_path: Path) -> None:
+    from safetensors import safe_open
+
+    weights, state = _trained()
+    path = frae.save_checkpoint(tmp_path / "c.safetensors", weights, state, config=CONFIG)
+    with safe_open(str(path), framework="numpy") as file:
+        metadata, keys = file.metadata(), set(file.keys())
+    assert keys == set(weights) | {moment_key(m, n) for m in ("m", "v") for n in weights}
+    assert metadata["format"] == "frae-checkpoint" and metadata["format_version"] == "1"
+    assert (metadata["optimizer"], metadata["step"], metadata["epoch"]) == ("adam", "4", "2")
+    assert (metadata["beta_1"], metadata["beta_2"], metadata["epsilon"]) == (
+        "0.9",
+        "0.999",
+        "1e-07",
+    )
+    assert frae.FRAEConfig.from_dict(json.loads(metadata["config"])) == CONFIG
+
+
+def test_weights_files_and_checkpoints_without_a_state_read_as_weights(tmp_path: Path) -> None:
+    weights, _ = _trained()
+    frae.save_weights(tmp_path / "w.npz", weights)
+    frae.save_checkpoint(tmp_path / "w.safetensors", weights)
+    for name in ("w.npz", "w.safetensors"):
+        loaded, state = frae.load_checkpoint(tmp_path / name)
+        assert state is None, name
+        for key, value in weights.items():
+            np.testing.assert_array_equal(loaded[key], value)
+    assert frae.load_weights(tmp_path / "w.npz").keys() == weights.keys()
+
+
+def test_bad_arguments_to_save_write_nothing(tmp_path: Path) -> None:
+    weights, state = _trained()
+    target = tmp_path / "c.safetensors"
+    with pytest.raises(ValueError, match=r"training_state\.m"):
+        frae.save_checkpoint(target, weights, frae.TrainingState("adam", 1, 0, {}, state.v))
+    with pytest.raises(ValueError, match="canonical names"):
+        frae.save_checkpoint(target, weights, state, config=frae.FRAEConfig())
+    with pytest.raises(TypeError, match="training_state"):
+        frae.save_checkpoint(target, weights, {"step": 1})  # type: ignore[arg-type]
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_writer_killed_at_random_points_leaves_the_old_checkpoint_or_the_new(
+    tmp_path: Path,
+) -> None:
+    """200 SIGKILLs of a process saving checkpoints in a loop (``tests/checkpoint_crashes.py``):
+    after each, the file holds the last checkpoint finished or the one being written, whole."""
+    command = [sys.executable, str(ROOT / "tests" / "checkpoint_crashes.py"), str(tmp_path)]
+    done = subprocess.run(
+        [*command, "200", "7"], capture_output=True, text=True, timeout=600, cwd=ROOT
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    report = json.loads(done.stdout.splitlines()[-1])
+    assert report["kills"] == 200 and report["bad"] == [], report["bad"]
+    assert max(report["seen"]) > 20, "the writer finished too few checkpoints to be tested"
+
+
+def _valid_file(tmp_path: Path) -> bytes:
+    weights, state = _trained()
+    return frae.save_checkpoint(tmp_path / "good.safetensors", weights, state).read_bytes()
+
+
+def _with_header(data: bytes, edit) -> bytes:
+    """``data`` with its JSON header edited by ``edit`` and re-measured."""
+    length = struct.unpack("<Q", data[:8])[0]
+    header = json.loads(data[8 : 8 + length])
+    edit(header)
+    text = json.dumps(header).encode()
+    return struct.pack("<Q", len(text)) + text + data[8 + length :]
+
+
+def _offsets_past_the_end(header: dict) -> None:
+    name = next(key for key in header if key != "__metadata__")
+    start, end = header[name]["data_offsets"]
+    header[name]["data_offsets"] = [start, end + 10**9]
+    header[name]["shape"] = [1, (end + 10**9 - start) // 4]
+
+
+def _float64(data: bytes) -> bytes:
+    """The same checkpoint with every tensor stored as float64 (a well-formed file)."""
+    from safetensors.numpy import load, save
+
+    length = struct.unpack("<Q", data[:8])[0]
+    metadata = json.loads(data[8 : 8 + length])["__metadata__"]
+    return save({k: v.astype(np.float64) for k, v in load(data).items()}, metadata=metadata)
+
+
+def _version(header: dict) -> None:
+    header["__metadata__"]["format_version"] = "99"
+
+
+def _step(header: dict) -> None:
+    header["__metadata__"]["step"] = "-3"
+
+
+HOSTILE = {
+    "empty": (lambda data: b"", ValueError),
+    "not safetensors": (lambda data: b"frae checkpoint? no" * 10, ValueError),
+    "truncated": (lambda data: data[: len(data) // 2], ValueError),
+    "a header longer than the file": (
+        lambda data: struct.pack("<Q", len(data) * 4) + data[8:],
+        ValueError,
+    ),
+    "an oversized header": (lambda data: struct.pack("<Q", 2**40) + data[8:], ValueError),
+    "offsets past the end": (lambda data: _with_header(data, _offsets_past_the_end), ValueError),
+    "float64 tensors": (_float64, TypeError),
+    "another format version": (lambda data: _with_header(data, _version), ValueError),
+    "a negative step": (lambda data: _with_header(data, _step), ValueError),
+}
+
+
+@pytest.mark.parametrize("hostile", list(HOSTILE))
+def test_a_hostile_file_is_refused_naming_its_path(tmp_path: Path, hostile: str) -> None:
+    make, error = HOSTILE[hostile]
+    path = tmp_path / "hostile.safetensors"
+    path.write_bytes(make(_valid_file(tmp_path)))
+    with pytest.raises(error) as raised:
+        frae.load_checkpoint(path)
+    assert str(path) in str(raised.value), str(raised.value)
+
+
+def test_paths_that_are_no_file_are_refused_naming_them(tmp_path: Path) -> None:
+    for path in (tmp_path / "missing.safetensors", tmp_path):
+        with pytest.raises(ValueError) as raised:
+            frae.load_checkpoint(path)
+        assert str(path) in str(raised.value)
+
+
+def test_another_configs_checkpoint_is_refused_naming_the_path(tmp_path: Path) -> None:
+    path = tmp_path / "c.safetensors"
+    path.write_bytes(_valid_file(tmp_path))
+    with pytest.raises(ValueError, match=r"shape|missing|extra") as raised:
+        frae.load_checkpoint(path, frae.FRAEConfig())
+    assert str(path) in str(raised.value)
+
+
+def test_a_refused_file_costs_no_memory_for_the_data_it_claims(tmp_path: Path) -> None:
+    """A header claiming a gigabyte that the file does not hold: refused with the peak
+    memory of a fresh process grown by less than 20 MB (nothing read or allocated for it)."""
+    path = tmp_path / "claims.safetensors"
+    path.write_bytes(_with_header(_valid_file(tmp_path), _offsets_past_the_end))
+    script = (
+        "import resource, sys, frae\n"
+        "before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
+        "try:\n    frae.load_checkpoint(sys.argv[1])\nexcept ValueError:\n    pass\n"
+        "else:\n    raise SystemExit('accepted')\n"
+        "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script, str(path)], capture_output=True, text=True, cwd=ROOT
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert int(done.stdout.split()[-1]) < 20_000, f"peak grew by {done.stdout.split()[-1]} KB"
