@@ -45,6 +45,13 @@ def fresh_state(optimizer: str, config: FRAEConfig) -> TrainingState:
     return TrainingState(optimizer, 0, 0, _zeros(config), _zeros(config))
 
 
+def is_fresh(state: TrainingState) -> bool:
+    """Whether ``state`` is where a fit without one starts: no step taken, moments zero (a
+    backend may then make its optimizer's state where it computes, copying nothing in)."""
+    moments = (*state.m.values(), *state.v.values())
+    return state.step == 0 and not any(np.any(moment) for moment in moments)
+
+
 def _zeros(config: FRAEConfig) -> Weights:
     return {name: np.zeros(shape, np.float32) for name, shape in config.parameter_shapes().items()}
 

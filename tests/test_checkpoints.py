@@ -57,11 +57,8 @@ def test_the_file_is_safetensors_with_the_contracts_names_and_metadata(tmp_path:
     assert keys == set(weights) | {moment_key(m, n) for m in ("m", "v") for n in weights}
     assert metadata["format"] == "frae-checkpoint" and metadata["format_version"] == "1"
     assert (metadata["optimizer"], metadata["step"], metadata["epoch"]) == ("adam", "4", "2")
-    assert (metadata["beta_1"], metadata["beta_2"], metadata["epsilon"]) == (
-        "0.9",
-        "0.999",
-        "1e-07",
-    )
+    adam = (repr(frae.ADAM.beta_1), repr(frae.ADAM.beta_2), repr(frae.ADAM.epsilon))
+    assert (metadata["beta_1"], metadata["beta_2"], metadata["epsilon"]) == adam
     assert frae.FRAEConfig.from_dict(json.loads(metadata["config"])) == CONFIG
 
 

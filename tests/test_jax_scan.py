@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 import frae
+from frae.training_state import fresh_state
 from impls.reference.model import gru_step
 from impls.reference.model import unroll as reference_unroll
 from parity_tests.tolerances import TOLERANCES, assert_close
@@ -435,10 +436,11 @@ def test_compiled_calls_move_nothing_between_host_and_device() -> None:
         with jax.transfer_guard("disallow"):
             jax.block_until_ready(call(x, state))
     model._loss_and_grads(x, y)
-    model._train_step("adam", 1e-2)(x, y)
+    fresh = fresh_state("adam", CONFIG)
+    model._train_step("adam", 1e-2, fresh)[0](x, y)
     with jax.transfer_guard_host_to_device("disallow"):
         model._loss_and_grads(x, y)
-        step = model._train_step("adam", 1e-2)
+        step, _ = model._train_step("adam", 1e-2, fresh)
         step(x, y)
         step(x, y)
 

@@ -18,7 +18,7 @@ from frae.backend import Array, BaseBackend, Moments, TrainStep, check_device_co
 from frae.config import FRAEConfig
 from frae.optimizers import OPTIMIZERS
 from frae.params import Weights
-from frae.training_state import TrainingState
+from frae.training_state import TrainingState, is_fresh
 from impls.jax_scan import export, model, train
 from impls.jax_scan.model import Params
 
@@ -217,7 +217,10 @@ class JaxScanBackend(BaseBackend):
         rate: np.float32 | jax.Array = np.float32(learning_rate)
         put = jax.device_put if self.mesh is None else self._replicate
         rate = put(rate)
-        optimizer_state = jax.tree.map(put, train.optimizer_state(start))
+        if is_fresh(start):  # made on the device, nothing sent
+            optimizer_state = self.compiled.optimizer_inits[optimizer](self._params)
+        else:
+            optimizer_state = jax.tree.map(put, train.optimizer_state(start))
         split = (lambda v: v) if self.mesh is None else self._split
 
         def step(x: Array, y: Array) -> float:

@@ -5,10 +5,11 @@ contract's SGD and Adam from optax."""
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 import optax
 from flax import nnx
 from jax.flatten_util import ravel_pytree
@@ -188,17 +189,20 @@ def init_optimizer(name: str, params: Params) -> optax.OptState:
 
 
 def optimizer_state(start: TrainingState) -> optax.OptState:
-    """optax's state of the contract's optimizer at ``start``: for Adam, ``optax.flatten``'s
-    one vector per moment, the weights raveled in the order of the sorted names, as
-    ``ravel_pytree`` lays out the weights' dict; for SGD, none."""
+    """optax's state of the contract's optimizer at ``start``, in NumPy (for an explicit
+    ``device_put``): for Adam, ``optax.flatten``'s one vector per moment, the weights raveled
+    in the order of their sorted names, as ``ravel_pytree`` lays out the weights' dict; for
+    SGD, none."""
     if start.optimizer == "sgd":
         return (optax.EmptyState(), optax.EmptyState())
     adam = optax.ScaleByAdamState(
-        count=jnp.asarray(start.step, jnp.int32),
-        mu=ravel_pytree(start.m)[0],
-        nu=ravel_pytree(start.v)[0],
+        count=np.asarray(start.step, np.int32), mu=_raveled(start.m), nu=_raveled(start.v)
     )
     return (adam, optax.EmptyState())
+
+
+def _raveled(moment: Mapping[str, np.ndarray]) -> np.ndarray:
+    return np.concatenate([np.ravel(moment[name]) for name in sorted(moment)])
 
 
 def moments(state: optax.OptState, params: Params) -> tuple[Params, Params]:

@@ -96,7 +96,8 @@ def loss_and_grads(config: FRAEConfig, params: Params, x: Array, y: Array) -> tu
 
 def as_float32(moment: Mapping[str, Array]) -> Weights:
     """A moment by canonical name, rounded to float32 (``TrainingState``'s dtype)."""
-    return {name: value.astype(np.float32) for name, value in moment.items()}
+    with np.errstate(over="ignore"):  # beyond float32: infinite, and refused if resumed from
+        return {name: value.astype(np.float32) for name, value in moment.items()}
 
 
 def train_step(
