@@ -34,13 +34,20 @@ MODELS = {"output": frae.FRAEConfig(), "state": frae.FRAEConfig(feedback="state"
 
 
 def train(model: frae.Backend, x: np.ndarray) -> dict[str, Any]:
-    """Two SGD steps, then four Adam steps over shuffled mini-batches; the results."""
+    """Two SGD steps, four Adam steps over shuffled mini-batches, and two more resumed from
+    their training state (contract section 3c); the results, and Adam's moments after."""
     sgd = model.fit(x, batch_size=8, optimizer="sgd", learning_rate=0.5)["loss"]
-    adam = model.fit(x, batch_size=8, epochs=2, shuffle=True, seed=3, learning_rate=1e-2)
+    options = {"batch_size": 8, "shuffle": True, "seed": 3, "learning_rate": 1e-2}
+    adam = model.fit(x, epochs=2, **options)
+    resumed = model.fit(x, **options, training_state=adam["training_state"])
+    state = resumed["training_state"]
     return {
-        "loss": sgd + adam["loss"],
+        "loss": sgd + adam["loss"] + resumed["loss"],
         "weights": {name: value.tolist() for name, value in model.get_weights().items()},
         "predict": model.predict(x).tolist(),
+        "m": {name: value.tolist() for name, value in state.m.items()},
+        "v": {name: value.tolist() for name, value in state.v.items()},
+        "counts": [state.step, state.epoch],
     }
 
 

@@ -120,9 +120,11 @@ def assert_same_training(result: dict[str, Any], devices: int, first: dict[str, 
     for model in set(result) & set(MODELS):
         runs = result[model]
         many, one = runs["many"], first[model]["one"]
-        for quantity in ("loss", "predict", *(f"weights/{name}" for name in one["weights"])):
+        weights = [f"{kind}/{name}" for kind in ("weights", "m", "v") for name in one["weights"]]
+        for quantity in ("loss", "predict", *weights):
             what = f"{model}: {quantity}"
             assert_close("devices", float32(many, quantity), float32(one, quantity), what)
+        assert many["counts"] == one["counts"] == [6, 3], (many["counts"], one["counts"])
         assert f"devices={devices}" in runs["uneven"] and str(devices + 1) in runs["uneven"]
         assert runs["uneven_kept_weights"]
         assert f"devices={devices * 64}" in runs["too_many"]
