@@ -7,8 +7,8 @@ from pathlib import Path
 
 def hostile_input_counts() -> dict[str, int]:
     """How many hostile inputs each catalogue of the suite tries."""
-    from parity_tests import test_bad_input
-    from tests import test_weights_files
+    from parity_tests import test_bad_input, test_resume
+    from tests import test_checkpoints, test_weights_files
 
     return {
         "calls": len(test_bad_input.BAD_CALLS) + len(test_bad_input.BEYOND_CALLS),
@@ -17,6 +17,8 @@ def hostile_input_counts() -> dict[str, int]:
         "unreadable files": len(test_weights_files.UNREADABLE) + 1,  # + an object member
         "wrong entries": len(test_weights_files.ONE_WRONG_ENTRY),
         "oversized members": len(test_weights_files.HUGE),
+        "training states": len(test_resume.BAD_STATES),
+        "checkpoints": len(test_checkpoints.HOSTILE),
     }
 
 
@@ -29,8 +31,10 @@ def test_robustness_page_states_the_hostile_input_counts() -> None:
         f"{sum(counts.values())} hostile inputs: {counts['calls']} bad calls on every "
         f"backend, {counts['configs']} bad configs, {counts['import paths']} import paths "
         f"that name no backend, {counts['unreadable files']} unreadable weights files, "
-        f"{counts['wrong entries']} files with one wrong entry and "
-        f"{counts['oversized members']} with an oversized member"
+        f"{counts['wrong entries']} files with one wrong entry, "
+        f"{counts['oversized members']} with an oversized member, "
+        f"{counts['training states']} training states fit cannot continue and "
+        f"{counts['checkpoints']} hostile checkpoint files"
     )
     assert expected in " ".join(page.split()), expected
 
