@@ -122,25 +122,19 @@ def _read(path: Path, config: FRAEConfig | None) -> tuple[Weights, TrainingState
         optimizer = metadata.get("optimizer", "")
         expected = _expected_shapes(layout, optimizer)
         _check_header(file, expected)
+        counts = (_whole(metadata, "step"), _whole(metadata, "epoch")) if optimizer else None
+        if optimizer:
+            _check_constants(metadata)
         tensors = {name: file.get_tensor(name) for name in expected}
-    weights = validation.check_weights(
-        {name: tensors[name] for name in layout.parameter_shapes()}, layout.parameter_shapes()
-    )
-    if not optimizer:
+    names = layout.parameter_shapes()
+    weights = validation.check_weights({name: tensors[name] for name in names}, names)
+    if counts is None:
         return weights, None
-    _check_constants(metadata)
-    state = TrainingState(
-        optimizer,
-        _whole(metadata, "step"),
-        _whole(metadata, "epoch"),
-        *(
-            {name: tensors[moment_key(moment, name)] for name in layout.parameter_shapes()}
-            if optimizer == "adam"
-            else {}
-            for moment in MOMENTS
-        ),
+    m, v = (
+        {name: tensors[moment_key(moment, name)] for name in names} if optimizer == "adam" else {}
+        for moment in MOMENTS
     )
-    return weights, check_training_state(state, optimizer, layout)
+    return weights, check_training_state(TrainingState(optimizer, *counts, m, v), optimizer, layout)
 
 
 def _layout(metadata: Mapping[str, str], config: FRAEConfig | None) -> FRAEConfig:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 
@@ -106,7 +105,9 @@ def _moments(value: object, moment: str, shapes: Mapping[str, tuple[int, ...]]) 
     return checked
 
 
-def next_state(start: TrainingState, steps: int, epochs: int, moments: Any) -> TrainingState:
+def next_state(
+    start: TrainingState, steps: int, epochs: int, moments: tuple[Weights, Weights]
+) -> TrainingState:
     """The state after a ``fit`` from ``start`` that took ``steps`` steps over ``epochs``
     epochs, with ``moments`` the optimizer's (m, v) now (empty dicts for SGD)."""
     m, v = moments

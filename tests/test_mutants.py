@@ -40,6 +40,10 @@ processes of the framework, and checks the same combination."""
 TORCH_MUTANTS = ("MomentsInTorchsLayout",)
 """``parity_tests.torch_mutants``: ``torch_scan`` moving Adam's moments without the transpose
 its weights get (named here too); its control is torch_scan's own run of the kit."""
+TORCH_RESUME_TESTS = ["test_a_checkpoint_resumes_fit_where_it_stopped"]
+"""The resume test the torch mutant runs: a checkpoint crossing to the reference and back,
+where a layout of its own shows; the property's other tests check what the mutant does not
+change, and each compiles torch_scan anew."""
 TARGETS = (
     {
         mutant.__name__: (f"{module.__name__}:{mutant.__name__}", mutant.breaks)
@@ -73,7 +77,11 @@ def plan() -> dict[str, list[str] | None]:
     for name, (target, breaks) in TARGETS.items():
         patterns = PROPERTIES[breaks].tests
         names = sorted({pattern.partition("[")[0] for pattern in patterns})
-        mutants[target] = ONE_PROCESS if name in DATA_PARALLEL_MUTANTS else names
+        if name in DATA_PARALLEL_MUTANTS:
+            names = ONE_PROCESS
+        elif name in TORCH_MUTANTS:
+            names = TORCH_RESUME_TESTS
+        mutants[target] = names
     return CONTROLS | mutants
 
 
