@@ -198,14 +198,16 @@ PROPERTIES = {
     "resume": Property(
         "resumed training",
         "k SGD or Adam steps (mini-batches, shuffled) here, a checkpoint written and read, k "
-        "more on a fresh object of a partner (itself, the reference), and the other way "
-        "round, equal 2k uninterrupted steps of the one that finished and of the reference, "
-        "every loss and the final weights; the state after fit (step, epoch, Adam's moments) "
-        "is the reference's; a state fit cannot continue (another optimizer, a moment "
-        "missing, extra, misshapen, not finite or negative, a negative count, not a state) is "
-        "refused, naming it, with the weights untouched; for both feedbacks",
+        "more on a fresh object of a partner (itself, the reference; with Adam, each other "
+        "backend), and the other way round, equal 2k uninterrupted steps of the one that "
+        "finished and of the reference, every loss and the final weights; the state after "
+        "fit (step, epoch, Adam's moments) is the reference's; a state fit cannot continue "
+        "(another optimizer, a moment missing, extra, misshapen, not finite or negative, a "
+        "negative count, not a state) is refused, naming it, with the weights untouched; for "
+        "both feedbacks",
         (
             "test_a_checkpoint_resumes_fit_where_it_stopped",
+            "test_a_checkpoint_crosses_to_each_other_backend",
             "test_the_state_after_fit_is_the_references",
             "test_a_state_fit_cannot_continue_is_refused_with_the_weights_untouched",
         ),

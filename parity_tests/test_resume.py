@@ -117,6 +117,27 @@ def test_a_checkpoint_resumes_fit_where_it_stopped(
 
 
 @pytest.mark.parametrize("case", BOTH_MODELS)
+def test_a_checkpoint_crosses_to_each_other_backend(
+    make_backend: MakeBackend,
+    other_backend: MakeBackend,
+    reference: MakeBackend,
+    case: Case,
+    tmp_path,
+) -> None:
+    """Adam's k steps here and k on another backend (``--other-backend``; by default every
+    installed backend not under test), both ways, against the reference's 2k steps: a
+    port's checkpoints resume on the registered backends, and theirs on it."""
+    options = _options("adam", 1e-2)
+    oracle = _uninterrupted(reference, case, options)
+    for first, second, what in (
+        (make_backend, other_backend, "here -> other"),
+        (other_backend, make_backend, "other -> here"),
+    ):
+        losses, weights, _ = _resumed(first, second, case, options, tmp_path)
+        _assert_same_training("adam", losses, weights, oracle, f"{what} vs the reference")
+
+
+@pytest.mark.parametrize("case", BOTH_MODELS)
 def test_the_state_after_fit_is_the_references(
     make_backend: MakeBackend, reference: MakeBackend, case: Case
 ) -> None:
