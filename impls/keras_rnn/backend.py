@@ -31,7 +31,7 @@ from frae.backend import Array, BaseBackend, Moments, TrainStep, kept_slot
 from frae.config import FRAEConfig
 from frae.params import Weights
 from frae.training_state import TrainingState
-from impls.keras_rnn import export, train
+from impls.keras_rnn import export, optimizers
 from impls.keras_rnn.model import build_models, canonical_name, keras, ops, to_numpy
 from impls.keras_rnn.train import (
     DataParallel,
@@ -164,8 +164,8 @@ class KerasRNNBackend(BaseBackend):
     ) -> tuple[TrainStep, Moments]:
         trainer = self.trainer(optimizer, learning_rate)
         with self._creating():
-            train.resume(trainer.optimizer, start)
-        moments = functools.partial(train.moments, trainer.optimizer)
+            optimizers.resume(trainer.optimizer, start)
+        moments = functools.partial(optimizers.moments, trainer.optimizer)
         if self.engine is not None:
             return self.engine.train_step(trainer), moments
         return lambda x, y: float(trainer.train_on_batch([x, y])), moments
