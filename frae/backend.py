@@ -25,6 +25,7 @@ from frae import validation
 from frae.config import FRAEConfig
 from frae.export import write_artifact
 from frae.params import Weights, initial_weights
+from frae.routes import Setting
 from frae.training_state import TrainingState, check_training_state, fresh_state, next_state
 
 Array = npt.NDArray[np.floating[Any]]
@@ -148,6 +149,9 @@ class BaseBackend(abc.ABC):
     """The deployment formats ``export`` makes (contract section 5)."""
     export_refusals: ClassVar[Mapping[str, str]] = {}
     """Format -> why this backend's framework cannot make it for this model (upstream)."""
+    routes: tuple[Setting, ...] = ()
+    """The framework settings this backend runs with (``frae.routes``): those it chose for
+    its best route, those the user's own environment gave, or the framework's defaults."""
 
     def __init__(
         self,

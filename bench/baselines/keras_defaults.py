@@ -15,6 +15,7 @@ class KerasDefaultsBackend(KerasRNNBackend):
 
     name = "keras_defaults"
     jit_compile = "auto"
+    routes = ()  # Keras' own choices: no XLA on a CPU-only TensorFlow
 
     def _predict(self, x: Array, state: Array) -> tuple[Array, Array]:
         outputs, last = self.keras_model.predict([x, state], verbose=0)

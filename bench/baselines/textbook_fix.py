@@ -19,3 +19,4 @@ class TextbookFixBackend(TFWhileBackend):
 
     name = "textbook_fix"
     jit_compile = False
+    routes = ()  # no XLA: graph mode, step by step

@@ -32,7 +32,14 @@ from frae.config import FRAEConfig
 from frae.params import Weights
 from frae.training_state import TrainingState
 from impls.keras_rnn import export, optimizers
-from impls.keras_rnn.model import build_models, canonical_name, keras, ops, to_numpy
+from impls.keras_rnn.model import (
+    LOOP_FOLDING,
+    build_models,
+    canonical_name,
+    keras,
+    ops,
+    to_numpy,
+)
 from impls.keras_rnn.train import (
     DataParallel,
     Gradients,
@@ -63,6 +70,7 @@ class KerasRNNBackend(BaseBackend):
     # On torch, Keras runs the RNN as a Python loop and jit_compile hands it to torch.compile,
     # which unrolls every step: slow to compile, and no faster per step than eager.
     jit_compile: bool | str = keras.backend.backend() != "torch"
+    routes = () if LOOP_FOLDING is None else (LOOP_FOLDING,)
     engine: DataParallel | None = None
     """With ``devices=N``: Keras' data-parallel engine on the Keras backend
     (``train.data_parallel``); ``None`` leaves every call as it is on one device."""

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from frae import routes
 from frae.config import FUSED_PRODUCT_MAX_SIZE, FRAEConfig, Layer
 from frae.quiet import import_quietly
 
@@ -25,6 +26,9 @@ if TYPE_CHECKING:
 else:  # the Keras backend finds its devices at its first operation
     keras = import_quietly("keras", lambda keras: keras.ops.convert_to_numpy(keras.ops.zeros(())))
 ops = keras.ops
+LOOP_FOLDING = routes.fold_xla_loops() if keras.backend.backend() == "tensorflow" else None
+"""XLA's loop folding on TensorFlow (``frae.routes``), set before TensorFlow compiles its
+first XLA function (the import above compiles none). On JAX the loops fold without it."""
 
 Tensor = Any
 """A tensor of the Keras backend in use (TensorFlow's, JAX's or torch's), or a symbolic one."""

@@ -17,6 +17,7 @@ from frae.config import FRAEConfig
 from frae.devices import tensorflow_strategy
 from frae.export import made_where_installed
 from frae.params import Weights, from_flat
+from frae.routes import Setting
 from frae.training_state import TrainingState
 from impls.tf_while import export, model, train
 from impls.tf_while.model import tf
@@ -148,6 +149,7 @@ class TFWhileBackend(BaseBackend):
 
     name = "tf_while"
     jit_compile = True
+    routes: tuple[Setting, ...] = (model.LOOP_FOLDING,)
     export_formats, export_refusals = made_where_installed(
         {
             "saved_model": (),

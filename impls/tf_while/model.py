@@ -11,8 +11,13 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
+from frae import routes
 from frae.config import FUSED_PRODUCT_MAX_SIZE, GRU, FRAEConfig, Layer
 from frae.quiet import import_quietly
+
+LOOP_FOLDING = routes.fold_xla_loops()
+"""XLA's loop folding (``frae.routes``), set before TensorFlow compiles its first XLA
+function: a gradient's loop then runs as one kernel, not one per fusion and step."""
 
 if TYPE_CHECKING:
     import tensorflow as tf

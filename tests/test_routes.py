@@ -1,0 +1,131 @@
+"""How a route setting reaches a framework (``frae.routes``): set by default, the user's own
+kept, ``FRAE_ROUTES=defaults`` honoured, a child process told apart from the user; and, in
+fresh processes, that XLA really folds tf_while's gradient loops on its route and not
+otherwise."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from frae import routes
+
+FOLDED = f"{routes.EXTRA_OPTIONS}{routes.LOOP_FOLDING}={routes.FOLDING_BYTES}"
+
+
+def test_a_fresh_environment_gets_the_folding_set_by_frae() -> None:
+    env: dict[str, str] = {}
+    setting = routes.fold_xla_loops(env)
+    assert env["XLA_FLAGS"] == FOLDED
+    assert (setting.value, setting.by) == (str(routes.FOLDING_BYTES), routes.BY_FRAE)
+
+
+def test_other_flags_and_backend_options_are_kept() -> None:
+    env = {"XLA_FLAGS": "--xla_dump_to=/tmp/d --xla_backend_extra_options=a=1,b"}
+    routes.fold_xla_loops(env)
+    assert env["XLA_FLAGS"] == (
+        f"--xla_dump_to=/tmp/d --xla_backend_extra_options=a=1,b,"
+        f"{routes.LOOP_FOLDING}={routes.FOLDING_BYTES}"
+    )
+    assert routes.extra_option(env["XLA_FLAGS"], "a") == "1"
+    assert routes.extra_option(env["XLA_FLAGS"], "b") == ""
+
+
+def test_the_users_own_threshold_is_kept_and_reported_as_theirs() -> None:
+    flags = f"--xla_backend_extra_options={routes.LOOP_FOLDING}=1000"
+    env = {"XLA_FLAGS": flags}
+    setting = routes.fold_xla_loops(env)
+    assert env["XLA_FLAGS"] == flags
+    assert (setting.value, setting.by) == ("1000", routes.BY_USER)
+
+
+def test_defaults_leave_the_flags_alone() -> None:
+    env = {routes.ROUTES: routes.DEFAULTS, "XLA_FLAGS": "--xla_dump_to=/tmp/d"}
+    setting = routes.fold_xla_loops(env)
+    assert env["XLA_FLAGS"] == "--xla_dump_to=/tmp/d"
+    assert (setting.value, setting.by) == (None, routes.BY_DEFAULT)
+
+
+def test_a_second_backend_and_a_child_process_read_the_setting_as_frae_s() -> None:
+    env = {"XLA_FLAGS": "--xla_dump_to=/tmp/d"}
+    routes.fold_xla_loops(env)
+    child = dict(env)  # what a subprocess inherits
+    assert routes.fold_xla_loops(env).by == routes.BY_FRAE
+    assert routes.fold_xla_loops(child).by == routes.BY_FRAE
+    assert child["XLA_FLAGS"] == env["XLA_FLAGS"]
+
+
+def test_a_child_asked_for_defaults_takes_frae_s_setting_out_again() -> None:
+    env = {"XLA_FLAGS": "--xla_dump_to=/tmp/d"}
+    routes.fold_xla_loops(env)
+    child = {**env, routes.ROUTES: routes.DEFAULTS}
+    assert routes.fold_xla_loops(child).by == routes.BY_DEFAULT
+    assert child["XLA_FLAGS"] == "--xla_dump_to=/tmp/d"
+
+
+def test_a_user_who_changed_the_flags_after_frae_is_kept() -> None:
+    env: dict[str, str] = {}
+    routes.fold_xla_loops(env)
+    env["XLA_FLAGS"] = f"--xla_backend_extra_options={routes.LOOP_FOLDING}=5"
+    child = {**env, routes.ROUTES: routes.DEFAULTS}
+    assert routes.fold_xla_loops(child) == routes.Setting(
+        f"XLA_FLAGS {routes.LOOP_FOLDING}", "5", routes.BY_USER
+    )
+
+
+@pytest.mark.parametrize("value", ["fast", "", "BEST"])
+def test_an_unknown_choice_of_routes_is_refused_naming_the_variable(value: str) -> None:
+    env = {routes.ROUTES: value}
+    with pytest.raises(ValueError, match=f"{routes.ROUTES} must be 'best' or 'defaults'"):
+        routes.fold_xla_loops(env)
+    assert "XLA_FLAGS" not in env
+
+
+FOLDED_LOOPS = """
+import json, numpy as np, frae
+from bench.kernels import tf_while_programs
+
+model = frae.create("tf_while")
+hlo, _ = tf_while_programs(frae.FRAEConfig(), np.zeros((1, 37, 2), np.float32))["loss_and_grads"]
+print(json.dumps({"routes": [str(s) for s in model.routes],
+                  "folded": hlo.count('xla_cpu_small_call="true"')}))
+"""
+
+
+def _folded_loops(**environment: str) -> dict[str, object]:
+    env = {k: v for k, v in os.environ.items() if k not in ("XLA_FLAGS", routes.BEFORE)}
+    run = subprocess.run(
+        [sys.executable, "-c", FOLDED_LOOPS],
+        env={**env, **environment},
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=True,
+    )
+    return dict(json.loads(run.stdout.splitlines()[-1]))
+
+
+@pytest.mark.slow
+@pytest.mark.backend_specific("tf_while")
+@pytest.mark.parametrize(
+    ("environment", "folded", "by"),
+    [
+        ({}, 2, routes.BY_FRAE),
+        ({routes.ROUTES: routes.DEFAULTS}, 0, routes.BY_DEFAULT),
+        ({"XLA_FLAGS": f"{routes.EXTRA_OPTIONS}{routes.LOOP_FOLDING}=1000"}, 0, routes.BY_USER),
+    ],
+    ids=["best", "defaults", "users-own"],
+)
+def test_tf_while_s_gradient_loops_fold_on_its_route_alone(
+    environment: dict[str, str], folded: int, by: str
+) -> None:
+    """The optimized HLO of tf_while's gradient: both loops (forward and backward) hoisted
+    into one call each on the route, none under the defaults or a user's small threshold."""
+    pytest.importorskip("tensorflow")
+    seen = _folded_loops(**environment)
+    assert seen["folded"] == folded
+    assert [f"({by})" in setting for setting in seen["routes"]] == [True]  # type: ignore[union-attr]
