@@ -86,6 +86,10 @@ class RunRecord:
     """Label -> the ``FRAEConfig`` fields of each model measured (``to_dict``)."""
     format: int = FORMAT
     """The file's format (``FORMAT`` when written; ``parse`` reads older files as 1)."""
+    roofline: dict[str, Any] | None = None
+    """The machine's peaks measured at the run's start on the variants' threads
+    (``bench.roofline.Peak`` as a dict), ``{"error": ...}`` where that failed; ``None`` in
+    a file from before the roofline."""
 
 
 @dataclass(frozen=True)

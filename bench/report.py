@@ -28,8 +28,16 @@ from bench.plots import plots
 from bench.records import DEFAULT_MODEL, Point, Record, RunRecord, VariantRecord, read
 from bench.render import Brief, Layout, Section, markdown, terminal
 from bench.roles import Role
-from bench.targets import STREAM_TARGETS_ORIGIN, origin_of
-from bench.verdicts import Outcome, export_targets, measured_targets, stream_targets, targets
+from bench.roofline import describe, peak_of
+from bench.targets import ROOFLINE_TARGETS_ORIGIN, STREAM_TARGETS_ORIGIN, origin_of
+from bench.verdicts import (
+    Outcome,
+    export_targets,
+    measured_targets,
+    roofline_targets,
+    stream_targets,
+    targets,
+)
 
 ROLES = {
     Role.FLOOR: "scalar loops; a ×floor divides by the fastest floor at its shape",
@@ -54,7 +62,7 @@ Run {run.started}, `{run.command}`, {wall} s in all; grid (B, T: operations): {g
 
 - {m[processor]}, {m[cpu_count]} CPUs ({m[affinity]} usable), {m[platform]}, Python {m[python]}
 - {versions}
-- C compiler: {compiler}
+- C compiler: {compiler}{roofline}
 - thread variables: {thread_variables}{threads}
 - {threads_said}: each worker pinned to its CPUs (`os.sched_setaffinity`), its frameworks'
   pools sized to match and read back before it measures (`bench.threads`); **cores busy**, the
@@ -126,6 +134,7 @@ def head(pivot: Pivot, run: RunRecord) -> str:
         m=m,
         versions=", ".join(f"{k} {v}" for k, v in m["versions"].items()),
         compiler=m["c_compiler"] or "none",
+        roofline=_roofline_line(run),
         thread_variables=m["thread_variables"] or "none set (framework defaults)",
         threads="".join(threads),
         threads_said=threads_said(pivot),
@@ -138,6 +147,14 @@ def head(pivot: Pivot, run: RunRecord) -> str:
         slow=", ".join(n for n, listing in run.variants.items() if listing.slow) or "none",
         roles="; ".join(roles),
     ).rstrip("\n")
+
+
+def _roofline_line(run: RunRecord) -> str:
+    """The head's line on the roofline's peaks and BLAS kernel (``bench.roofline``), or
+    why there are none; nothing for a run from before the roofline."""
+    if run.roofline is None:
+        return ""
+    return f"\n- roofline peaks: {describe(peak_of(run), run.roofline.get('error'))}"
 
 
 def _point(point: Point) -> str:
@@ -182,7 +199,8 @@ def target_rows(judged: Iterable[Outcome]) -> list[list[str]]:
 def targets_section(pivot: Pivot) -> Section:
     """The model's targets and the stream's judged, after where they come from; the terminal
     lists those measured."""
-    judged = targets(pivot) + stream_targets(pivot) + export_targets(pivot)
+    roofline = roofline_targets(pivot)
+    judged = targets(pivot) + stream_targets(pivot) + export_targets(pivot) + roofline
     unmeasured = sum(not t.judged for t in judged)
     more = f"({unmeasured} more not measured in this run: report.md lists them)"
     brief = Brief(
@@ -192,6 +210,7 @@ def targets_section(pivot: Pivot) -> Section:
         footnote=more if unmeasured else "",
     )
     origin = f"{origin_of(pivot)}\n\n{STREAM_TARGETS_ORIGIN}\n\n{EXPORT_TARGETS_ORIGIN}"
+    origin += f"\n\n{ROOFLINE_TARGETS_ORIGIN}" if roofline else ""
     return Section("Targets", origin, TARGET_HEADER, target_rows(judged), brief=brief)
 
 
@@ -261,12 +280,21 @@ def devices_sections(pivot: Pivot) -> list[Section]:
 def model_sections(pivot: Pivot) -> list[Section]:
     """A model measured beside the run's first: its config, its table and its targets."""
     header, rows = tables.model_table(pivot)
+    shown, shown_rows = tables.model_table(pivot, brief=True)
     caption = tables.model_caption(pivot)
-    judged = target_rows(measured_targets(pivot))
-    brief = Brief(title=f"model {pivot.model}:", caption=caption)
+    judged = measured_targets(pivot)
+    origin = ROOFLINE_TARGETS_ORIGIN if any(t in judged for t in roofline_targets(pivot)) else ""
+    brief = Brief(
+        title=f"model {pivot.model}:", caption=caption, header=shown, rows=shown_rows, wrapping=(0,)
+    )
     return [
         Section(f"Model {pivot.model}", caption, header, rows, brief=brief),
-        Section(header=TARGET_HEADER, rows=judged, brief=Brief(layout=Layout.OUTLINE)),
+        Section(
+            caption=origin,
+            header=TARGET_HEADER,
+            rows=target_rows(judged),
+            brief=Brief(layout=Layout.OUTLINE),
+        ),
     ]
 
 

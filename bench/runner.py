@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import datetime
+import json
 import os
 import subprocess
 import sys
@@ -155,13 +156,14 @@ def run(
     ``models`` maps the labels in the grid's points to their configs (default: the default
     model as ``"default"``).
 
-    The first record (``RunRecord``) holds the machine's facts, the grid and the settings;
-    then, per variant, its facts (or why it was skipped) and one record per measurement.
+    The first record (``RunRecord``) holds the machine's facts and peaks (``bench.roofline``,
+    measured first, on the variants' threads), the grid and the settings; then, per
+    variant, its facts (or why it was skipped) and one record per measurement.
     """
     (out / "logs").mkdir(parents=True, exist_ok=True)
     variants, grid = list(variants), list(grid)
     models = models or {DEFAULT_MODEL: FRAEConfig()}
-    first = _run_record(variants, grid, settings, models)
+    first = _run_record(variants, grid, settings, models, out / "logs")
     planned = plan(variants, grid, settings, models)
     measurements = sum(p.measurements for p in planned if p.skipped is None)
     bar = _progress_bar(measurements * settings.rounds, progress)
@@ -201,9 +203,14 @@ def run(
 
 
 def _run_record(
-    variants: list[Variant], grid: list[Point], settings: Settings, models: dict[str, FRAEConfig]
+    variants: list[Variant],
+    grid: list[Point],
+    settings: Settings,
+    models: dict[str, FRAEConfig],
+    logs: Path,
 ) -> RunRecord:
-    """The run's first record: when and how it was started, on what, over which grid."""
+    """The run's first record: when and how it was started, on what, over which grid, and
+    the machine's peaks on the run's threads (``measure_roofline``)."""
     return RunRecord(
         started=datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
         command=" ".join(sys.orig_argv),
@@ -212,7 +219,34 @@ def _run_record(
         settings=asdict(settings),
         variants={variant.name: listing(variant) for variant in variants},
         models={label: config.to_dict() for label, config in models.items()},
+        roofline=measure_roofline(settings.threads, logs),
     )
+
+
+ROOFLINE_TIMEOUT_S = 60.0
+"""The most the roofline's process may take (it takes a second or two)."""
+
+
+def measure_roofline(threads: int, logs: Path) -> dict[str, Any]:
+    """The machine's peaks (``bench.roofline.measure``) from a process of their own, pinned
+    and sized as a variant's worker on ``threads`` is, as a dict (``Peak.to_dict``); or
+    ``{"error": ...}`` saying why there are none. Its standard error goes to
+    ``logs/roofline.log``."""
+    env = {**os.environ, **environment(threads)}
+    command = [sys.executable, "-m", "bench.roofline", str(threads)]
+    try:
+        done = subprocess.run(
+            command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=ROOFLINE_TIMEOUT_S
+        )
+    except subprocess.TimeoutExpired:
+        return {"error": f"timed out after {ROOFLINE_TIMEOUT_S:.0f} s"}
+    (logs / "roofline.log").write_text(done.stderr)
+    lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
+    if done.returncode != 0 or not lines:
+        tail = " | ".join(done.stderr.strip().splitlines()[-3:])
+        return {"error": f"exited with {done.returncode}: {tail}"}
+    found: dict[str, Any] = json.loads(lines[-1])
+    return found
 
 
 def _file_name(name: str) -> str:

@@ -29,6 +29,7 @@ from bench.analysis import (
     timed_steps,
 )
 from bench.records import OPERATIONS, SIDES, STREAM, VariantRecord
+from bench.roofline import peak_of, roofline_ratio, roofline_us
 
 Rows = list[list[str]]
 FLAG = "!"
@@ -196,30 +197,60 @@ def devices_rows(pivot: Pivot) -> Rows:
     return rows
 
 
-def model_table(pivot: Pivot) -> tuple[list[str], Rows]:
+ROOFLINE_HEADER = "×roof"
+
+
+def model_table(pivot: Pivot, brief: bool = False) -> tuple[list[str], Rows]:
     """For a model other than the run's first: per variant, predict and a training step at
-    every (B, T) measured, µs per step (× floor); the header names each shape."""
+    every (B, T) measured, µs per step (× floor), each beside its ratio to the roofline
+    where the run measured the peaks (``bench.roofline``), and a first row with the
+    roofline's µs per step; the header names each shape. ``brief``: the roofline's ratios
+    at the largest B alone, for the terminal's width."""
     shapes = pivot.shapes()
     columns = [(op, shape) for shape in shapes for op in ("predict", "train_step")]
+    largest = max((shape.batch for shape in shapes), default=0)
+    roofed = [
+        peak_of(pivot.run) is not None and (not brief or shape.batch == largest)
+        for _, shape in columns
+    ]
     rows, doubted = [], flags(pivot)
+    if any(roofed):
+        limits = [fmt(roofline_us(pivot, Key("", op, *shape))) for op, shape in columns]
+        rows.append(["roofline", *_beside(limits, ["—"] * len(columns), roofed)])
     for name in dict.fromkeys(k.variant for k in pivot.results):
         keys = [Key(name, op, *shape) for op, shape in columns]
-        rows.append([name, *figures(pivot, keys, doubted)])
+        ratios = [_ratio(roofline_ratio(pivot, key)) for key in keys]
+        rows.append([name, *_beside(figures(pivot, keys, doubted), ratios, roofed)])
     one_t = len({shape.steps for shape in shapes}) == 1  # then the caption says T
-    header = ["variant"]
-    header += [
+    named = [
         f"{LABELS[op]} B={shape.batch}" + ("" if one_t else f" T={shape.steps}")
         for op, shape in columns
     ]
-    return header, rows
+    return ["variant", *_beside(named, [ROOFLINE_HEADER] * len(columns), roofed)], rows
+
+
+def _beside(cells: list[str], ratios: list[str], shown: list[bool]) -> list[str]:
+    """Each of ``cells`` followed by its ratio where ``shown``."""
+    found = []
+    for cell, ratio, show in zip(cells, ratios, shown, strict=True):
+        found += [cell, ratio] if show else [cell]
+    return found
 
 
 def model_caption(pivot: Pivot) -> str:
-    """What a model's table holds: its T if it has one, and the model's config."""
+    """What a model's table holds: its T if it has one, the roofline's peaks if the run
+    measured them, and the model's config."""
     fields = ", ".join(f"{k}={v}" for k, v in pivot.config.items())
     steps = sorted({shape.steps for shape in pivot.shapes()})
     at = f"at T={steps[0]}, " if len(steps) == 1 else ""
-    return f"µs per time step {at}median (× the floor's same operation); {fields}"
+    peak = peak_of(pivot.run)
+    roofline = (
+        f" {ROOFLINE_HEADER}: over the roofline, max(FLOPs / {peak.gflops:.1f} GFLOP/s, "
+        f"bytes / {peak.gbps:.1f} GB/s) per step ({peak.kernel});"
+        if peak
+        else ""
+    )
+    return f"µs per time step {at}median (× the floor's same operation);{roofline} {fields}"
 
 
 FLAG_HEADER = ["variant", "operation", "B", "T", "why"]

@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from bench.analysis import BATCHED_SHAPE, TARGET_SHAPE, THROUGHPUT, TIME, Key, Pivot, Shape
-from bench.grid import STREAM_FRAMES
+from bench.grid import STREAM_FRAMES, wide_models
 from bench.records import RECEIVER, SENDER, SIDES, STREAM
 from bench.roles import ROUTES, Role
 
@@ -50,7 +50,16 @@ class InMicroseconds:
     in µs."""
 
 
-Over = OverFloor | OverRole | OverItself | InMicroseconds
+@dataclass(frozen=True)
+class OverRoofline:
+    """The roofline (``bench.roofline``) at the same shape, µs per step, of the model
+    labelled ``model``: a pivot of another model has none, and the target is not measured
+    there (``None``: whichever model the pivot holds)."""
+
+    model: str | None = None
+
+
+Over = OverFloor | OverRole | OverItself | InMicroseconds | OverRoofline
 """What a target's ratio divides by."""
 
 
@@ -380,3 +389,50 @@ def stream_origin(t: tuple[Target, ...]) -> str:
 
 
 STREAM_TARGETS_ORIGIN = stream_origin(STREAM_TARGETS)
+
+
+ROOFLINE_WIDTH = 256
+"""The width-axis model whose steps the roofline's targets hold: its one hidden layer per
+side of 256 units (``bench.grid.wide_models``)."""
+ROOFLINE_MODEL = next(
+    label for label, config in wide_models().items() if config.encoder_units == (ROOFLINE_WIDTH,)
+)
+ROOFLINE_TARGETS = tuple(
+    Target(
+        f"{short}_roofline",
+        f"the best framework route's {named} ≤ {{limit:g}}× the roofline per step (model "
+        f"{ROOFLINE_MODEL}, {{at}})",
+        3.0,
+        operation,
+        ROUTES,
+        OverRoofline(ROOFLINE_MODEL),
+        every=False,
+        shape=BATCHED_SHAPE,
+    )
+    for short, operation, named in (
+        ("predict", "predict", "predict"),
+        ("train", "train_step", "training step"),
+    )
+)
+"""The roofline's targets, judged on ``ROOFLINE_MODEL`` alone, where the floors bound
+nothing: its wide layers at B = 256 are products a tuned BLAS runs faster than any floor."""
+
+
+def roofline_origin(t: tuple[Target, ...]) -> str:
+    """Where the roofline's targets ``t`` come from, with their limits."""
+    return (
+        "Where the roofline's targets come from: at wide layers and a large batch the "
+        "frameworks' tuned matrix products beat every floor, so a ratio to the floor says "
+        "nothing there. The **roofline** is the least time the step's arithmetic allows, "
+        "max(FLOPs / peak, bytes / bandwidth), from the float32 matrix product's peak and "
+        "the memory's bandwidth measured at the run's start on the variants' threads and "
+        "the step's FLOPs and bytes counted from the layer table (`bench.roofline`). The "
+        f"best framework route at width {ROOFLINE_WIDTH}, B = 256, is asked to predict "
+        f"within {limit(t, 'predict_roofline')} and to train within "
+        f"{limit(t, 'train_roofline')} of it: a time step of {ROOFLINE_WIDTH}-wide layers "
+        "is products of 256 rows, smaller than those the peak is measured on, and the "
+        "loop runs them one step after another. The limits are this benchmark's own."
+    )
+
+
+ROOFLINE_TARGETS_ORIGIN = roofline_origin(ROOFLINE_TARGETS)

@@ -8,12 +8,15 @@ from dataclasses import dataclass
 
 from bench.analysis import Key, Pivot, Shape
 from bench.export_targets import EXPORT_TARGETS
+from bench.roofline import roofline_us
 from bench.targets import (
+    ROOFLINE_TARGETS,
     STREAM_TARGETS,
     InMicroseconds,
     OverFloor,
     OverItself,
     OverRole,
+    OverRoofline,
     Target,
     targets_of,
 )
@@ -57,6 +60,9 @@ def divisor(target: Target, pivot: Pivot, name: str, shape: Shape) -> float | No
             return pivot.figure(target.key(name, over_shape), target.metric)
         case InMicroseconds():
             return 1.0
+        case OverRoofline(model):
+            on_model = model is None or model == pivot.model
+            return roofline_us(pivot, target.key(name, shape)) if on_model else None
 
 
 def ratios(target: Target, pivot: Pivot) -> dict[str, float]:
@@ -110,11 +116,21 @@ def targets(pivot: Pivot) -> list[Outcome]:
 
 
 def measured_targets(pivot: Pivot) -> list[Outcome]:
-    """For a model beside the run's first: the targets over the floor that its measurements
-    judge. Batching is not judged there: at width 256 a step is enough work that the floor
-    itself gains 1.5×, not 8×, from B = 1 to 256."""
+    """For a model beside the run's first: the targets over the floor and the roofline's
+    that its measurements judge. Batching is not judged there: at width 256 a step is
+    enough work that the floor itself gains 1.5×, not 8×, from B = 1 to 256."""
     judged = [judge(t, pivot) for t in targets_of(pivot) if isinstance(t.over, OverFloor)]
-    return [outcome for outcome in judged if outcome.judged]
+    return [outcome for outcome in judged + roofline_targets(pivot) if outcome.judged]
+
+
+def roofline_targets(pivot: Pivot) -> list[Outcome]:
+    """The roofline's targets (``ROOFLINE_TARGETS``) judged, where the pivot holds the model
+    they name; none elsewhere."""
+    return [
+        judge(target, pivot)
+        for target in ROOFLINE_TARGETS
+        if not isinstance(target.over, OverRoofline) or target.over.model in (None, pivot.model)
+    ]
 
 
 def stream_targets(pivot: Pivot) -> list[Outcome]:
