@@ -69,6 +69,22 @@ def _keras_defaults(framework: str) -> Variant:
     )
 
 
+def _defaults(name: str, backend: str, settings: str, env: dict[str, str] | None = None) -> Variant:
+    """``backend`` with its framework's own defaults (``FRAE_ROUTES=defaults``: none of the
+    settings ``frae.routes`` gives it), beside its best route at the targets' shapes: what
+    those ``settings`` buy. Labelled ``NAME[defaults]``; the full grid runs it."""
+    return Variant(
+        f"{name}[defaults]",
+        backend,
+        Role.BASELINE,
+        f"{name} with its framework's defaults (FRAE_ROUTES=defaults: no {settings})",
+        {**(env or {}), "FRAE_ROUTES": "defaults"},
+        needs=frae.registry.frameworks_of(backend),
+        only_shapes=WIDE_SHAPES,
+        quick=False,  # the quick run's three minutes hold each backend's best route
+    )
+
+
 def _by_hand(twin: str, backend: str, mechanism: str) -> Variant:
     """The registered ``twin`` with its backward pass written by hand (``backend``, labelled
     ``NAME_bptt``), for the report's price of autodiff: its gradient and training step at
@@ -262,6 +278,7 @@ VARIANTS = (
         "tf.while_loop + TensorArray under XLA",
         wide=TARGETED,
     ),
+    _defaults("tf_while", "tf_while", "XLA loop folding"),
     _by_hand("tf_while", "bench.twins.tf_while:TFWhileBPTTBackend", "tf.custom_gradient"),
     Variant(
         "jax_scan",
@@ -283,6 +300,9 @@ VARIANTS = (
         "torch_scan", "bench.twins.torch_scan:TorchScanBPTTBackend", "torch.autograd.Function"
     ),
     _keras("tensorflow"),
+    _defaults(
+        "keras_rnn[tensorflow]", "keras_rnn", "XLA loop folding", {"KERAS_BACKEND": "tensorflow"}
+    ),
     _keras("jax"),
     _keras("torch"),
     Variant(
@@ -330,7 +350,8 @@ VARIANTS += tuple(
 
 def frameworks(variant: Variant) -> list[str]:
     """The frameworks a variant's process runs on (the Keras backend's included)."""
-    found = [*frae.registry.frameworks_of(variant.backend), *variant.needs, *variant.env.values()]
+    keras_backend = [variant.env["KERAS_BACKEND"]] if "KERAS_BACKEND" in variant.env else []
+    found = [*frae.registry.frameworks_of(variant.backend), *variant.needs, *keras_backend]
     return list(dict.fromkeys(name for name in found if name != "keras"))
 
 

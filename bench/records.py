@@ -103,6 +103,9 @@ class VariantRecord:
     backend: str | None = None
     import_s: float | None = None
     threads: dict[str, Any] | None = None
+    routes: list[str] | None = None
+    """The framework settings its backend ran with (``frae.routes``: each as
+    ``option=value (who chose it)``); ``None`` in a file from before them."""
     peak_rss_mb: float | None = None
     skipped: str | None = None
     error: str | None = None

@@ -116,11 +116,19 @@ Run {run.started}, `{run.command}`, {wall} s in all; grid (B, T: operations): {g
 """The report's head: the run, the machine and how it was measured."""
 
 
+def _settings(facts: VariantRecord) -> str:
+    """A variant's threads and the framework settings its backend ran with, or ``""``."""
+    said = [f"threads {facts.threads}"] if facts.threads else []
+    if facts.routes:
+        said.append(f"settings {'; '.join(facts.routes)}")
+    return ", ".join(said)
+
+
 def head(pivot: Pivot, run: RunRecord) -> str:
     """``HEAD`` filled in: the run, the machine, the settings, the floors and the roles."""
     # runs from before one-step samples had no such setting: never one step
     m, s = run.machine, {"long_step_s": "∞", **run.settings}
-    threads = [f"\n- {n}: threads {f.threads}" for n, f in pivot.facts.items() if f.threads]
+    threads = [f"\n- {n}: {facts}" for n, f in pivot.facts.items() if (facts := _settings(f))]
     roles = [f"**{r}** ({why}): {', '.join(pivot.named(r)) or 'none'}" for r, why in ROLES.items()]
 
     def named(role: Role) -> str:

@@ -81,6 +81,8 @@ class Target:
         fastest: only the variant of ``role`` fastest at ``shape`` is judged.
         side: the stream's side; ``None`` for every other operation.
         chunk: the stream's frames per call; ``None`` for every other operation.
+        variant: the one variant of ``role`` judged (a framework's own limit); ``None``:
+            every variant of the role.
     """
 
     name: str
@@ -96,6 +98,7 @@ class Target:
     fastest: bool = False
     side: str | None = None
     chunk: int | None = None
+    variant: str | None = None
 
     def __post_init__(self) -> None:
         if isinstance(self.over, OverFloor | InMicroseconds) and self.metric != TIME:
@@ -122,6 +125,16 @@ class Target:
         return self.statement.format(limit=self.limit, at=at, **filled)
 
 
+ROUTE_LIMITS = {
+    "jax_scan": 2.5,
+    "tf_while": 5.0,
+    "keras_rnn[jax]": 4.0,
+    "keras_rnn[tensorflow]": 6.0,
+    "torch_scan": 60.0,
+}
+"""Each framework's training step on its best route (``frae.routes``) over the floor at
+B = 1, T = 1000: limits set from what its route measured against its defaults
+(docs/performance.md, "The settings that matter"), each framework held to its own."""
 GRADIENT = OverFloor("loss_and_grads")
 """A training step over the floor's forward + BPTT, which has no optimizer."""
 FASTER = "every compiled backend's {} ≥ {{limit:g}}× faster per step than the textbook fix ({{at}})"
@@ -216,6 +229,18 @@ TARGETS = (
         every=False,
         shape=BATCHED_SHAPE,
     ),
+    *(
+        Target(
+            f"train_{variant}",
+            f"{variant}'s training step ≤ {{limit:g}}× the floor's forward + BPTT per step "
+            "({at})",
+            limit,
+            "train_step",
+            over=GRADIENT,
+            variant=variant,
+        )
+        for variant, limit in ROUTE_LIMITS.items()
+    ),
 )
 """The output-feedback model's targets."""
 
@@ -238,7 +263,7 @@ STATE_TARGETS = tuple(
         limit=STATE_LIMITS.get(target.name, target.limit),
     )
     for target in TARGETS
-    if isinstance(target.over, OverFloor)
+    if isinstance(target.over, OverFloor) and target.variant is None
 )
 """The state-feedback model's targets: the output model's over the floor (predict and a
 training step at its two shapes), over the floors with the GRU. The output model's other

@@ -42,8 +42,13 @@ class Outcome:
 
 
 def members(target: Target, pivot: Pivot) -> list[str]:
-    """The variants of the target's roles, in the order of the run."""
-    return [name for name, role in pivot.roles.items() if role in target.roles]
+    """The variants of the target's roles (its one variant, if it names one), in the order
+    of the run."""
+    return [
+        name
+        for name, role in pivot.roles.items()
+        if role in target.roles and target.variant in (None, name)
+    ]
 
 
 def divisor(target: Target, pivot: Pivot, name: str, shape: Shape) -> float | None:

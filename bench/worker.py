@@ -274,12 +274,14 @@ def main(argv: list[str] | None = None) -> None:
     importlib.import_module(frae.registry.module_of(job.backend))
     import_s = time.perf_counter() - start
     threads = observed(frameworks)
+    routes = getattr(frae.registry.factory_of(job.backend), "routes", ())
     emit(
         VariantRecord(
             job.variant,
             backend=job.backend,
             import_s=import_s,
             threads=threads,
+            routes=[str(setting) for setting in routes],
             peak_rss_mb=peak_rss_mb(),
         )
     )

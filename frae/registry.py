@@ -125,6 +125,12 @@ def create(
     return cast(Backend, model)
 
 
+def factory_of(backend: str) -> Any:
+    """The class or factory ``create(backend)`` calls, imported (a registered name or an
+    import path)."""
+    return _load(_target(backend))
+
+
 def missing_members(model: object) -> list[str]:
     """The ``Backend`` members ``model`` lacks, looked up as its callers look them up, by
     ``getattr``: each of ``BACKEND_ATTRIBUTES`` present, each of ``BACKEND_METHODS``
