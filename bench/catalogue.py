@@ -287,6 +287,7 @@ VARIANTS = (
         "jax.lax.scan over Flax NNX layers, jit",
         wide=TARGETED,
     ),
+    _defaults("jax_scan", "jax_scan", "YNNPACK fusions turned off"),
     _by_hand("jax_scan", "bench.twins.jax_scan:JaxScanBPTTBackend", "jax.custom_vjp"),
     Variant(
         "torch_scan",

@@ -112,6 +112,31 @@ def _folded(flags: str) -> str:
     return with_extra_option(flags, LOOP_FOLDING, str(FOLDING_BYTES))
 
 
+def compiler_options(
+    options: dict[str, str], environ: MutableMapping[str, str] | None = None
+) -> tuple[dict[str, str], tuple[Setting, ...]]:
+    """XLA options given to each compilation (``jax.jit(..., compiler_options=)``), which
+    would override the same option in ``XLA_FLAGS``: each is passed unless the user's
+    ``XLA_FLAGS`` sets it (``--NAME=...``: theirs is kept) or ``FRAE_ROUTES=defaults``.
+
+    Returns the options to pass and the settings they make.
+    """
+    env = os.environ if environ is None else environ
+    flags = env.get("XLA_FLAGS", "").split()
+    passed, settings = {}, []
+    for name, value in options.items():
+        option = f"jax.jit compiler_options {name}"
+        users = [flag.partition("=")[2] for flag in flags if flag.partition("=")[0] == f"--{name}"]
+        if users:
+            settings.append(Setting(option, users[-1], BY_USER))
+        elif chosen(env) == DEFAULTS:
+            settings.append(Setting(option, None, BY_DEFAULT))
+        else:
+            passed[name] = value
+            settings.append(Setting(option, repr(value), BY_FRAE))
+    return passed, tuple(settings)
+
+
 def extra_option(flags: str, key: str) -> str | None:
     """The value ``flags`` (an ``XLA_FLAGS`` string) gives backend option ``key``, or
     ``None``; a key given without a value reads as ``""``."""

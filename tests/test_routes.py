@@ -129,3 +129,22 @@ def test_tf_while_s_gradient_loops_fold_on_its_route_alone(
     seen = _folded_loops(**environment)
     assert seen["folded"] == folded
     assert [f"({by})" in setting for setting in seen["routes"]] == [True]  # type: ignore[union-attr]
+
+
+def test_a_compiler_option_is_passed_unless_the_user_or_the_defaults_say_otherwise() -> None:
+    wanted = {"xla_cpu_experimental_ynn_fusion_type": ""}
+    option = "jax.jit compiler_options xla_cpu_experimental_ynn_fusion_type"
+    assert routes.compiler_options(wanted, {}) == (
+        wanted,
+        (routes.Setting(option, "''", routes.BY_FRAE),),
+    )
+    users = {"XLA_FLAGS": "--xla_dump_to=/d --xla_cpu_experimental_ynn_fusion_type=reduce"}
+    assert routes.compiler_options(wanted, users) == (
+        {},
+        (routes.Setting(option, "reduce", routes.BY_USER),),
+    )
+    defaults = {routes.ROUTES: routes.DEFAULTS}
+    assert routes.compiler_options(wanted, defaults) == (
+        {},
+        (routes.Setting(option, None, routes.BY_DEFAULT),),
+    )

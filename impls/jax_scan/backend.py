@@ -137,6 +137,7 @@ class JaxScanBackend(BaseBackend):
     """
 
     name = "jax_scan"
+    routes = model.ROUTES
     export_formats = ("stablehlo",)
     export_refusals = export.REFUSALS
     by_hand = False

@@ -30,7 +30,7 @@ import jax.numpy as jnp
 from flax import nnx
 from flax.typing import PathParts
 
-from frae import activations, gru_layout
+from frae import activations, gru_layout, routes
 from frae.config import FUSED_PRODUCT_MAX_SIZE, GRU, FRAEConfig, Layer
 
 Array = jax.Array
@@ -51,7 +51,9 @@ PRECISION = jax.lax.Precision.HIGHEST
 # thread pool at every time step, which costs more than the fused loop it replaces. Off for
 # every function of this backend: at B = 256 predict and a gradient (batch-major,
 # recomputed) run faster without it, and B = 1 is unchanged (docs/performance.md).
-COMPILER_OPTIONS = {"xla_cpu_experimental_ynn_fusion_type": ""}
+COMPILER_OPTIONS, ROUTES = routes.compiler_options({"xla_cpu_experimental_ynn_fusion_type": ""})
+"""The options passed and the settings they make (``frae.routes``): under
+``FRAE_ROUTES=defaults``, or where the user's ``XLA_FLAGS`` names the option, none."""
 
 # From this batch size on, the loop runs in (features, B) layout, the batch contiguous,
 # so that each layer's product and activation run over B lanes. Measured at T = 1000 with
