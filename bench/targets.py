@@ -364,6 +364,21 @@ STREAM_TARGETS = (
     ),
     *(
         Target(
+            f"{side}_frame_over_floor",
+            "the best framework route's frame ≤ {limit:g}× the floor's, one frame a call "
+            f"({STREAMED})",
+            2.0,
+            STREAM,
+            ROUTES,
+            every=False,
+            shape=STREAM_SHAPE,
+            side=side,
+            chunk=1,
+        )
+        for side in SIDES
+    ),
+    *(
+        Target(
             f"{side}_chunk_best",
             "the best framework route's µs per frame ≤ {limit:g}× the floor's, in chunks of "
             f"{{chunk}} frames ({STREAMED})",
@@ -402,7 +417,9 @@ def stream_origin(t: tuple[Target, ...]) -> str:
         "converting the outputs and the state) is nearly all a frame costs: a floor's step "
         "is a fraction of a µs. The **best framework route** (any variant on a framework: "
         f"not a floor, the check nor the reference) is asked {each_side(t, 'frame_best', ' µs')}"
-        ", one frame a call, and **every compiled backend** "
+        f" and {each_side(t, 'frame_over_floor', '×')} the floor's frame (the floor's frame "
+        "passes through the same `encode` and `decode` checks), one frame a call, and "
+        "**every compiled backend** "
         f"{each_side(t, 'frame_every', ' µs')}: the cheapest way each framework offers to "
         "call a small compiled function with a state from Python, not the first way a new "
         f"user finds. In chunks of {chunk} frames, where a call's cost is spread over its "
