@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from frae.backend import Array, BaseBackend, Moments, TrainStep, kept_slot
+from frae.backend import Array, BaseBackend, Moments, TrainStep, kept_slot, serialised
 from frae.config import FRAEConfig
 from frae.params import Weights
 from frae.training_state import TrainingState
@@ -41,6 +41,7 @@ from impls.keras_rnn.model import (
     to_numpy,
 )
 from impls.keras_rnn.train import (
+    CarriedSteps,
     DataParallel,
     Gradients,
     compile_trainer,
@@ -72,6 +73,8 @@ class KerasRNNBackend(BaseBackend):
     jit_compile: bool | str = keras.backend.backend() != "torch"
     routes = () if LOOP_FOLDING is None else (LOOP_FOLDING,)
     engine: DataParallel | None = None
+    _carried: CarriedSteps | None = None
+    """The steps of the ``fit`` under way on JAX, whose state is not yet in the variables."""
     """With ``devices=N``: Keras' data-parallel engine on the Keras backend
     (``train.data_parallel``); ``None`` leaves every call as it is on one device."""
 
@@ -173,10 +176,37 @@ class KerasRNNBackend(BaseBackend):
         trainer = self.trainer(optimizer, learning_rate)
         with self._creating():
             optimizers.resume(trainer.optimizer, start)
-        moments = functools.partial(optimizers.moments, trainer.optimizer)
         if self.engine is not None:
+            moments = functools.partial(optimizers.moments, trainer.optimizer)
             return self.engine.train_step(trainer), moments
+        if keras.backend.backend() == "jax" and self.jit_compile is True:
+            self._carried = CarriedSteps(trainer)
+            return self._carried, self._synced(optimizers.moments, trainer.optimizer)
+        moments = functools.partial(optimizers.moments, trainer.optimizer)
         return lambda x, y: float(trainer.train_on_batch([x, y])), moments
+
+    def _synced[R](self, read: Callable[..., R], *args: Any) -> Callable[[], R]:
+        """``read(*args)`` once the state a ``fit`` carries is in the variables."""
+
+        def synced() -> R:
+            self._sync()
+            return read(*args)
+
+        return synced
+
+    def _sync(self) -> None:
+        if self._carried is not None:
+            self._carried.sync()
+            self._carried = None
+
+    @serialised
+    def fit(self, x: Array, y: Array | None = None, **options: Any) -> dict[str, Any]:
+        """``BaseBackend.fit``; on JAX the state its steps carry is written back into the
+        variables however it ends (``CarriedSteps``)."""
+        try:
+            return super().fit(x, y, **options)
+        finally:
+            self._sync()
 
     def _keep_weights(self, step: int) -> None:
         """W₁ into row 0 of the optimizer's ``kept``; the optimizer keeps the others."""
@@ -187,6 +217,7 @@ class KerasRNNBackend(BaseBackend):
             optimizer.kept.assign(kept)
 
     def _weights_before(self, step: int) -> Mapping[str, Any]:
+        self._sync()
         row = to_numpy(self._training.optimizer.kept.value)[kept_slot(step)]
         sizes = [math.prod(v.shape) for v in self._ordered()]
         pieces = np.split(row, np.cumsum(sizes)[:-1])
@@ -202,6 +233,7 @@ class KerasRNNBackend(BaseBackend):
         return sorted(variables, key=optimizer._get_variable_index)
 
     def _weights_finite(self) -> bool:
+        self._sync()
         return float(to_numpy(self._training.optimizer.non_finite.value)) == 0
 
 

@@ -182,6 +182,51 @@ def compile_trainer(
     return trainer
 
 
+class CarriedSteps:
+    """Keras' own compiled training step on JAX (``trainer.train_function``, what
+    ``train_on_batch`` calls), its state carried from one step of a ``fit`` to the next as
+    Keras' own ``fit`` carries it, and written back into the variables once, by ``sync``.
+
+    ``train_on_batch`` reads every variable into the step's state and assigns every one back
+    after each step (some 40 variables here, most of a step's cost at B = 1). Each step
+    starts from zeroed metric variables, so its loss is its own, as ``train_on_batch``
+    reports it, not Keras' running mean. The step donates its state: until ``sync``, the
+    variables' values are not to be read.
+    """
+
+    def __init__(self, trainer: keras.Model) -> None:
+        self.trainer = trainer
+        self.state: tuple[list[Any], ...] | None = None
+
+    def __call__(self, x: Array, y: Array) -> float:
+        trainer = self.trainer
+        data = ([ops.convert_to_tensor(x), ops.convert_to_tensor(y)], None, None)
+        if self.state is None:
+            trainer._symbolic_build(data_batch=data)
+            trainer.make_train_function()
+            self.state = trainer._get_jax_state(
+                trainable_variables=True,
+                non_trainable_variables=True,
+                optimizer_variables=True,
+                metrics_variables=True,
+            )
+        trained, untrained, optimizer, metrics = self.state
+        zeroed = [ops.zeros_like(value) for value in metrics]
+        logs, state = trainer.train_function((trained, untrained, optimizer, zeroed), iter([data]))
+        self.state = state
+        return float(logs["loss"])
+
+    def sync(self) -> None:
+        """Write the carried state into the trainer's variables (Keras' ``jax_state_sync``)."""
+        if self.state is None:
+            return
+        names = ("trainable_variables", "non_trainable_variables", "optimizer_variables")
+        self.trainer._jax_state = dict(zip(names, self.state[:3], strict=True))
+        self.trainer._jax_state_synced = False
+        self.trainer.jax_state_sync()
+        self.state = None
+
+
 # Data parallelism (``create(..., devices=N)``, contract section 3): an engine tells the
 # backend where to create variables (``creating``), how to run a model (``predict``,
 # ``gradients``) and how to take one training step on a mini-batch split over its devices
