@@ -4,7 +4,10 @@
 XLA on CPU runs every fusion, dot and copy of a ``while`` body as a call of its own at each
 iteration. At B=1 such a call does a few dozen flops at most, so the number of calls per
 time step, not arithmetic, sets the cost per step; the Numba floor is one function with
-none. ``docs/performance.md`` reads these counts next to the measured times.
+none. A loop XLA folds (``frae.routes``: its attribute ``xla_cpu_small_call``) runs as one
+function instead, its kernels inlined: the count then says what that function computes,
+and the last column how many loops were folded. ``docs/performance.md`` reads these counts
+next to the measured times.
 
     python -m bench.kernels [--batch B] [--steps T] [--backends tf_while jax_scan]
                             [--config JSON_OR_FILE]
@@ -52,6 +55,17 @@ def loop_kernels(hlo: str) -> list[Counter[str]]:
         Counter(op for op in _OPCODE.findall(body) if op not in BOOKKEEPING)
         for body in loop_bodies(hlo)
     ]
+
+
+FOLDED = 'xla_cpu_small_call="true"'
+"""The attribute XLA:CPU's loop folding (``frae.routes.LOOP_FOLDING``) puts on the call that
+replaces a hoisted ``while``: that loop runs as one compiled function, its body's kernels
+inlined, not launched one by one."""
+
+
+def folded_loops(hlo: str) -> int:
+    """How many of the module's ``while`` loops run as one compiled function each."""
+    return hlo.count(FOLDED)
 
 
 def time_long_copies(hlo: str, steps: int) -> list[str]:
@@ -152,7 +166,9 @@ def main(argv: list[str] | None = None) -> None:
     print(f"{label}, B={args.batch}, T={args.steps}: kernels per loop iteration")
     for backend in args.backends:
         for operation, (hlo, steps) in PROGRAMS[backend](config, x).items():
-            print(f"{backend:<9} {operation:<15} {describe(loop_kernels(hlo), steps)}")
+            loops = loop_kernels(hlo)
+            folded = f"; {folded_loops(hlo)} of {len(loops)} loops folded into one call"
+            print(f"{backend:<9} {operation:<15} {describe(loops, steps)}{folded}")
 
 
 if __name__ == "__main__":

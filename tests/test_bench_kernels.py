@@ -52,3 +52,17 @@ def test_loop_kernels_finds_the_forward_and_backward_loops_of_a_gradient() -> No
     assert len(loop_kernels(programs["predict"][0])) == 1
     forward, backward = loop_kernels(programs["loss_and_grads"][0])
     assert sum(forward.values()) > 0 and sum(backward.values()) > 0
+
+
+def test_a_folded_loop_is_counted_by_its_call_s_attribute() -> None:
+    """XLA's loop folding replaces a ``while`` by a call marked ``xla_cpu_small_call``: the
+    module above has none; the same loop behind such a call, one."""
+    from bench.kernels import FOLDED, folded_loops
+
+    assert folded_loops(SMALL_HLO) == 0
+    hoisted = SMALL_HLO.replace(
+        "ROOT %r = f32[2]{0} get-tuple-element(%w), index=1",
+        f"%c = (s32[], f32[2]{{0}}) call(%init), to_apply=%w, frontend_attributes={{{FOLDED}}}\n"
+        "  ROOT %r = f32[2]{0} get-tuple-element(%c), index=1",
+    )
+    assert folded_loops(hoisted) == 1
