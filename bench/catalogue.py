@@ -305,6 +305,7 @@ VARIANTS = (
         "keras_rnn[tensorflow]", "keras_rnn", "XLA loop folding", {"KERAS_BACKEND": "tensorflow"}
     ),
     _keras("jax"),
+    _defaults("keras_rnn[jax]", "keras_rnn", "state carried through fit", {"KERAS_BACKEND": "jax"}),
     _keras("torch"),
     Variant(
         "textbook_fix",

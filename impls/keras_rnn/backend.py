@@ -30,6 +30,7 @@ import numpy as np
 from frae.backend import Array, BaseBackend, Moments, TrainStep, kept_slot, serialised
 from frae.config import FRAEConfig
 from frae.params import Weights
+from frae.routes import Setting
 from frae.training_state import TrainingState
 from impls.keras_rnn import export, optimizers
 from impls.keras_rnn.model import (
@@ -41,6 +42,7 @@ from impls.keras_rnn.model import (
     to_numpy,
 )
 from impls.keras_rnn.train import (
+    CARRIED_STEPS,
     CarriedSteps,
     DataParallel,
     Gradients,
@@ -71,7 +73,10 @@ class KerasRNNBackend(BaseBackend):
     # On torch, Keras runs the RNN as a Python loop and jit_compile hands it to torch.compile,
     # which unrolls every step: slow to compile, and no faster per step than eager.
     jit_compile: bool | str = keras.backend.backend() != "torch"
-    routes = () if LOOP_FOLDING is None else (LOOP_FOLDING,)
+    routes: tuple[Setting, ...] = {
+        "tensorflow": () if LOOP_FOLDING is None else (LOOP_FOLDING,),
+        "jax": (CARRIED_STEPS,),
+    }.get(keras.backend.backend(), ())
     engine: DataParallel | None = None
     _carried: CarriedSteps | None = None
     """The steps of the ``fit`` under way on JAX, whose state is not yet in the variables."""
@@ -179,7 +184,7 @@ class KerasRNNBackend(BaseBackend):
         if self.engine is not None:
             moments = functools.partial(optimizers.moments, trainer.optimizer)
             return self.engine.train_step(trainer), moments
-        if keras.backend.backend() == "jax" and self.jit_compile is True:
+        if keras.backend.backend() == "jax" and self.jit_compile is True and CARRIED_STEPS.value:
             self._carried = CarriedSteps(trainer)
             return self._carried, self._synced(optimizers.moments, trainer.optimizer)
         moments = functools.partial(optimizers.moments, trainer.optimizer)

@@ -11,6 +11,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from frae import routes
 from frae.backend import Array, TrainStep, check_device_count
 from frae.config import FRAEConfig
 from frae.devices import tensorflow_strategy
@@ -180,6 +181,15 @@ def compile_trainer(
     trainer.compile(optimizer=chosen, jit_compile=False)
     trainer.replica_gradients = gradient_function(trainer, jit_compile is not False)
     return trainer
+
+
+CARRIED_STEPS = routes.Setting(
+    "keras train step (JAX)",
+    "state carried through a fit" if routes.chosen() == routes.BEST else None,
+    routes.BY_FRAE if routes.chosen() == routes.BEST else routes.BY_DEFAULT,
+)
+"""Whether ``fit`` on JAX steps with ``CarriedSteps`` (the route) or ``train_on_batch``
+(Keras' default, under ``FRAE_ROUTES=defaults``)."""
 
 
 class CarriedSteps:
