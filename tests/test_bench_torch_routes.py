@@ -15,15 +15,13 @@ ROUTES = "bench.baselines.torch_routes"
 BOTH = ("forward", "gradients")
 TORCH_ROUTES = {
     "torch_eager": ("bench.baselines.torch_eager:TorchEagerBackend", BOTH),
-    "TorchScanPythonWrapperBackend": (f"{ROUTES}:TorchScanPythonWrapperBackend", ("forward",)),
-    "TorchScanCppGradientBackend": (f"{ROUTES}:TorchScanCppGradientBackend", ("gradients",)),
+    "TorchScanPythonWrapperBackend": (f"{ROUTES}:TorchScanPythonWrapperBackend", BOTH),
     "TorchCompiledStepBackend": (f"{ROUTES}:TorchCompiledStepBackend", BOTH),
     "TorchScriptBackend": (f"{ROUTES}:TorchScriptBackend", BOTH),
     "TorchAOTIBackend": (f"{ROUTES}:TorchAOTIBackend", ("forward",)),
 }
 """Each route: its import path, and the functions it replaces in ``torch_scan`` (what it
-inherits is torch_scan's, which the kit checks): AOTInductor's package is inference alone,
-and the two wrapper routes each swap Inductor's wrapper on one side."""
+inherits is torch_scan's, which the kit checks): AOTInductor's package is inference alone."""
 
 
 def check_streaming(model: frae.Backend, config: frae.FRAEConfig) -> None:

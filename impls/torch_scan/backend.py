@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import logging
+import os
 import threading
 import warnings
 from collections.abc import Callable, Iterator, Mapping
@@ -18,10 +19,12 @@ import torch.distributed
 import torch.fx.experimental._config
 from torch.nn.parallel import DistributedDataParallel
 
+from frae import routes
 from frae.backend import Array, BaseBackend, Moments, TrainStep, kept_slot
 from frae.config import FRAEConfig
 from frae.export import made_where_installed
 from frae.params import Weights
+from frae.routes import Setting
 from frae.training_state import TrainingState
 from impls.torch_scan import export, model, train
 
@@ -45,13 +48,67 @@ warnings.filterwarnings("ignore", "Guards may run slower on Python 3.13.0", Runt
 # and PyTorch's CUDA wheels' notice, on a machine without a GPU, that no CUDA driver answers
 warnings.filterwarnings("ignore", "CUDA initialization", UserWarning)
 
-# Inductor's C++ wrapper runs the scan's loop in C++, where its Python wrapper runs each
-# iteration from Python, so a forward runs faster per step with it. For a gradient the C++
-# wrapper would also be faster, but it compiles about twice as slowly and PyTorch 2.14 fails
-# to compile some gradients with it (a one-step scan: a buffer declared twice), so gradients
-# use the Python wrapper (docs/performance.md).
-COMPILE_OPTIONS = (("cpp_wrapper", True),)
-PYTHON_WRAPPER = (("cpp_wrapper", False),)
+Options = tuple[tuple[str, bool], ...]
+"""Inductor options, as ``torch.compile(options=...)`` takes them, hashable for the cache."""
+CPP_WRAPPER = "cpp_wrapper"
+"""Inductor's option for the wrapper around the compiled kernels: C++ (the scan's loop runs
+in C++) or Python (each iteration of the loop runs from Python), the default."""
+USER_CPP_WRAPPER = "TORCHINDUCTOR_CPP_WRAPPER"
+"""The environment variable Inductor reads its ``cpp_wrapper`` from when it is imported
+(``"1"``: the C++ wrapper): a user's own setting, kept."""
+COMPILE_OPTIONS: Options = ((CPP_WRAPPER, True),)
+PYTHON_WRAPPER: Options = ((CPP_WRAPPER, False),)
+
+
+@dataclass(frozen=True)
+class Route:
+    """The Inductor options ``torch_scan`` compiles with: ``inference``, ``gradients`` (the
+    forward whose backward autograd takes, compiled together), and ``one_step_gradients``
+    for a gradient one time step long (T = 1); ``settings`` says which, and whose."""
+
+    inference: Options
+    gradients: Options
+    one_step_gradients: Options
+    settings: tuple[Setting, ...]
+
+
+def route(environ: Mapping[str, str] | None = None) -> Route:
+    """``torch_scan``'s route (``frae.routes``): Inductor's C++ wrapper for inference and
+    gradients, which runs the scan's loops in C++ (the default model's gradient 2.5x
+    faster per step than with the Python wrapper at B = 1, 1.7x at B = 256; the
+    state-feedback model's about as fast: docs/performance.md), but the Python wrapper for
+    the gradient of a one-step scan, which PyTorch 2.14's C++ wrapper fails to compile (its
+    C++ declares a buffer twice).
+
+    A ``TORCHINDUCTOR_CPP_WRAPPER`` of the user's is kept: no option is passed, and Inductor
+    reads theirs, but where it asks for the C++ wrapper a one-step gradient still takes the
+    Python wrapper, the only one that compiles it. ``FRAE_ROUTES=defaults`` passes no option
+    (Inductor's Python wrapper for everything).
+    """
+    env = os.environ if environ is None else environ
+    chosen = routes.chosen(dict(env))
+    users = env.get(USER_CPP_WRAPPER)
+
+    def settings(*values: tuple[str | None, str]) -> tuple[Setting, ...]:
+        return tuple(
+            Setting(f"inductor {CPP_WRAPPER} ({kind})", value, by)
+            for kind, (value, by) in zip(
+                ("inference", "gradients", "gradients, T = 1"), values, strict=True
+            )
+        )
+
+    if users is not None:
+        theirs = (users, routes.BY_USER)
+        if users == "1":
+            fallback = (str(False), routes.BY_FRAE)
+            return Route((), (), PYTHON_WRAPPER, settings(theirs, theirs, fallback))
+        return Route((), (), (), settings(theirs, theirs, theirs))
+    if chosen == routes.DEFAULTS:
+        default = (None, routes.BY_DEFAULT)
+        return Route((), (), (), settings(default, default, default))
+    cpp, python = (str(True), routes.BY_FRAE), (str(False), routes.BY_FRAE)
+    return Route(COMPILE_OPTIONS, COMPILE_OPTIONS, PYTHON_WRAPPER, settings(cpp, cpp, python))
+
 
 # Dynamo keeps its compiled code on the Python function compiled (``_unroll``) for
 # every config together, and stops at 8 (``recompile_limit``): each config, and each of
@@ -91,10 +148,8 @@ def _decode(
     return outputs, last
 
 
-@functools.lru_cache(maxsize=64)
-def compiled(
-    config: FRAEConfig, options: tuple[tuple[str, bool], ...] = COMPILE_OPTIONS
-) -> Functions:
+@functools.lru_cache(maxsize=128)
+def compiled(config: FRAEConfig, options: Options = COMPILE_OPTIONS) -> Functions:
     """``config``'s functions compiled by Inductor with ``options``, shared by every backend
     of that config.
 
@@ -141,12 +196,29 @@ def eager_frames(functions: Functions) -> Functions:
     return Functions(unroll=unroll, decode=decode)
 
 
+def one_step_apart(functions: Functions, one_step: Functions) -> Functions:
+    """``functions``, but a call one time step long (T = 1) runs ``one_step``: the gradient
+    of a one-step scan compiled otherwise (``Route.one_step_gradients``). Dynamo compiles
+    T = 1 apart from longer calls in any case (it specializes a size of 1)."""
+    if functions is one_step:
+        return functions
+
+    def pick(sequences: torch.Tensor) -> Functions:
+        return one_step if sequences.shape[1] == 1 else functions
+
+    return Functions(
+        unroll=lambda module, x, state: pick(x).unroll(module, x, state),
+        decode=lambda module, z, state: pick(z).decode(module, z, state),
+    )
+
+
 class TorchScanBackend(BaseBackend):
     """float32 on the CPU; ``torch.compile`` of the scan, autograd for back-propagation.
 
-    Inference runs under ``torch.no_grad``, compiled with Inductor's C++ wrapper; a
-    gradient runs the forward compiled with its Python wrapper, whose backward (itself a
-    compiled scan, reversed) autograd calls once. Adam is
+    Inference runs under ``torch.no_grad``; a gradient runs the forward compiled with its
+    backward (itself a compiled scan, reversed), which autograd calls once. Both are
+    compiled with Inductor's options of ``route()``, made when the backend is created and
+    listed in ``routes``. Adam is
     ``torch.optim.Adam``, which places ε outside the square root as the contract.
 
     With ``devices=N``, ``fit`` trains under ``DistributedDataParallel`` on the N processes
@@ -167,6 +239,8 @@ class TorchScanBackend(BaseBackend):
         self.rank = train.process_group_rank(devices)
 
     def _build(self, weights: Weights) -> None:
+        self.route = self.chosen_route()
+        self.routes = self.route.settings
         self.module = model.module_for(self.config)
         self.compiled = self.functions()
         self.compiled_for_gradients = self.gradient_functions()
@@ -178,14 +252,23 @@ class TorchScanBackend(BaseBackend):
                 train.LossModule(self.module, self._tensor_loss)
             )
 
+    def chosen_route(self) -> Route:
+        """The Inductor options this backend compiles with: ``route()``, read from the
+        environment when the backend is created."""
+        return route()
+
     def functions(self) -> Functions:
         """How this backend runs the loop for inference: the compiled scan, and a frame at a
         time the cell eagerly (``eager_frames``)."""
-        return eager_frames(compiled(self.config))
+        return eager_frames(compiled(self.config, self.route.inference))
 
     def gradient_functions(self) -> Functions:
-        """How this backend runs the loop whose gradient autograd takes."""
-        return compiled(self.config, PYTHON_WRAPPER)
+        """How this backend runs the loop whose gradient autograd takes: a one-step scan
+        apart (``one_step_apart``)."""
+        return one_step_apart(
+            compiled(self.config, self.route.gradients),
+            compiled(self.config, self.route.one_step_gradients),
+        )
 
     def _export(self, format: str, folder: Path) -> str:
         return export.WRITERS[format](self.config, self._read_weights(), folder)

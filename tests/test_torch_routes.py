@@ -1,0 +1,151 @@
+"""``torch_scan``'s route (``frae.routes``): Inductor's C++ wrapper for inference and
+gradients by default, the Python wrapper for the gradient of a one-step scan (which the
+C++ wrapper fails to compile in PyTorch 2.14), a user's ``TORCHINDUCTOR_CPP_WRAPPER`` kept,
+and ``FRAE_ROUTES=defaults`` compiling with ``torch.compile``'s defaults; ``routes`` says
+which."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import frae
+from frae import routes
+from parity_tests.cases import CASES
+from parity_tests.tolerances import assert_close
+
+pytestmark = pytest.mark.backend_specific("torch_scan")
+torch_backend = pytest.importorskip("impls.torch_scan.backend")
+
+CPP, PYTHON = torch_backend.COMPILE_OPTIONS, torch_backend.PYTHON_WRAPPER
+KINDS = ("inference", "gradients", "gradients, T = 1")
+
+
+def _reported(route: object) -> list[tuple[str, str | None, str]]:
+    settings = route.settings  # type: ignore[attr-defined]
+    assert [s.option for s in settings] == [f"inductor cpp_wrapper ({kind})" for kind in KINDS]
+    return [(kind, s.value, s.by) for kind, s in zip(KINDS, settings, strict=True)]
+
+
+def test_the_best_route_compiles_with_the_cpp_wrapper_but_a_one_step_gradient() -> None:
+    route = torch_backend.route({})
+    assert (route.inference, route.gradients, route.one_step_gradients) == (CPP, CPP, PYTHON)
+    assert _reported(route) == [
+        ("inference", "True", routes.BY_FRAE),
+        ("gradients", "True", routes.BY_FRAE),
+        ("gradients, T = 1", "False", routes.BY_FRAE),
+    ]
+
+
+def test_defaults_pass_no_option() -> None:
+    route = torch_backend.route({routes.ROUTES: routes.DEFAULTS})
+    assert (route.inference, route.gradients, route.one_step_gradients) == ((), (), ())
+    assert {(value, by) for _, value, by in _reported(route)} == {(None, routes.BY_DEFAULT)}
+
+
+@pytest.mark.parametrize("chosen", [routes.BEST, routes.DEFAULTS])
+def test_the_user_s_python_wrapper_is_kept_everywhere(chosen: str) -> None:
+    route = torch_backend.route({torch_backend.USER_CPP_WRAPPER: "0", routes.ROUTES: chosen})
+    assert (route.inference, route.gradients, route.one_step_gradients) == ((), (), ())
+    assert {(value, by) for _, value, by in _reported(route)} == {("0", routes.BY_USER)}
+
+
+def test_the_user_s_cpp_wrapper_is_kept_but_where_it_cannot_compile() -> None:
+    route = torch_backend.route({torch_backend.USER_CPP_WRAPPER: "1"})
+    assert (route.inference, route.gradients, route.one_step_gradients) == ((), (), PYTHON)
+    assert _reported(route) == [
+        ("inference", "1", routes.BY_USER),
+        ("gradients", "1", routes.BY_USER),
+        ("gradients, T = 1", "False", routes.BY_FRAE),
+    ]
+
+
+def test_an_unknown_choice_of_routes_is_refused() -> None:
+    with pytest.raises(ValueError, match=routes.ROUTES):
+        torch_backend.route({routes.ROUTES: "fast"})
+
+
+def test_a_one_step_call_takes_the_one_step_functions() -> None:
+    torch = pytest.importorskip("torch")
+
+    def functions(name: str) -> object:
+        return torch_backend.Functions(
+            unroll=lambda module, x, state: name, decode=lambda module, z, state: name
+        )
+
+    many, one = functions("many"), functions("one")
+    both = torch_backend.one_step_apart(many, one)
+    for steps, expected in [(1, "one"), (2, "many")]:
+        x = torch.zeros(3, steps, 2)
+        assert both.unroll(None, x, None) == both.decode(None, x, None) == expected
+    assert torch_backend.one_step_apart(many, many) is many
+
+
+@pytest.mark.parametrize("batch", [1, 3])
+def test_a_one_step_gradient_compiles_and_equals_the_reference(batch: int) -> None:
+    """The fallback for T = 1 (B = 1, which Dynamo specializes, and B > 1) on the route:
+    it compiles, and its loss and gradients are the reference's."""
+    config = CASES["default"].config
+    weights = frae.initial_weights(config, seed=2)
+    rng = np.random.default_rng(3)
+    x, y = (rng.uniform(-1.0, 1.0, (batch, 1, config.input_dim)) for _ in range(2))
+    model = frae.create("torch_scan", config, weights=weights)
+    assert isinstance(model, torch_backend.TorchScanBackend)
+    assert model.routes == torch_backend.route().settings
+    loss, grads = model.loss_and_grads(x.astype(np.float32), y.astype(np.float32))
+    expected_loss, expected = frae.create("reference", config, weights=weights).loss_and_grads(x, y)
+    assert_close("loss", np.asarray(loss, np.float32), np.asarray(expected_loss))
+    for name, grad in expected.items():
+        assert_close("gradients", grads[name], grad, name)
+
+
+REPORT = """
+import json, frae, torch._inductor.config as inductor
+model = frae.create("torch_scan")
+print(json.dumps({"routes": [[s.value, s.by] for s in model.routes],
+                  "inductor": inductor.cpp_wrapper}))
+"""
+
+
+@pytest.mark.slow  # a fresh interpreter importing PyTorch
+@pytest.mark.parametrize(
+    ("environment", "values", "by", "inductor"),
+    [
+        ({}, ["True", "True", "False"], [routes.BY_FRAE] * 3, False),
+        ({routes.ROUTES: routes.DEFAULTS}, [None] * 3, [routes.BY_DEFAULT] * 3, False),
+        (
+            {torch_backend.USER_CPP_WRAPPER: "1"},
+            ["1", "1", "False"],
+            [routes.BY_USER, routes.BY_USER, routes.BY_FRAE],
+            True,
+        ),
+    ],
+    ids=["best", "defaults", "users-own"],
+)
+def test_a_backend_reports_its_route_and_leaves_inductor_s_own_setting(
+    environment: dict[str, str], values: list[str | None], by: list[str], inductor: bool
+) -> None:
+    """In a process of each environment: ``routes`` as ``route`` makes them, and Inductor's
+    process-wide ``cpp_wrapper`` the environment's (the route passes its options to each
+    compilation, never through Inductor's config)."""
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if key not in (routes.ROUTES, torch_backend.USER_CPP_WRAPPER)
+    }
+    run = subprocess.run(
+        [sys.executable, "-c", REPORT],
+        env={**env, **environment},
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=True,
+    )
+    seen = json.loads(run.stdout.splitlines()[-1])
+    assert seen["routes"] == [list(pair) for pair in zip(values, by, strict=True)]
+    assert seen["inductor"] is inductor
