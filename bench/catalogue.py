@@ -118,22 +118,6 @@ def _torch_routes() -> tuple[Variant, ...]:
     routes = f"{BASELINES}.torch_routes"
     return (
         Variant(
-            "torch_scan[python_wrapper]",
-            f"{routes}:TorchScanPythonWrapperBackend",
-            Role.BASELINE,
-            "torch_scan with Inductor's Python wrapper, which runs each loop iteration from Python",
-            needs=("torch",),
-            optional=True,
-        ),
-        Variant(
-            "torch_scan[cpp_gradient]",
-            f"{routes}:TorchScanCppGradientBackend",
-            Role.BASELINE,
-            "torch_scan with Inductor's C++ wrapper for gradients too",
-            needs=("torch",),
-            optional=True,
-        ),
-        Variant(
             "torch_compiled_step",
             f"{routes}:TorchCompiledStepBackend",
             Role.BASELINE,
@@ -293,10 +277,11 @@ VARIANTS = (
         "torch_scan",
         "torch_scan",
         Role.COMPILED,
-        "PyTorch's scan operator over nn.Linear layers, torch.compile (Inductor; C++ wrapper "
-        "for inference, Python wrapper for gradients)",
+        "PyTorch's scan operator over nn.Linear layers, torch.compile (Inductor's C++ wrapper; "
+        "a one-step gradient through its Python wrapper)",
         wide=TARGETED,
     ),
+    _defaults("torch_scan", "torch_scan", "Inductor C++ wrapper: its Python wrapper throughout"),
     _by_hand(
         "torch_scan", "bench.twins.torch_scan:TorchScanBPTTBackend", "torch.autograd.Function"
     ),

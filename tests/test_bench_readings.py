@@ -165,7 +165,7 @@ def test_a_wide_spread_is_flagged_and_a_tight_one_is_not() -> None:
 
 # Tables say their shapes; the terminal fits 100 columns -------------------------------------
 
-LONG_NAMES = ["numba_floor", "keras_defaults[tensorflow]", "torch_scan[python_wrapper]"]
+LONG_NAMES = ["numba_floor", "keras_defaults[tensorflow]", "torch_scan[defaults]"]
 
 
 def quick_like_records() -> list:

@@ -229,7 +229,7 @@ def test_the_report_says_the_peaks_and_each_ratio_beside_the_floors() -> None:
 
 def test_the_terminals_wide_model_table_fits_100_columns_with_the_roofline() -> None:
     records = wide_run()
-    for index, name in enumerate(["keras_defaults[tensorflow]", "torch_scan[python_wrapper]"]):
+    for index, name in enumerate(["keras_defaults[tensorflow]", "torch_scan[defaults]"]):
         for batch in (1, 256):
             for operation in ("predict", "train_step"):
                 us = 123.456 * (index + 1) * batch

@@ -15,7 +15,6 @@ ROUTES = "bench.baselines.torch_routes"
 BOTH = ("forward", "gradients")
 TORCH_ROUTES = {
     "torch_eager": ("bench.baselines.torch_eager:TorchEagerBackend", BOTH),
-    "TorchScanPythonWrapperBackend": (f"{ROUTES}:TorchScanPythonWrapperBackend", BOTH),
     "TorchCompiledStepBackend": (f"{ROUTES}:TorchCompiledStepBackend", BOTH),
     "TorchScriptBackend": (f"{ROUTES}:TorchScriptBackend", BOTH),
     "TorchAOTIBackend": (f"{ROUTES}:TorchAOTIBackend", ("forward",)),

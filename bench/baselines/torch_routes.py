@@ -1,13 +1,11 @@
 """The other ways PyTorch 2 can run the FRAE loop on a CPU, each a benchmark variant.
 
 ``torch_scan`` (the backend) compiles the scan higher-order op whole with Inductor's C++
-wrapper, for inference and gradients (``impls.torch_scan.backend.route``). These are the
-routes it was chosen over, with ``torch_scan``'s module, weights and training, so that only
-the loop differs:
+wrapper, for inference and gradients (``impls.torch_scan.backend.route``; under
+``FRAE_ROUTES=defaults``, Inductor's Python wrapper: the variant ``torch_scan[defaults]``).
+These are the other routes it was chosen over, with ``torch_scan``'s module, weights and
+training, so that only the loop differs:
 
-- ``TorchScanPythonWrapperBackend``: the same compiled scan, Inductor's default Python
-  wrapper running each iteration of the loop, for inference and gradients: what
-  ``torch_scan`` runs under ``FRAE_ROUTES=defaults``;
 - ``TorchCompiledStepBackend``: ``torch.compile`` of one time step, called from a Python
   loop (the route a PyTorch user tries first);
 - ``TorchScriptBackend``: the loop in TorchScript, run by its interpreter (TorchScript is
@@ -28,23 +26,11 @@ import torch
 
 from bench.baselines.layout import ACTIVATION_CODES
 from bench.baselines.torch_eager import output_feedback, python_loop_functions
-from frae import routes
 from frae.backend import Array, Moments, TrainStep
 from frae.config import FRAEConfig
 from frae.training_state import TrainingState
 from impls.torch_scan import model
-from impls.torch_scan.backend import Functions, Route, TorchScanBackend, route
-
-
-class TorchScanPythonWrapperBackend(TorchScanBackend):
-    """``torch_scan`` on ``torch.compile``'s defaults (``FRAE_ROUTES=defaults``): Inductor's
-    Python wrapper dispatches each iteration of the loop from Python, for inference and
-    gradients."""
-
-    name = "torch_scan[python_wrapper]"
-
-    def chosen_route(self) -> Route:
-        return route({**os.environ, routes.ROUTES: routes.DEFAULTS})
+from impls.torch_scan.backend import Functions, TorchScanBackend
 
 
 @functools.lru_cache(maxsize=16)

@@ -230,6 +230,9 @@ class TorchScanBackend(BaseBackend):
     export_formats, export_refusals = made_where_installed(
         {"onnx": ("onnxscript", "onnxruntime")}, refused={"pt2": export.AOTI_REFUSAL}
     )
+    routes: tuple[Setting, ...] = route().settings
+    """The settings of ``route()`` as the environment gave it when the module was imported;
+    each backend's own, from its creation, replace them on the object."""
     data_parallel: DistributedDataParallel | None = None
     """With ``devices=N``: ``train.LossModule`` over ``module``, under DDP."""
     rank = 0
