@@ -10,6 +10,7 @@ import os
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 from frae import routes
@@ -148,3 +149,60 @@ def test_a_compiler_option_is_passed_unless_the_user_or_the_defaults_say_otherwi
         {},
         (routes.Setting(option, None, routes.BY_DEFAULT),),
     )
+
+
+ROUTE_RUN = """
+import json, sys, numpy as np, frae
+
+results = {}
+configs = {
+    "default": frae.FRAEConfig(),
+    "state": frae.FRAEConfig(feedback="state", state_dim=8),
+    "wide": frae.FRAEConfig(encoder_units=(64,), latent_dim=16, decoder_units=(64,)),
+}
+for label, config in configs.items():
+    model = frae.create(sys.argv[1], config, seed=1)
+    x = frae.data.multi_sine(batch=3, steps=200, features=config.input_dim)
+    results[f"{label} predict"] = model.predict(x).tolist()
+    loss, grads = model.loss_and_grads(x)
+    results[f"{label} loss"] = [loss]
+    results[f"{label} gradients"] = np.concatenate([g.ravel() for g in grads.values()]).tolist()
+print(json.dumps(results))
+"""
+
+
+def _route_results(backend: str, **environment: str) -> dict[str, np.ndarray]:
+    env = {k: v for k, v in os.environ.items() if k not in ("XLA_FLAGS", routes.BEFORE)}
+    run = subprocess.run(
+        [sys.executable, "-c", ROUTE_RUN, backend],
+        env={**env, **environment},
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=True,
+    )
+    return {k: np.asarray(v) for k, v in json.loads(run.stdout.splitlines()[-1]).items()}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("backend", "environment"),
+    [("tf_while", {}), ("keras_rnn", {"KERAS_BACKEND": "tensorflow"})],
+    ids=["tf_while", "keras_rnn-tensorflow"],
+)
+def test_xla_s_loop_folding_changes_float32_rounding_alone(
+    backend: str, environment: dict[str, str]
+) -> None:
+    """The same outputs, loss and gradients on the route and on XLA's defaults, to within
+    float32 rounding of each array's largest entry (printed: the figure docs/performance.md
+    quotes, ``pytest -s -k rounding``)."""
+    pytest.importorskip("tensorflow")
+    best = _route_results(backend, **environment)
+    defaults = _route_results(backend, **environment, **{routes.ROUTES: routes.DEFAULTS})
+    worst = {
+        name: float(np.max(np.abs(best[name] - defaults[name])) / np.max(np.abs(best[name])))
+        for name in best
+    }
+    print(f"\n{backend}: largest difference over the largest entry, route against defaults:")
+    print("\n".join(f"  {name}: {value:.2g}" for name, value in worst.items()))
+    assert max(worst.values()) <= 1e-6, worst
