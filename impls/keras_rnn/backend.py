@@ -31,7 +31,7 @@ from frae.backend import Array, BaseBackend, Moments, TrainStep, kept_slot, seri
 from frae.config import FRAEConfig
 from frae.params import Weights
 from frae.routes import Setting
-from frae.training_state import TrainingState
+from frae.training_state import TrainingState, is_fresh
 from impls.keras_rnn import export, optimizers
 from impls.keras_rnn.model import (
     LOOP_FOLDING,
@@ -179,8 +179,9 @@ class KerasRNNBackend(BaseBackend):
         self, optimizer: str, learning_rate: float, start: TrainingState
     ) -> tuple[TrainStep, Moments]:
         trainer = self.trainer(optimizer, learning_rate)
-        with self._creating():
-            optimizers.resume(trainer.optimizer, start)
+        if not is_fresh(start):  # trainer() zeroed every optimizer variable: a fresh state
+            with self._creating():
+                optimizers.resume(trainer.optimizer, start)
         if self.engine is not None:
             moments = functools.partial(optimizers.moments, trainer.optimizer)
             return self.engine.train_step(trainer), moments

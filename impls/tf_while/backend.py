@@ -18,7 +18,7 @@ from frae.devices import tensorflow_strategy
 from frae.export import made_where_installed
 from frae.params import Weights, from_flat
 from frae.routes import Setting
-from frae.training_state import TrainingState
+from frae.training_state import TrainingState, is_fresh
 from impls.tf_while import export, model, train
 from impls.tf_while.model import tf
 
@@ -261,7 +261,7 @@ class TFWhileBackend(BaseBackend):
         lr = tf.constant(learning_rate, tf.float32)  # a tensor: a new rate does not retrace
         slots = (self.first_slots,) if optimizer == "adam" else ()
         self._after_step = self.compiled["start_fit"](self.first_copy, *slots).numpy()
-        if slots:
+        if slots and not is_fresh(start):  # start_fit's zeros are a fresh state already
             train.resume_slots(self.first_slots, start)
 
         def step(x: Array, y: Array) -> float:
