@@ -123,8 +123,13 @@ def targets(pivot: Pivot) -> list[Outcome]:
 def measured_targets(pivot: Pivot) -> list[Outcome]:
     """For a model beside the run's first: the targets over the floor and the roofline's
     that its measurements judge. Batching is not judged there: at width 256 a step is
-    enough work that the floor itself gains 1.5×, not 8×, from B = 1 to 256."""
-    judged = [judge(t, pivot) for t in targets_of(pivot) if isinstance(t.over, OverFloor)]
+    enough work that the floor itself gains 1.5×, not 8×, from B = 1 to 256; nor is a
+    framework's own limit (``Target.variant``), set for the default model."""
+    judged = [
+        judge(t, pivot)
+        for t in targets_of(pivot)
+        if isinstance(t.over, OverFloor) and t.variant is None
+    ]
     return [outcome for outcome in judged + roofline_targets(pivot) if outcome.judged]
 
 

@@ -288,6 +288,13 @@ def test_a_second_model_gets_its_own_section_and_targets() -> None:
     judged = measured_targets(analysis.Pivot.of([*records, *wide_batch], label))
     assert not [t for t in judged if t.statement.startswith("batching")]
     assert [t for t in targets(default) if t.statement.startswith("batching")]
+    wide_train = [
+        timed("floor", "loss_and_grads", 1, 1000, 1e-2, role="floor", model=label),
+        timed("tf_while", "train_step", 1, 1000, 2e-2, model=label),
+    ]
+    judged = measured_targets(analysis.Pivot.of([*records, *wide_train], label))
+    assert [t for t in judged if "training step" in t.statement]  # the general ones, judged
+    assert not [t for t in judged if t.statement.startswith("tf_while's")]  # its own: default's
 
 
 def test_config_reads_json_or_a_file(tmp_path: Path) -> None:
