@@ -63,7 +63,7 @@ BACKWARD_OVER_FORWARD = 2
 backward, the input's gradient δ @ Wᵀ and the kernel's hᵀ @ δ, each as large; the
 activations' derivatives and the biases' sums are counted as the forward's."""
 ADAM_FLOPS = 14
-"""FLOPs per weight of one Adam update (contract section 4): m (3), v (4), m̂ and v̂ (2),
+"""FLOPs per weight of one Adam update (the contract's optimizers): m (3), v (4), m̂ and v̂ (2),
 then √v̂, + ε, the division, × lr and the subtraction from w (5)."""
 ADAM_ARRAYS = 7
 """float32 arrays of the weights' size one Adam update moves: w, g, m, v read; w, m, v
