@@ -91,7 +91,7 @@ def jax_scan_programs(config: frae.FRAEConfig, x: np.ndarray) -> Programs:
     state = compiled.optimizer_inits["adam"](weights)
     rate = np.float32(1e-3)
     lowered = {
-        "predict": compiled.predict.lower(weights, x, jax_backend.initial_state(len(x))),
+        "predict": compiled.predict.lower(jax_backend.packed, x, jax_backend.initial_state(len(x))),
         "loss_and_grads": compiled.loss_and_grads.lower(weights, x, x),
         "train_step": compiled.train_steps["adam"].lower(weights, state, rate, x, x),
     }

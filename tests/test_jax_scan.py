@@ -253,13 +253,14 @@ def test_state_model_at_large_batches_takes_no_output_only_path(
 def _device_results(model: frae.Backend) -> dict[str, object]:
     """Every array the jitted functions return, before any conversion to NumPy."""
     compiled = jax_backend.compiled(model.config)
-    params = model.params  # type: ignore[attr-defined]
+    params, packed = model.params, model.packed  # type: ignore[attr-defined]
     x, y = _inputs(seed=4), _inputs(seed=5)
     state = model.initial_state(BATCH)
     results: dict[str, object] = {
-        "predict": compiled.predict(params, x, state),
-        "encode": compiled.encode(params, x, state),
-        "decode": compiled.decode(params, _inputs(seed=6, width=CONFIG.latent_dim), state),
+        "packed": packed,
+        "predict": compiled.predict(packed, x, state),
+        "encode": compiled.encode(packed, x, state),
+        "decode": compiled.decode(packed, _inputs(seed=6, width=CONFIG.latent_dim), state),
         "loss_and_grads": compiled.loss_and_grads(params, x, y),
     }
     for name, train_step in compiled.train_steps.items():

@@ -40,17 +40,20 @@ class Compiled:
     """One config's jitted functions, shared by every backend of that config.
 
     Each function is jitted once here, with the config bound, so a call hashes no static
-    argument and a repeated call with the same shapes reuses the compiled code. They take
-    and return canonical weights, a plain dict of arrays that jit flattens at little cost
-    per call (an ``nnx.State`` argument costs more). ``predict``, ``encode`` and ``decode``
-    take ``(params, sequences, state)``, the feedback entering the first step an argument
-    like the sequences (so a stream's next state compiles nothing, and a call without one
-    passes zeros), and return the outputs and the feedback after the last step.
+    argument and a repeated call with the same shapes reuses the compiled code. Training
+    takes and returns canonical weights, a plain dict of arrays that jit flattens at little
+    cost per call (an ``nnx.State`` argument costs more). ``predict``, ``encode`` and
+    ``decode``, called a frame at a time by a stream, take the weights ``pack``ed into one
+    array instead (each array argument costs a call as much as a small step of the loop), and
+    ``(packed, sequences, state)``, the feedback entering the first step an argument like the
+    sequences (so a stream's next state compiles nothing, and a call without one passes
+    zeros); they return the outputs and the feedback after the last step.
     """
 
-    predict: Jitted[[Params, Any, Any], Streamed]
-    encode: Jitted[[Params, Any, Any], Streamed]
-    decode: Jitted[[Params, Any, Any], Streamed]
+    pack: Jitted[[Params], jax.Array]
+    predict: Jitted[[jax.Array, Any, Any], Streamed]
+    encode: Jitted[[jax.Array, Any, Any], Streamed]
+    decode: Jitted[[jax.Array, Any, Any], Streamed]
     loss_and_grads: Jitted[[Params, Any, Any], tuple[jax.Array, Params]]
     optimizer_inits: Mapping[str, Jitted[[Params], optax.OptState]]
     train_steps: Mapping[str, Jitted[..., tuple[Params, optax.OptState, jax.Array]]]
@@ -78,15 +81,17 @@ def compiled(config: FRAEConfig, *, by_hand: bool = False) -> Compiled:
             },
         )
 
-    def streamed(kept: int, *, codes_given: bool = False) -> Jitted[[Params, Any, Any], Streamed]:
+    def streamed(
+        kept: int, *, codes_given: bool = False
+    ) -> Jitted[[jax.Array, Any, Any], Streamed]:
         """``model.unroll`` from a state, jitted: its output ``kept`` (0: x̂, 1: z) and the
         last feedback, in the layout for the sequences' batch (``model.runs_batch_last``)."""
 
-        def run(params: Params, sequences: Any, state: Any) -> Streamed:
+        def run(packed: jax.Array, sequences: Any, state: Any) -> Streamed:
             batch_last = model.runs_batch_last(config, sequences.shape[0])
             results = model.unroll(
                 config,
-                params,
+                model.unpacked(config, packed),
                 sequences,
                 codes_given=codes_given,
                 state=state,
@@ -97,6 +102,7 @@ def compiled(config: FRAEConfig, *, by_hand: bool = False) -> Compiled:
         return jit(run)
 
     return Compiled(
+        pack=jit(functools.partial(model.packed, config)),
         predict=streamed(0),
         encode=streamed(1),
         decode=streamed(0, codes_given=True),
@@ -141,6 +147,8 @@ class JaxScanBackend(BaseBackend):
     export_formats = ("stablehlo",)
     export_refusals = export.REFUSALS
     by_hand = False
+    _packed_from: Params | None = None
+    _packed: jax.Array
     mesh: jax.sharding.Mesh | None = None
     """With ``devices=N``: the first N of ``jax.devices()`` (every process's, when
     ``jax.distributed`` joined several), one axis ``"batch"``."""
@@ -195,12 +203,20 @@ class JaxScanBackend(BaseBackend):
     def _decode(self, z: Array, state: Array) -> tuple[Any, Any]:
         return self._streamed(self.compiled.decode, z, state)
 
+    @property
+    def packed(self) -> jax.Array:
+        """The weights in one array (``model.packed``), packed again after they change."""
+        if self._packed_from is not self._params:  # a step or a write replaces the dict
+            self._packed, self._packed_from = self.compiled.pack(self._params), self._params
+        return self._packed
+
     def _streamed(
-        self, function: Jitted[[Params, Any, Any], Streamed], sequences: Array, state: Array
+        self, function: Jitted[[jax.Array, Any, Any], Streamed], sequences: Array, state: Array
     ) -> tuple[Any, Any]:
-        """``function`` on the sequences and the state, each sent to the device as an
-        argument; its outputs and last feedback as arrays this process can read."""
-        outputs, last = function(self._params, sequences, state)
+        """``function`` on the packed weights, the sequences and the state, the last two each
+        sent to the device as an argument; its outputs and last feedback as arrays this
+        process can read."""
+        outputs, last = function(self.packed, sequences, state)
         return self._local(outputs), self._local(last)
 
     def _export(self, format: str, folder: Path) -> str:

@@ -22,6 +22,7 @@ body for state that never changes across steps.
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -259,6 +260,23 @@ def graphdef(config: FRAEConfig) -> nnx.GraphDef[Model]:
     feedback), built abstractly (no weights drawn)."""
     model = FRAE if config.gru is None else StateFRAE
     return nnx.graphdef(nnx.eval_shape(lambda: model(config, rngs=nnx.Rngs(0))))
+
+
+def packed(config: FRAEConfig, weights: Mapping[str, Array]) -> Array:
+    """The weights raveled and laid end to end in canonical order, one array: a jitted call
+    taking it passes one argument where the dict passes one per weight."""
+    return jnp.concatenate([weights[name].ravel() for name in config.parameter_shapes()])
+
+
+def unpacked(config: FRAEConfig, packed_weights: Array) -> Params:
+    """``packed``'s inverse, canonical weights as slices of ``packed_weights`` (in a trace,
+    slices that XLA reads in place)."""
+    weights, start = {}, 0
+    for name, shape in config.parameter_shapes().items():
+        size = math.prod(shape)
+        weights[name] = packed_weights[start : start + size].reshape(shape)
+        start += size
+    return weights
 
 
 def state_from_weights(weights: Mapping[str, Array]) -> nnx.State:
