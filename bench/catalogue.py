@@ -290,7 +290,12 @@ VARIANTS = (
         "keras_rnn[tensorflow]", "keras_rnn", "XLA loop folding", {"KERAS_BACKEND": "tensorflow"}
     ),
     _keras("jax"),
-    _defaults("keras_rnn[jax]", "keras_rnn", "state carried through fit", {"KERAS_BACKEND": "jax"}),
+    _defaults(
+        "keras_rnn[jax]",
+        "keras_rnn",
+        "state carried through fit, keras.remat from B = 64",
+        {"KERAS_BACKEND": "jax"},
+    ),
     _keras("torch"),
     Variant(
         "textbook_fix",

@@ -60,6 +60,10 @@ QUICK_SHAPES = (
 (what a call of a tenth of the length costs) and at a large batch, for the batching target;
 the stream, for its targets. On one core a variant's compiles take most of its minute, so
 the gradient and the training step are compiled at the targets' T alone."""
+ROOFLINE_WIDTH = 256
+"""The width-axis model whose steps the roofline's targets hold (``bench.targets``): its one
+hidden layer per side of 256 units, at B = 256, T = 1000; ``--quick`` measures it there too,
+predict and the training step, so that a quick run judges those targets."""
 
 
 def full_grid(
@@ -91,9 +95,22 @@ def default_grid() -> list[Point]:
     return grid
 
 
+def roofline_model() -> tuple[str, FRAEConfig]:
+    """The width-axis model of ``ROOFLINE_WIDTH``, its label and config."""
+    return next(
+        (label, config)
+        for label, config in wide_models().items()
+        if config.encoder_units == (ROOFLINE_WIDTH,)
+    )
+
+
 def quick_grid(model: str = DEFAULT_MODEL) -> list[Point]:
-    """``QUICK_SHAPES`` on ``model``."""
-    return on_model(QUICK_SHAPES, model)
+    """``QUICK_SHAPES`` on ``model``; on the default model, the roofline's model too, predict
+    and the training step at B = 256, T = 1000."""
+    grid = on_model(QUICK_SHAPES, model)
+    if model == DEFAULT_MODEL:
+        grid.append(Point(roofline_model()[0], 256, 1000, ("predict", "train_step")))
+    return grid
 
 
 def on_model(points: Iterable[Point], model: str) -> list[Point]:
@@ -119,7 +136,8 @@ def choose_grid(
         ops = tuple(operations or OPERATIONS)
         return full_grid(batches or BATCHES, steps or STEPS, ops, label), models
     if quick:
-        return quick_grid(label), models
+        wide = dict([roofline_model()]) if config is None else {}
+        return quick_grid(label), models | wide
     if config is None:
         return default_grid(), {label: FRAEConfig(), **wide_models()}
     return on_model(SHAPES, label), models
@@ -163,11 +181,12 @@ def read_config(text: str) -> FRAEConfig:
 def points_for(variant: Variant, grid: Iterable[Point], settings: Settings) -> list[Point]:
     """The part of ``grid`` a variant runs: the operations it offers; if slow, the caps and
     ``Settings.slow_operations``; the models after the grid's first only if it runs the
-    width axis (``Variant.wide``)."""
+    width axis (``Variant.wide``) and its role is among ``Settings.wide_roles``."""
     grid = list(grid)
     points, main = [], grid[0].model if grid else DEFAULT_MODEL
     for point in grid:
-        wanted = variant.operations if point.model == main else variant.wide
+        wide = settings.wide_roles is None or variant.role in settings.wide_roles
+        wanted = variant.operations if point.model == main else variant.wide if wide else ()
         if variant.slow and settings.slow_operations is not None:
             wanted = tuple(op for op in wanted if op in settings.slow_operations)
         offered = tuple(op for op in point.operations if op in wanted)

@@ -9,6 +9,7 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from bench.records import Point
+from bench.roles import ROUTES
 from frae.config import FRAEConfig
 
 
@@ -34,6 +35,9 @@ class Settings:
     would take more of the full grid's 20-minute budget than it can hold."""
     slow_operations: tuple[str, ...] | None = None
     """The operations a slow variant gets, of those it offers (``None``: all of them)."""
+    wide_roles: tuple[str, ...] | None = None
+    """The roles of the variants that measure the models after the grid's first, of those
+    with a width axis (``Variant.wide``; ``None``: all of them)."""
     stream_repeats: int | None = None
     """The least timed samples of the stream (``None``: ``repeats``); each is already the
     mean of a whole sequence's calls."""
@@ -59,6 +63,8 @@ QUICK_SETTINGS = Settings(
     # streams in the full grid, and the quick run's few minutes hold the exported artifacts
     slow_operations=("predict", "loss_and_grads", "train_step"),
     stream_repeats=3,  # so that the quick run's few minutes hold every variant's stream
+    # the roofline's model, for its targets: the framework routes, which they judge
+    wide_roles=ROUTES,
 )
 
 

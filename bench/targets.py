@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from bench.analysis import BATCHED_SHAPE, TARGET_SHAPE, THROUGHPUT, TIME, Key, Pivot, Shape
-from bench.grid import STREAM_FRAMES, wide_models
+from bench.grid import ROOFLINE_WIDTH, STREAM_FRAMES, roofline_model
 from bench.records import RECEIVER, SENDER, SIDES, STREAM
 from bench.roles import ROUTES, Role
 
@@ -433,12 +433,7 @@ def stream_origin(t: tuple[Target, ...]) -> str:
 STREAM_TARGETS_ORIGIN = stream_origin(STREAM_TARGETS)
 
 
-ROOFLINE_WIDTH = 256
-"""The width-axis model whose steps the roofline's targets hold: its one hidden layer per
-side of 256 units (``bench.grid.wide_models``)."""
-ROOFLINE_MODEL = next(
-    label for label, config in wide_models().items() if config.encoder_units == (ROOFLINE_WIDTH,)
-)
+ROOFLINE_MODEL = roofline_model()[0]
 ROOFLINE_TARGETS = tuple(
     Target(
         f"{short}_roofline",

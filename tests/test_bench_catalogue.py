@@ -79,10 +79,10 @@ def test_a_state_feedback_run_leaves_out_what_cannot_run_it_and_says_why() -> No
     """Every variant that cannot run the model is left out with its reason; every other one
     keeps its points; an output-feedback run leaves none out."""
     from bench.catalogue import VARIANTS
-    from bench.grid import points_for, quick_grid, state_points
+    from bench.grid import points_for, quick_grid, state_points, wide_models
     from bench.job import Settings
 
-    models = {STATE_LABEL: STATE_CONFIG, "default": frae.FRAEConfig()}
+    models = {STATE_LABEL: STATE_CONFIG, "default": frae.FRAEConfig(), **wide_models()}
     left_out = {}
     for variant in VARIANTS:
         points = points_for(variant, quick_grid(STATE_LABEL), Settings())

@@ -206,3 +206,49 @@ def test_xla_s_loop_folding_changes_float32_rounding_alone(
     print(f"\n{backend}: largest difference over the largest entry, route against defaults:")
     print("\n".join(f"  {name}: {value:.2g}" for name, value in worst.items()))
     assert max(worst.values()) <= 1e-6, worst
+
+
+REMAT_RUN = """
+import json, keras, numpy as np, frae
+
+calls = []
+remat = keras.remat
+keras.remat = lambda function: calls.append(function) or remat(function)
+model = frae.create("keras_rnn", frae.FRAEConfig(), seed=1)
+results = {"routes": [str(setting) for setting in model.routes]}
+for batch in (1, 64):
+    x = frae.data.multi_sine(batch=batch, steps=50, features=2)
+    traced_before = len(calls)
+    loss, grads = model.loss_and_grads(x)
+    results[f"B={batch} recomputed"] = len(calls) > traced_before
+    results[f"B={batch} loss"] = [loss]
+    results[f"B={batch} gradients"] = np.concatenate([g.ravel() for g in grads.values()]).tolist()
+print(json.dumps(results))
+"""
+
+
+def _remat_run(**environment: str) -> dict[str, object]:
+    run = subprocess.run(
+        [sys.executable, "-c", REMAT_RUN],
+        env={**os.environ, "KERAS_BACKEND": "jax", **environment},
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=True,
+    )
+    return dict(json.loads(run.stdout.splitlines()[-1]))
+
+
+@pytest.mark.slow
+def test_keras_on_jax_recomputes_from_b_64_on_its_route_alone_with_the_same_bits() -> None:
+    """On its route Keras on JAX runs a gradient's step under ``keras.remat`` from B = 64 (not
+    at B = 1), under the defaults never; loss and gradients equal on both."""
+    pytest.importorskip("jax")
+    best = _remat_run()
+    defaults = _remat_run(**{routes.ROUTES: routes.DEFAULTS})
+    assert (best["B=1 recomputed"], best["B=64 recomputed"]) == (False, True)
+    assert (defaults["B=1 recomputed"], defaults["B=64 recomputed"]) == (False, False)
+    assert any("keras.remat" in s and "(frae)" in s for s in best["routes"])  # type: ignore[attr-defined]
+    assert any("keras.remat" in s and "(framework default)" in s for s in defaults["routes"])  # type: ignore[attr-defined]
+    for name in ("B=1 loss", "B=1 gradients", "B=64 loss", "B=64 gradients"):
+        np.testing.assert_allclose(best[name], defaults[name], rtol=1e-6, atol=0, err_msg=name)

@@ -43,6 +43,7 @@ from impls.keras_rnn.model import (
 )
 from impls.keras_rnn.train import (
     CARRIED_STEPS,
+    RECOMPUTED,
     CarriedSteps,
     DataParallel,
     Gradients,
@@ -75,7 +76,7 @@ class KerasRNNBackend(BaseBackend):
     jit_compile: bool | str = keras.backend.backend() != "torch"
     routes: tuple[Setting, ...] = {
         "tensorflow": () if LOOP_FOLDING is None else (LOOP_FOLDING,),
-        "jax": (CARRIED_STEPS,),
+        "jax": (CARRIED_STEPS, RECOMPUTED),
     }.get(keras.backend.backend(), ())
     engine: DataParallel | None = None
     _carried: CarriedSteps | None = None

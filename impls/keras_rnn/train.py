@@ -20,6 +20,9 @@ from impls.keras_rnn.optimizers import SpecAdam, SpecSGD
 
 Gradients = Callable[[Tensor, Tensor], tuple[Tensor, Sequence[Tensor]]]
 
+REMAT_MIN_BATCH = 64
+"""From this batch size on a gradient on JAX recomputes each step (``RECOMPUTED``)."""
+
 
 @keras.saving.register_keras_serializable(package=PACKAGE)
 class SquaredErrorCell(keras.layers.Layer):
@@ -41,11 +44,37 @@ class SquaredErrorCell(keras.layers.Layer):
         self.output_size = 1
 
     def call(self, inputs: Tensor, states: list[Tensor]) -> tuple[Tensor, list[Tensor]]:
-        feedback, total = states
+        step = keras.remat(self.step) if recomputes(self.cell, inputs.shape[0]) else self.step
+        return step(inputs, *states)
+
+    def step(self, inputs: Tensor, feedback: Tensor, total: Tensor) -> tuple[Tensor, list[Tensor]]:
         reconstruction, _, fed_back = self.cell.step(inputs[..., : self.features], feedback)
         error = ops.square(reconstruction - inputs[..., self.features :])
         total = total + ops.sum(error, axis=-1, keepdims=True)
         return total, [fed_back, total]
+
+
+RECOMPUTED = routes.Setting(
+    "keras.remat of a training step (JAX, B >= 64)",
+    "recomputed" if routes.chosen() == routes.BEST else None,
+    routes.BY_FRAE if routes.chosen() == routes.BEST else routes.BY_DEFAULT,
+)
+"""Whether a gradient on JAX over 64 sequences or more recomputes each step's intermediates
+in the backward loop (``keras.remat``, JAX's ``checkpoint``) instead of storing them, as
+jax_scan does from the same B (``impls.jax_scan.train.REMAT_MIN_BATCH``): at width 256,
+B = 256, a training step three times faster, and the same bits (docs/performance.md)."""
+
+
+def recomputes(cell: FRAECell, batch: int | None) -> bool:
+    """Whether a step over ``batch`` sequences runs under ``keras.remat`` (``RECOMPUTED``):
+    on JAX, where shapes are static in a trace, output feedback, from ``REMAT_MIN_BATCH``."""
+    return (
+        RECOMPUTED.value is not None
+        and keras.backend.backend() == "jax"
+        and cell.frae_config.gru is None
+        and batch is not None
+        and batch >= REMAT_MIN_BATCH
+    )
 
 
 @keras.saving.register_keras_serializable(package=PACKAGE)
