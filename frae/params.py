@@ -47,10 +47,13 @@ def initial_weights(config: FRAEConfig, seed: int = 0) -> Weights:
     }
 
 
-def from_flat(config: FRAEConfig, flat: npt.ArrayLike) -> Weights:
+def from_flat(config: FRAEConfig, flat: npt.ArrayLike, *, by_sorted_name: bool = False) -> Weights:
     """Canonical weights from one vector holding every weight, flattened, in canonical order
-    (how the compiled backends keep a copy in one buffer)."""
+    (how the compiled backends keep a copy in one buffer), or with ``by_sorted_name`` in the
+    order of their sorted names (how ``jax.flatten_util.ravel_pytree`` lays out a dict)."""
     shapes = config.parameter_shapes()
+    if by_sorted_name:
+        shapes = {name: shapes[name] for name in sorted(shapes)}
     sizes = [math.prod(shape) for shape in shapes.values()]
     pieces = np.split(np.asarray(flat, np.float32), np.cumsum(sizes)[:-1])
     return {

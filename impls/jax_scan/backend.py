@@ -248,7 +248,7 @@ class JaxScanBackend(BaseBackend):
             return float(self._local(loss))
 
         def moments() -> tuple[Weights, Weights]:
-            m, v = train.moments(jax.tree.map(self._local, optimizer_state), self.params)
+            m, v = train.moments(jax.tree.map(self._local, optimizer_state), self.config)
             return _as_numpy(m), _as_numpy(v)
 
         return step, moments

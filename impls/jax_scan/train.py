@@ -12,11 +12,11 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 from flax import nnx
-from jax.flatten_util import ravel_pytree
 from jax.sharding import PartitionSpec
 
 from frae.config import FUSED_PRODUCT_MAX_SIZE, FRAEConfig
 from frae.optimizers import ADAM
+from frae.params import Weights, from_flat
 from frae.training_state import TrainingState
 from impls.jax_scan import model
 from impls.jax_scan.model import Array, Params
@@ -205,14 +205,15 @@ def _raveled(moment: Mapping[str, np.ndarray]) -> np.ndarray:
     return np.concatenate([np.ravel(moment[name]) for name in sorted(moment)])
 
 
-def moments(state: optax.OptState, params: Params) -> tuple[Params, Params]:
+def moments(state: optax.OptState, config: FRAEConfig) -> tuple[Weights, Weights]:
     """Adam's m and v by canonical name from optax's ``state`` (``optimizer_state``'s
-    layout) of ``params``; empty for SGD."""
+    layout), NumPy float32; empty for SGD. Each moment's vector is read to the host once
+    and cut there, with no operation on the device."""
     adam = state[0]
     if not isinstance(adam, optax.ScaleByAdamState):
         return {}, {}
-    unravel = ravel_pytree(params)[1]
-    return unravel(adam.mu), unravel(adam.nu)
+    m, v = (from_flat(config, moment, by_sorted_name=True) for moment in (adam.mu, adam.nu))
+    return m, v
 
 
 def train_step(
