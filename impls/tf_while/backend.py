@@ -100,7 +100,7 @@ def compiled_functions(jit_compile: bool) -> dict[str, Any]:
         "encode": compile_(encode),
         "decode": compile_(decode),
         **_training_functions(compile_, train.mean_squared_error),
-        "start_fit": compile_(train.start_fit),
+        "start_fit": compile_(lambda config, v, *slots: train.start_fit(v, *slots)),
     }
 
 
@@ -190,17 +190,25 @@ class TFWhileBackend(BaseBackend):
 
     def _call(self, operation: str, *args: Any) -> Any:
         """``compiled_functions()[operation](config, variables, *args)``, through the concrete
-        function of these argument shapes, looked up once per shape.
+        function of these argument shapes, looked up once per shape, called with its flat
+        inputs: the variables' handles in ``tf.nest``'s order (the weights', then those of
+        any optimizer slots in ``args``), then the tensors.
 
         Calling the ``tf.function`` matches every argument against its traces (the config,
-        ten variables, the tensors) at each call, which costs about as much as TensorFlow's
-        own launch of the XLA program; the concrete function skips that, leaving the launch.
+        ten variables, the tensors) at each call, and calling the concrete function with the
+        structured arguments matches them to its signature: on a call of one frame, or in a
+        ``fit`` of a few steps, each costs more than TensorFlow's own launch of the XLA
+        program (docs/performance.md). The flat call skips both.
         """
         tensors = [
             tf.convert_to_tensor(arg) if isinstance(arg, np.ndarray) else arg for arg in args
         ]
         concrete = self._concrete_function(operation, tensors)
-        return concrete(self.traced_config, self.first_copy, *tensors)
+        inputs = [
+            leaf.handle if isinstance(leaf, tf.Variable) else leaf
+            for leaf in tf.nest.flatten(tensors)
+        ]
+        return concrete._call_flat([*self._handles, *inputs], concrete.captured_inputs)
 
     def _concrete_function(self, operation: str, tensors: Sequence[Any]) -> Any:
         """The concrete function of ``operation`` for the shapes of ``tensors``, traced at
@@ -222,15 +230,8 @@ class TFWhileBackend(BaseBackend):
             self.variables[name].assign(value)
 
     def _stream(self, operation: str, sequences: Array, state: Array) -> tuple[Array, Array]:
-        """``operation``'s outputs and last feedback, both NumPy, from the feedback ``state``.
-
-        The concrete function is called with its flat inputs (the variables' handles, in
-        ``tf.nest``'s order, then the two tensors), which skips matching the structured
-        arguments to its signature: on a call of one frame, that matching costs more than
-        the launch of the XLA program (docs/performance.md)."""
-        tensors = (tf.convert_to_tensor(sequences), tf.convert_to_tensor(state))
-        concrete = self._concrete_function(operation, tensors)
-        outputs, last = concrete._call_flat([*self._handles, *tensors], concrete.captured_inputs)
+        """``operation``'s outputs and last feedback, both NumPy, from the feedback ``state``."""
+        outputs, last = self._call(operation, sequences, state)
         return outputs.numpy(), last.numpy()
 
     def _predict(self, x: Array, state: Array) -> tuple[Array, Array]:
@@ -260,7 +261,7 @@ class TFWhileBackend(BaseBackend):
             return self._data_parallel_step(optimizer, learning_rate, start), moments
         lr = tf.constant(learning_rate, tf.float32)  # a tensor: a new rate does not retrace
         slots = (self.first_slots,) if optimizer == "adam" else ()
-        self._after_step = self.compiled["start_fit"](self.first_copy, *slots).numpy()
+        self._after_step = self._call("start_fit", *slots).numpy()
         if slots and not is_fresh(start):  # start_fit's zeros are a fresh state already
             train.resume_slots(self.first_slots, start)
 
