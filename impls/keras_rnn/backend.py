@@ -170,8 +170,7 @@ class KerasRNNBackend(BaseBackend):
                 trainer.optimizer.build(trainer.trainable_variables)
             self._built.trainers[optimizer] = trainer
         trainer = self._built.trainers[optimizer]
-        for variable in trainer.optimizer.variables:
-            variable.assign(ops.zeros(variable.shape, variable.dtype))
+        trainer.optimizer.zero()
         trainer.optimizer.learning_rate = learning_rate
         self._training = trainer
         return trainer
