@@ -275,5 +275,5 @@ class JaxScanBackend(BaseBackend):
         return bool(self._local(self.compiled.all_finite(self._params)))
 
 
-def _as_numpy(arrays: Params) -> Weights:
+def _as_numpy(arrays: Mapping[str, Any]) -> Weights:
     return {name: np.array(value, np.float32) for name, value in arrays.items()}
