@@ -5,6 +5,7 @@ training state (contract section 3c) moved into and out of them."""
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from frae.backend import KEPT_SLOTS
@@ -40,21 +41,29 @@ class KeepsWeights(OptimizerMixin):
         self.resumed = self.add_variable((), initializer="zeros", name="resumed")
 
     def zero(self) -> None:
-        """Every variable back to zero, a fresh state. On TensorFlow in one call of a
-        ``tf.function`` made at the first: an eager assignment costs tens of µs, and the
+        """Every variable back to zero, a fresh state, through a function compiled at the
+        first call (``_zeroing``): an eager zeros and assignment cost tens of µs, and the
         optimizer has some 25 variables (docs/performance.md)."""
-        if keras.backend.backend() != "tensorflow":
-            self._assign_zeros()
-            return
         if getattr(self, "_zeroing", None) is None:
-            import tensorflow as tf
-
-            self._zeroing = tf.function(self._assign_zeros, autograph=False)
+            self._zeroing = self._compiled_zeroing()
         self._zeroing()
 
-    def _assign_zeros(self) -> None:
-        for variable in self.variables:
-            variable.assign(ops.zeros(variable.shape, variable.dtype))
+    def _compiled_zeroing(self) -> Callable[[], None]:
+        """On TensorFlow a ``tf.function`` assigning zeros; on JAX one jitted call making
+        fresh zeros (Keras' compiled step donates its state's buffers, so none is shared
+        from one fit to the next), each then assigned; eager on torch."""
+        variables = list(self.variables)
+        backend = keras.backend.backend()
+        if backend == "tensorflow":
+            import tensorflow as tf
+
+            return tf.function(lambda: _assign(variables, _zeros(variables)), autograph=False)
+        if backend == "jax":
+            import jax
+
+            fresh = jax.jit(lambda: _zeros(variables))
+            return lambda: _assign(variables, fresh())
+        return lambda: _assign(variables, _zeros(variables))
 
     def update_step(
         self, gradient: Tensor, variable: keras.Variable, learning_rate: Tensor
@@ -103,6 +112,15 @@ class SpecAdam(KeepsWeights, keras.optimizers.Adam):
         v_hat = v / (1 - ops.power(beta_2, step))
         lr = ops.cast(learning_rate, variable.dtype)
         self.assign_sub(variable, lr * m_hat / (ops.sqrt(v_hat) + self.epsilon))
+
+
+def _zeros(variables: list[keras.Variable]) -> list[Tensor]:
+    return [ops.zeros(variable.shape, variable.dtype) for variable in variables]
+
+
+def _assign(variables: list[keras.Variable], values: list[Tensor]) -> None:
+    for variable, value in zip(variables, values, strict=True):
+        variable.assign(value)
 
 
 def resume(optimizer: keras.optimizers.Optimizer, start: TrainingState) -> None:
