@@ -293,7 +293,7 @@ VARIANTS = (
     _defaults(
         "keras_rnn[jax]",
         "keras_rnn",
-        "state carried through fit, keras.remat from B = 64",
+        "state carried through fit, keras.remat from B = 64, YNNPACK fusions off",
         {"KERAS_BACKEND": "jax"},
     ),
     _keras("torch"),

@@ -42,6 +42,11 @@ state-feedback models at B = 1 and 256, and of the width-256 model at B = 1, run
 kernel; the width-256 model's loops at B = 256 (a matrix product of 256 × 256 per layer and
 step) keep XLA's kernels, which run those products faster than the folded loop
 (docs/performance.md, "The settings that matter")."""
+YNNPACK_OFF = {"xla_cpu_experimental_ynn_fusion_type": ""}
+"""XLA:CPU's YNNPACK fusions off, a compiler option (``compiler_options``): from B = 256 for
+this model XLA hands large element-wise fusions to YNNPACK, each a library call dispatched to
+its thread pool at every time step, which costs more than the fused loop it replaces
+(docs/performance.md, "The settings that matter")."""
 EXTRA_OPTIONS = "--xla_backend_extra_options="
 """The ``XLA_FLAGS`` flag that carries backend options, ``key=value`` pairs separated by
 commas."""

@@ -242,13 +242,15 @@ def _remat_run(**environment: str) -> dict[str, object]:
 @pytest.mark.slow
 def test_keras_on_jax_recomputes_from_b_64_on_its_route_alone_with_the_same_bits() -> None:
     """On its route Keras on JAX runs a gradient's step under ``keras.remat`` from B = 64 (not
-    at B = 1), under the defaults never; loss and gradients equal on both."""
+    at B = 1), under the defaults never; loss and gradients equal on both; its routes list
+    that and YNNPACK's fusions off, each as this package's or as the framework's default."""
     pytest.importorskip("jax")
     best = _remat_run()
     defaults = _remat_run(**{routes.ROUTES: routes.DEFAULTS})
     assert (best["B=1 recomputed"], best["B=64 recomputed"]) == (False, True)
     assert (defaults["B=1 recomputed"], defaults["B=64 recomputed"]) == (False, False)
-    assert any("keras.remat" in s and "(frae)" in s for s in best["routes"])  # type: ignore[attr-defined]
-    assert any("keras.remat" in s and "(framework default)" in s for s in defaults["routes"])  # type: ignore[attr-defined]
+    for option in ("keras.remat", "ynn_fusion_type"):
+        assert any(option in s and "(frae)" in s for s in best["routes"])  # type: ignore[attr-defined]
+        assert any(option in s and "(framework default)" in s for s in defaults["routes"])  # type: ignore[attr-defined]
     for name in ("B=1 loss", "B=1 gradients", "B=64 loss", "B=64 gradients"):
         np.testing.assert_allclose(best[name], defaults[name], rtol=1e-6, atol=0, err_msg=name)

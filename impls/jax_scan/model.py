@@ -47,12 +47,10 @@ TracedStep = tuple[Array, tuple[Array, list[Array], list[Array]]]
 # (10-bit mantissa), far outside the parity tolerances against the float64 reference.
 PRECISION = jax.lax.Precision.HIGHEST
 
-# XLA's CPU compiler hands large element-wise fusions to YNNPACK ("__ynn_fusion" in the
-# optimized HLO), from B = 256 for this model: each becomes a library call dispatched to its
-# thread pool at every time step, which costs more than the fused loop it replaces. Off for
-# every function of this backend: at B = 256 predict and a gradient (batch-major,
-# recomputed) run faster without it, and B = 1 is unchanged (docs/performance.md).
-COMPILER_OPTIONS, ROUTES = routes.compiler_options({"xla_cpu_experimental_ynn_fusion_type": ""})
+# YNNPACK's fusions ("__ynn_fusion" in the optimized HLO) off for every function of this
+# backend: at B = 256 predict and a gradient (batch-major, recomputed) run faster without
+# them, and B = 1 is unchanged (docs/performance.md).
+COMPILER_OPTIONS, ROUTES = routes.compiler_options(routes.YNNPACK_OFF)
 """The options passed and the settings they make (``frae.routes``): under
 ``FRAE_ROUTES=defaults``, or where the user's ``XLA_FLAGS`` names the option, none."""
 

@@ -34,6 +34,8 @@ from frae.routes import Setting
 from frae.training_state import TrainingState, is_fresh
 from impls.keras_rnn import export, optimizers
 from impls.keras_rnn.model import (
+    JAX_COMPILER_OPTIONS,
+    JAX_ROUTES,
     LOOP_FOLDING,
     build_models,
     canonical_name,
@@ -76,7 +78,7 @@ class KerasRNNBackend(BaseBackend):
     jit_compile: bool | str = keras.backend.backend() != "torch"
     routes: tuple[Setting, ...] = {
         "tensorflow": () if LOOP_FOLDING is None else (LOOP_FOLDING,),
-        "jax": (CARRIED_STEPS, RECOMPUTED),
+        "jax": (CARRIED_STEPS, RECOMPUTED, *JAX_ROUTES),
     }.get(keras.backend.backend(), ())
     engine: DataParallel | None = None
     _carried: CarriedSteps | None = None
@@ -358,7 +360,7 @@ def inference_function(model: keras.Model, jit_compile: bool | str) -> Inference
 def _jax_inference(model: keras.Model) -> Inference:
     import jax
 
-    @jax.jit
+    @functools.partial(jax.jit, compiler_options=JAX_COMPILER_OPTIONS)
     def call(trainable: list[Any], non_trainable: list[Any], sequences: Any, state: Any) -> Any:
         outputs, _ = model.stateless_call(trainable, non_trainable, [sequences, state])
         return outputs

@@ -29,6 +29,12 @@ ops = keras.ops
 LOOP_FOLDING = routes.fold_xla_loops() if keras.backend.backend() == "tensorflow" else None
 """XLA's loop folding on TensorFlow (``frae.routes``), set before TensorFlow compiles its
 first XLA function (the import above compiles none). On JAX the loops fold without it."""
+JAX_COMPILER_OPTIONS, JAX_ROUTES = (
+    routes.compiler_options(routes.YNNPACK_OFF) if keras.backend.backend() == "jax" else ({}, ())
+)
+"""On JAX, YNNPACK's fusions off in the functions this package jits (inference and the
+gradient; Keras' own training step is jitted inside Keras, without them): at B = 256 predict
+runs twice as fast (docs/performance.md)."""
 
 Tensor = Any
 """A tensor of the Keras backend in use (TensorFlow's, JAX's or torch's), or a symbolic one."""

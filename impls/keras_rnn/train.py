@@ -15,7 +15,7 @@ from frae import routes
 from frae.backend import Array, TrainStep, check_device_count
 from frae.config import FRAEConfig
 from frae.devices import tensorflow_strategy
-from impls.keras_rnn.model import PACKAGE, FRAECell, Tensor, keras, ops
+from impls.keras_rnn.model import JAX_COMPILER_OPTIONS, PACKAGE, FRAECell, Tensor, keras, ops
 from impls.keras_rnn.optimizers import SpecAdam, SpecSGD
 
 Gradients = Callable[[Tensor, Tensor], tuple[Tensor, Sequence[Tensor]]]
@@ -165,7 +165,11 @@ def gradient_function(model: keras.Model, jit_compile: bool) -> Gradients:
             return mean_squared_error_of(x, sums)
 
         value_and_grad = jax.value_and_grad(loss_of)
-        compiled = jax.jit(value_and_grad) if jit_compile else value_and_grad
+        compiled = (
+            jax.jit(value_and_grad, compiler_options=JAX_COMPILER_OPTIONS)
+            if jit_compile
+            else value_and_grad
+        )
 
         def jax_gradients(x: Tensor, y: Tensor) -> tuple[Tensor, Sequence[Tensor]]:
             trainable = [v.value for v in model.trainable_variables]
