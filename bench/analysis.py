@@ -169,8 +169,8 @@ class Pivot:
 
     @property
     def state_feedback(self) -> bool:
-        """Whether the model feeds back its GRU's state (contract section 1b), as the run's
-        record of its config says."""
+        """Whether the model feeds back its GRU's state (the contract's "State feedback"), as
+        the run's record of its config says."""
         return self.config.get("feedback") == "state"
 
     def floor_ratio(self, key: Key) -> float | None:

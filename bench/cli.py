@@ -19,8 +19,8 @@ One's own port beside the floor, on a wider model:
     python -m bench --quick --variants numba_floor my_package.port:MyFRAE \\
         --config '{"encoder_units": [64], "latent_dim": 16, "decoder_units": [64]}'
 
-The state-feedback model (contract section 1b), the GRU in the floors too; the variants that
-cannot run it (``Variant.no_state_feedback``) are left out, saying why:
+The state-feedback model (the contract's "State feedback"), the GRU in the floors too; the
+variants that cannot run it (``Variant.no_state_feedback``) are left out, saying why:
 
     python -m bench --quick --config '{"feedback": "state", "state_dim": 8}'
 """

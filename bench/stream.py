@@ -1,5 +1,5 @@
 """The stream operation: one sequence sent a chunk at a time, the recurrence's state carried
-from call to call (contract section 3b), as a codec runs online.
+from call to call (the contract's "Streaming"), as a codec runs online.
 
 The sender encodes each chunk of the signal, ``encode(chunk, state=s, return_state=True)``;
 the receiver decodes each chunk of codes as it arrives,

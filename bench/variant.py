@@ -42,8 +42,9 @@ class Variant:
             for the matrix floor (whose gradient divides a training step); none for the
             rest (the loop floors, one multiply-add at a time, would take minutes a call
             there and bound nothing).
-        no_state_feedback: why it cannot run a state-feedback model (contract section 1b),
-            whose points a run leaves out of its part, saying so (``state_points``);
+        no_state_feedback: why it cannot run a state-feedback model (the contract's "State
+            feedback"), whose points a run leaves out of its part, saying so
+            (``state_points``);
             ``None``: it runs both feedbacks.
         twin_of: the registered backend whose backward this one writes by hand (role
             ``BY_HAND``), for the report's price of autodiff.

@@ -6,7 +6,7 @@ The first backend trains ``--first-epochs`` epochs and writes a checkpoint (the 
 Adam's state, one safetensors file); a fresh model of the second backend loads it and
 trains the rest. The curve is printed step by step beside the same run on the second
 backend alone, uninterrupted: Adam's moments and step count and the shuffle's epoch carry
-over, so the two agree to float32 rounding (contract section 3c).
+over, so the two agree to float32 rounding (the contract's "Training state").
 """
 
 from __future__ import annotations

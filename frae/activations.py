@@ -1,5 +1,5 @@
-"""The slope act'(a) of each activation (``frae.ACTIVATIONS``, contract section 1), written
-once for every array library.
+"""The slope act'(a) of each activation (``frae.ACTIVATIONS``, the contract's "The model"),
+written once for every array library.
 
 The backward passes written by hand need act'(a) at every layer and step. Each slope is
 written through the output act(a), which the forward pass has already computed, so that

@@ -1,4 +1,4 @@
-"""The backend contract (docs/contract.md, section 3) and the boundary every backend shares.
+"""The backend contract (the contract's "Public interface") and the boundary every backend shares.
 
 ``Backend`` is the protocol a caller relies on. ``BaseBackend`` implements it once for every
 framework: it validates input (``frae.validation``), adds and drops the batch axis of a
@@ -146,7 +146,7 @@ class BaseBackend(abc.ABC):
     name: ClassVar[str]
     compute_dtype: ClassVar[type[np.floating[Any]]] = np.float32
     export_formats: ClassVar[tuple[str, ...]] = ()
-    """The deployment formats ``export`` makes (contract section 5)."""
+    """The deployment formats ``export`` makes (the contract's "Exports")."""
     export_refusals: ClassVar[Mapping[str, str]] = {}
     """Format -> why this backend's framework cannot make it for this model (upstream)."""
     routes: tuple[Setting, ...] = ()
@@ -195,7 +195,7 @@ class BaseBackend(abc.ABC):
 
     def initial_state(self, batch: int | None = None) -> Array:
         """Zeros of the feedback's width S: ``(batch, S)``, or ``(S,)`` for ``batch=None``, the
-        state a call without one starts from (contract section 3b)."""
+        state a call without one starts from (the contract's "Streaming")."""
         return zero_state(self._config.feedback_dim, batch, self.compute_dtype)
 
     @serialised
@@ -239,7 +239,7 @@ class BaseBackend(abc.ABC):
     @serialised
     def export(self, directory: str | os.PathLike[str], *, format: str) -> Path:
         """Write this model, its current weights baked in, to ``directory`` in ``format``
-        (contract section 5); return the artifact's path."""
+        (the contract's "Exports"); return the artifact's path."""
         return write_artifact(self, directory, format)
 
     def _export(self, format: str, folder: Path) -> str:

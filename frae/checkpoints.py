@@ -1,5 +1,5 @@
-"""Checkpoints (contract section 3c): the weights and the training state in one safetensors
-file, written whole or not at all, read through its header before any data.
+"""Checkpoints (the contract's "Training state"): the weights and the training state in one
+safetensors file, written whole or not at all, read through its header before any data.
 
 The file holds the weights under their canonical names, Adam's moments as ``adam/m/<name>``
 and ``adam/v/<name>``, and string metadata: the format and its version, the optimizer, its

@@ -55,7 +55,7 @@ def add_export_command(commands: Any) -> None:
 
     export = commands.add_parser(
         "export",
-        help="write a backend's model in a deployment format (contract section 5)",
+        help="write a backend's model in a deployment format (the contract's \"Exports\")",
         description="Write BACKEND's model, with the weights given or its initial ones, in "
         "FORMAT to the folder OUT (absent or empty); frae.load_exported(OUT) runs it.",
     )

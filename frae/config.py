@@ -1,4 +1,4 @@
-"""The model's configuration (docs/contract.md, section 1) and its layer table."""
+"""The model's configuration (the contract's "The model") and its layer table."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from frae import validation
 
 ACTIVATIONS = ("swish", "tanh", "sigmoid", "linear")
 FEEDBACKS = ("output", "state")
-"""What each step feeds back: the reconstruction x̂_{t-1} (section 1) or the decoder's GRU
-state s_{t-1} (section 1b)."""
+"""What each step feeds back: the reconstruction x̂_{t-1} (the contract's "The model") or
+the decoder's GRU state s_{t-1} (the contract's "State feedback")."""
 
 FUSED_PRODUCT_MAX_SIZE = 256
 """Kernels with at most this many entries are applied as ``sum(h[..., :, None] * kernel,
@@ -58,7 +58,7 @@ class Layer:
 
 @dataclass(frozen=True)
 class GRU:
-    """The decoder's GRU of a state-feedback model (contract section 1b).
+    """The decoder's GRU of a state-feedback model (the contract's "State feedback").
 
     ``a = z_t @ kernel + bias`` and ``c = s_{t-1} @ recurrent_kernel + recurrent_bias``, each
     of width 3H in column blocks [reset | update | candidate] (``GATES``); the reset gate
@@ -110,7 +110,8 @@ class FRAEConfig:
     The defaults reproduce the original model: 2 features, encoder 4 -> 3 -> latent 1,
     decoder 3 -> output 2, swish everywhere, the reconstruction fed back. With
     ``feedback="state"`` the decoder is a GRU of ``state_dim`` units followed by its dense
-    layers, and its state is fed back (section 1b). Invalid values raise on construction.
+    layers, and its state is fed back (the contract's "State feedback"). Invalid values
+    raise on construction.
     """
 
     input_dim: int = 2

@@ -1,4 +1,4 @@
-"""Writing an artifact (contract section 5): ``frae.export(model, directory, *, format)``.
+"""Writing an artifact (the contract's "Exports"): ``frae.export(model, directory, *, format)``.
 
 The checks and the folder are here, shared by every backend; what goes in the folder is the
 backend's ``_export``, through its framework's own exporter. The artifact is written in a

@@ -26,8 +26,9 @@ def load_exported(path: str | os.PathLike[str]) -> ExportedModel:
 
 
 class ExportedModel:
-    """``predict``, ``encode`` and ``decode`` with the state in and out (contract sections 3
-    and 3b) of an exported artifact; its weights are the artifact's, fixed."""
+    """``predict``, ``encode`` and ``decode`` with the state in and out (the contract's
+    "Public interface" and "Streaming") of an exported artifact; its weights are the
+    artifact's, fixed."""
 
     compute_dtype = np.float32
 

@@ -1,5 +1,6 @@
-"""The decoder GRU's canonical weights in the layouts of Keras, PyTorch and Flax (contract
-section 1b), as pure NumPy functions; each backend moves the arrays into its framework.
+"""The decoder GRU's canonical weights in the layouts of Keras, PyTorch and Flax (the
+contract's "State feedback"), as pure NumPy functions; each backend moves the arrays into its
+framework.
 
 Canonical (``GRU.parameter_shapes``): K (L, 3H), U (H, 3H), b_K (3H,), b_U (3H,), applied as
 ``a = z_t @ K + b_K`` and ``c = s_{t-1} @ U + b_U``, column blocks [reset | update |

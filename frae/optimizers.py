@@ -1,4 +1,4 @@
-"""The optimizers of the contract (docs/contract.md, section 4), written once.
+"""The optimizers of the contract (its "Optimizers" section), written once.
 
 Every backend reads its constants here; none defines its own.
 """

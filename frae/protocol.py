@@ -1,5 +1,6 @@
-"""``Backend``: what every backend offers a caller, NumPy arrays in and out (docs/contract.md,
-sections 3 and 3b); ``frae.BaseBackend`` implements it once for every framework."""
+"""``Backend``: what every backend offers a caller, NumPy arrays in and out (the contract's
+"Public interface" and "Streaming"); ``frae.BaseBackend`` implements it once for every
+framework."""
 
 from __future__ import annotations
 

@@ -99,7 +99,7 @@ def create(
 
     The attribute is a class or factory taking ``(config, *, seed, weights)``, and
     ``devices`` too when it is given: ``devices=N`` trains data-parallel on N of the
-    process's devices (docs/contract.md, section 3). Only the chosen backend's framework is
+    process's devices (the contract's "Public interface"). Only the chosen backend's framework is
     imported.
     """
     devices = validation.check_devices(devices)

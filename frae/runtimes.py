@@ -1,4 +1,4 @@
-"""Run an exported FRAE artifact through its runtime alone (contract section 5).
+"""Run an exported FRAE artifact through its runtime alone (the contract's "Exports").
 
 This file imports nothing of ``frae``, nor Flax, optax or Keras: only the standard library,
 NumPy and the one runtime that the artifact's format needs, when it is opened. It is what

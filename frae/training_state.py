@@ -1,5 +1,6 @@
-"""What an uninterrupted ``fit`` carries on with (contract section 3c): the optimizer's name,
-its step count, the epochs done and Adam's moments, canonical in every backend."""
+"""What an uninterrupted ``fit`` carries on with (the contract's "Training state"): the
+optimizer's name, its step count, the epochs done and Adam's moments, canonical in every
+backend."""
 
 from __future__ import annotations
 

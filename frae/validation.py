@@ -1,4 +1,4 @@
-"""Every check of caller input (docs/contract.md, section 4), in one place.
+"""Every check of caller input (the contract's "Bad input"), in one place.
 
 Each check raises ``TypeError`` for a wrong type and ``ValueError`` for a wrong value, with a
 message that names the argument, what was expected and what was given. Checks return the
@@ -209,7 +209,7 @@ def check_flag(value: object, name: str) -> bool:
 def check_state(
     state: object, batch: int, single: bool, width: int, dtype: npt.DTypeLike
 ) -> npt.NDArray[np.floating[Any]]:
-    """The feedback entering a call's first step (contract section 3b): ``None`` for zeros,
+    """The feedback entering a call's first step (the contract's "Streaming"): ``None`` for zeros,
     else ``(batch, width)`` beside a batch of sequences or ``(width,)`` beside one sequence.
 
     Returns a new C-contiguous ``(batch, width)`` array of ``dtype``.

@@ -48,7 +48,7 @@ CASES = {
         batch=5,
         steps=9,
     ),
-    # state feedback (contract section 1b): a GRU of H >= 8 units, three depths
+    # the contract's "State feedback": a GRU of H >= 8 units, three depths
     "state": Case(FRAEConfig(feedback="state", state_dim=8), batch=3, steps=7),
     "state_deep": Case(
         FRAEConfig(

@@ -35,7 +35,8 @@ MODELS = {"output": frae.FRAEConfig(), "state": frae.FRAEConfig(feedback="state"
 
 def train(model: frae.Backend, x: np.ndarray) -> dict[str, Any]:
     """Two SGD steps, four Adam steps over shuffled mini-batches, and two more resumed from
-    their training state (contract section 3c); the results, and Adam's moments after."""
+    their training state (the contract's "Training state"); the results, and Adam's moments
+    after."""
     sgd = model.fit(x, batch_size=8, optimizer="sgd", learning_rate=0.5)["loss"]
     options = {"batch_size": 8, "shuffle": True, "seed": 3, "learning_rate": 1e-2}
     adam = model.fit(x, epochs=2, **options)

@@ -1,4 +1,4 @@
-"""Exporters broken on purpose (contract section 5), one realistic mistake each.
+"""Exporters broken on purpose (the contract's "Exports"), one realistic mistake each.
 
 Each mutant is ``jax_scan`` whose StableHLO exporter errs in one way; ``test_mutants.py``
 runs the export tests against each (``pytest parity_tests/test_exports.py --backend

@@ -1,5 +1,6 @@
 """What the export tests run: the requests an artifact answers in a process of its own, the
-reference's answers to them, and the count of loops in an artifact (contract section 5).
+reference's answers to them, and the count of loops in an artifact (the contract's
+"Exports").
 
 The requests cover two B and two T from one artifact, each function from a state that is not
 zero, and a sequence cut into chunks, each chunk from the reference's state at its cut: the
@@ -141,5 +142,5 @@ LOOP_COUNTERS = {
 
 
 def formats_of(model: frae.Backend) -> tuple[str, ...]:
-    """The formats ``model`` lists (none for a backend that predates section 5)."""
+    """The formats ``model`` lists (none for a backend that predates the contract's "Exports")."""
     return tuple(getattr(model, "export_formats", ()))

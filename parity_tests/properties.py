@@ -127,7 +127,8 @@ PROPERTIES = {
     ),
     "bad_input": Property(
         "bad input",
-        "every bad input of the contract's section 4 raises the named error, names the argument "
+        'every bad input of the contract\'s "Bad input" section raises the named error, names '
+        "the argument "
         "and leaves the weights unchanged; values checked in the dtype the backend computes "
         "with; messages quote a summary, never the argument",
         (

@@ -1,4 +1,4 @@
-"""Resume mutants (contract section 3c), one realistic mistake each (see
+"""Resume mutants (the contract's "Training state"), one realistic mistake each (see
 ``parity_tests.mutants``): Adam's step count restarted on resume, the moments swapped on the
 way in, the shuffle restarted at the first epoch."""
 

@@ -1,4 +1,4 @@
-"""Streaming mutants (contract section 3b), one realistic mistake each (see
+"""Streaming mutants (the contract's "Streaming"), one realistic mistake each (see
 ``parity_tests.mutants``): a chunk that restarts, a state one step late, a sender that hands
 back its encoder's feedback, two sequences' states exchanged, a state in a layout of its own,
 a state taken without its checks."""

@@ -1,5 +1,5 @@
-"""Contract, section 4: each bad input raises the named error, names the argument, changes
-nothing."""
+"""The contract's "Bad input": each bad input raises the named error, names the argument,
+changes nothing."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
-"""Contract, sections 3b and 4: a bad streaming state raises the named error, names the
-argument and changes nothing, neither the weights, nor the state given, nor the next call."""
+"""The contract's "Streaming" and "Bad input": a bad streaming state raises the named error,
+names the argument and changes nothing, neither the weights, nor the state given, nor the
+next call."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Exports (contract section 5): every format a backend lists, run by its runtime alone.
+"""The contract's "Exports": every format a backend lists, run by its runtime alone.
 
 For each backend and each format in its ``export_formats``, on both models, with weights
 that are not the initial ones: ``frae.export`` writes one artifact, and a fresh process
@@ -67,27 +67,26 @@ def test_the_formats_listed_are_the_contracts(make_backend: MakeBackend) -> None
     assert refused <= set(frae.FORMATS) - set(listed), refused
 
 
-@pytest.mark.parametrize(
-    "format, match",
-    [
-        ("tflite", "format must be one of"),
-        (None, "format must be one of"),
-        ("not made", "cannot export format"),
-    ],
-)
+@pytest.mark.parametrize("format", ["tflite", None, "not made"])
 def test_a_format_it_cannot_make_is_refused_and_nothing_written(
-    make_backend: MakeBackend, format: object, match: str, tmp_path: Path
+    make_backend: MakeBackend, format: object, tmp_path: Path
 ) -> None:
-    """An unknown format, or one the backend does not list, is a ``ValueError`` that says
-    which it makes or why not, and nothing is written."""
+    """An unknown format, or one the backend does not list, is a ``ValueError`` naming its
+    cause, and nothing is written: the format refused, or, for a port without ``export``
+    (an optional member), that it has none. The contract fixes the error's type and what it
+    names, not its wording."""
     model = make_backend(frae.FRAEConfig())
     if format == "not made":
         unmade = [f for f in frae.FORMATS if f not in exports.formats_of(model)]
         if not unmade:
             pytest.skip(f"{model.name} makes every format")
         format = unmade[0]
-    with pytest.raises(ValueError, match=match):
+    with pytest.raises(ValueError) as refused:
         frae.export(model, tmp_path / "artifact", format=format)  # type: ignore[arg-type]
+    if callable(getattr(model, "export", None)):
+        assert repr(format) in str(refused.value), refused.value
+    else:
+        assert "export" in str(refused.value), refused.value
     assert list(tmp_path.iterdir()) == []
 
 

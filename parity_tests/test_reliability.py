@@ -1,5 +1,6 @@
-"""Contract, section 3: ``fit`` never leaves non-finite weights, and calls from several
-threads on one backend object take turns, none failing and no ``set_weights`` lost."""
+"""The contract's "Public interface": ``fit`` never leaves non-finite weights, and calls
+from several threads on one backend object take turns, none failing and no ``set_weights``
+lost."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""Contract, section 3c: ``fit`` resumes from a ``TrainingState``, through a checkpoint file,
-on the backend that made it or any other, as if it had never stopped.
+"""The contract's "Training state": ``fit`` resumes from a ``TrainingState``, through a
+checkpoint file, on the backend that made it or any other, as if it had never stopped.
 
 k steps on A, the checkpoint written and read, k more on a fresh object of B equal 2k
 uninterrupted steps on B and the reference's 2k steps: every loss and the final weights,

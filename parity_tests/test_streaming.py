@@ -1,4 +1,4 @@
-"""Streaming (contract section 3b): the feedback in and out of every call.
+"""The contract's "Streaming": the feedback in and out of every call.
 
 A stream is a sequence sent in chunks, down to one frame, each call starting from the state
 the previous one returned. Chained so, the chunks must give what one call over the whole

@@ -8,7 +8,8 @@ import pytest
 import frae
 from parity_tests.conftest import MakeBackend
 
-# The contract's section 2, written out by hand: the order in which initial weights are drawn.
+# The contract's "Canonical parameters", written out by hand: the order in which initial
+# weights are drawn.
 DEFAULT_LAYOUT = [
     ("encoder/dense_0/kernel", (4, 4)),
     ("encoder/dense_0/bias", (4,)),
@@ -36,8 +37,9 @@ OTHER_LAYOUT = [
     ("decoder/output/kernel", (6, 3)),
     ("decoder/output/bias", (3,)),
 ]
-# State feedback (section 1b), H = 5: the encoder reads [x_t, s_{t-1}] (F + H rows), the GRU's
-# K, U, b_K, b_U come between the sides, each 3H wide, and the decoder reads s_t (H rows).
+# The contract's "State feedback", H = 5: the encoder reads [x_t, s_{t-1}] (F + H rows), the
+# GRU's K, U, b_K, b_U come between the sides, each 3H wide, and the decoder reads s_t (H
+# rows).
 STATE_CONFIG = frae.FRAEConfig(feedback="state", state_dim=5)
 STATE_LAYOUT = [
     ("encoder/dense_0/kernel", (7, 4)),

@@ -1,7 +1,7 @@
-"""A torch_scan mutant (contract section 3c): Adam's moments moved between the canonical
-layout and ``nn.Linear``'s without the transpose its weights get (reshaped to fit instead),
-both ways, so the backend resumes its own checkpoints and no other's. It imports PyTorch:
-``tests/test_mutants.py`` names it without importing this module."""
+"""A torch_scan mutant (the contract's "Training state"): Adam's moments moved between the
+canonical layout and ``nn.Linear``'s without the transpose its weights get (reshaped to fit
+instead), both ways, so the backend resumes its own checkpoints and no other's. It imports
+PyTorch: ``tests/test_mutants.py`` names it without importing this module."""
 
 from __future__ import annotations
 

@@ -3,12 +3,12 @@
 - The Numba floor (``bench.baselines.numba_floor``), in float64, equals the reference's
   outputs, codes, loss and gradients to float64 rounding, on the default config, on one
   with other sizes and activations and on the parity suite's three state-feedback configs
-  (the GRU between the encoder and the decoder, contract section 1b); in float32, as the
-  benchmark runs it, within the float32 tolerances.
+  (the GRU between the encoder and the decoder, the contract's "State feedback"); in
+  float32, as the benchmark runs it, within the float32 tolerances.
 - The floor's flat layout reads the concatenation directly and places the GRU.
 - The C forward (``bench.baselines.c_forward``) equals the reference's outputs (skipped
   without ``cc``); the floors without a GRU refuse a state-feedback model.
-- Streaming (contract section 3b): both floors, from a state given, in chunks chained through
+- The contract's "Streaming": both floors, from a state given, in chunks chained through
   the states they return, equal the reference's one call (the C forward for ``predict``, its
   one operation); the state is an argument of the compiled loop, so a new state value
   compiles nothing.

@@ -1,5 +1,6 @@
-"""Checkpoint files (contract section 3c): a round trip, today's weights files, a writer
-killed at random points, and every hostile file refused, naming its path, before any data."""
+"""Checkpoint files (the contract's "Training state"): a round trip, today's weights files,
+a writer killed at random points, and every hostile file refused, naming its path, before any
+data."""
 
 from __future__ import annotations
 

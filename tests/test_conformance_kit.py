@@ -64,6 +64,27 @@ def test_a_port_outside_the_repository_runs_from_its_own_directory(tmp_path: Pat
 
 
 @pytest.mark.nested
+@pytest.mark.skipif(importlib.util.find_spec("jax") is None, reason="the port wraps jax_scan")
+def test_a_port_without_the_optional_members_passes_the_kit() -> None:
+    """``tests/wrapped_port.py``, a faithful wrapper of jax_scan with the required members
+    alone (no ``export``, ``export_formats`` nor ``devices``): the kit's tests of the
+    interface, of exports (refused, naming why, nothing written) and of ``devices`` (refused,
+    naming it) pass on it. ``make parity BACKEND=tests.wrapped_port:WrappedJaxScan`` runs the
+    whole kit on it."""
+    result = _run_suite(
+        *(str(SUITE / f"test_{module}.py") for module in ("interface", "exports", "data_parallel")),
+        "--backend",
+        "tests.wrapped_port:WrappedJaxScan",
+        cwd=REPOSITORY,
+    )
+    output = result.stdout + result.stderr
+    assert result.returncode == pytest.ExitCode.OK, output[-3000:]
+    passed = re.search(r"(\d+) passed", output)
+    assert passed is not None and int(passed.group(1)) > 10, output[-3000:]
+    assert "failed" not in output, output[-3000:]
+
+
+@pytest.mark.nested
 def test_case_runs_the_tests_of_a_case_on_the_cases_named_alone(tmp_path: Path) -> None:
     """``--case`` narrows the tests that take a case of ``cases.py``, and only those: a test
     on a config of its own (the random configs) is collected either way."""

@@ -328,7 +328,7 @@ def test_one_trace_per_shape(
     assert traces == {STEPS: 1, 3: 1}, "a new shape should trace once more"
 
 
-# streaming (contract section 3b): the feedback a call starts from is an argument of the
+# the contract's "Streaming": the feedback a call starts from is an argument of the
 # jitted functions, so one compilation per chunk length serves every state
 
 

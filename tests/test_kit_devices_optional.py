@@ -1,6 +1,6 @@
 """The kit's data-parallel refusal test against ports whose factory leaves out the optional
-``devices`` parameter (contract section 3): a faithful wrapper of the reference passes it,
-and a port that takes ``devices`` and ignores it fails it."""
+``devices`` parameter (the contract's "Public interface"): a faithful wrapper of the
+reference passes it, and a port that takes ``devices`` and ignores it fails it."""
 
 from __future__ import annotations
 

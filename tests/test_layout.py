@@ -19,7 +19,8 @@ ROOT = Path(__file__).resolve().parent.parent
 BACKEND_FOLDERS = sorted(p for p in (ROOT / "impls").iterdir() if (p / "__init__.py").exists())
 FILE_ROLES = {"__init__.py", "model.py", "train.py", "backend.py"}
 OPTIONAL_ROLES = {"export.py", "optimizers.py"}
-"""The artifacts of a backend whose framework has deployment formats (contract section 5);
+"""The artifacts of a backend whose framework has deployment formats (the contract's
+"Exports");
 the optimizers of a backend that adapts its framework's own classes (keras_rnn)."""
 UNROLL = (["config", "weights", "sequences"], ["codes_given", "state"])
 """``unroll(config, weights, sequences, *, codes_given=False, state=None, ...)``."""

@@ -11,7 +11,7 @@ every float32 backend. Each check is shown to reject a floor built from ``matrix
 deliberate mistake. Loading the library leaves the process's floating-point environment alone.
 Without a C compiler the checks are skipped.
 
-Streaming (contract section 3b): predict, encode and decode from a random state, in chunks
+The contract's "Streaming": predict, encode and decode from a random state, in chunks
 chained through the states returned, equal the reference's one call, outputs and last state;
 the state is an argument of the C loop, so two states and two chunk lengths build the library
 once.

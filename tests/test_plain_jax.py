@@ -1,6 +1,7 @@
-"""The example port ``examples/plain_jax.py`` streams (contract section 3b): its jitted ``run``
-takes the state as an argument, so a new state compiles nothing, and chained chunks equal
-one call of the reference. (The kit runs on the port in ``test_conformance_kit.py``.)"""
+"""The example port ``examples/plain_jax.py`` streams (the contract's "Streaming"): its
+jitted ``run`` takes the state as an argument, so a new state compiles nothing, and chained
+chunks equal one call of the reference. (The kit runs on the port in
+``test_conformance_kit.py``.)"""
 
 from __future__ import annotations
 

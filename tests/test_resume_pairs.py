@@ -1,6 +1,6 @@
-"""Training moves between every ordered pair of installed backends (contract section 3c),
-keras_rnn on each Keras backend counted: k steps on A, a checkpoint file, k more on B equal
-2k uninterrupted steps on B and on the reference, both models, with Adam
+"""Training moves between every ordered pair of installed backends (the contract's
+"Training state"), keras_rnn on each Keras backend counted: k steps on A, a checkpoint file,
+k more on B equal 2k uninterrupted steps on B and on the reference, both models, with Adam
 (``resume_pairs.OPTIMIZERS``).
 
 Each backend runs in a process of its own (``tests/resume_pairs.py``), all at once: first

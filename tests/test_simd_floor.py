@@ -11,13 +11,13 @@ SIMD floor. Loading the library leaves the process's floating-point environment 
 library linked with -ffast-math would flush every subnormal in the process to zero). Without
 a C compiler the checks are skipped, and the benchmark skips the variant, saying why.
 
-With state feedback (contract section 1b) the SIMD floor runs the GRU: its outputs, codes,
-decoded sequences, loss and gradients equal the float64 reference's within the suite's
-float32 tolerances, at the same three batch sizes, on the three state configs of the parity
-suite, and it trains as the scalar floor does; each GRU check is shown to reject a floor
-built from ``simd_floor.c`` with one deliberate mistake in the GRU.
+With state feedback (the contract's "State feedback") the SIMD floor runs the GRU: its
+outputs, codes, decoded sequences, loss and gradients equal the float64 reference's within
+the suite's float32 tolerances, at the same three batch sizes, on the three state configs of
+the parity suite, and it trains as the scalar floor does; each GRU check is shown to reject a
+floor built from ``simd_floor.c`` with one deliberate mistake in the GRU.
 
-Streaming (contract section 3b): for both models, at B = 1 and B = 37, predict, encode and
+The contract's "Streaming": for both models, at B = 1 and B = 37, predict, encode and
 decode from a random state, in chunks chained through the states returned, equal the
 reference's one call, outputs and last state; each check rejects a floor that drops the state
 given or returns the state from before the last step. The state is an argument of the C loop:

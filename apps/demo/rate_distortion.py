@@ -43,7 +43,7 @@ def closed_loop(
     Each step's code z_t becomes ẑ_t = Δ·round(z_t / Δ) (Δ = ``step``; 0 keeps z_t), and
     the decoder's GRU or dense layers, and so the feedback the encoder reads at t + 1, see
     ẑ_t alone: ``predict`` when Δ = 0, ``decode(ẑ)`` for any Δ. Built from the reference's
-    dense stack and GRU step (contract sections 1 and 1b).
+    dense stack and GRU step (the contract's "The model" and "State feedback").
 
     Args:
         config: the model.

@@ -29,5 +29,6 @@ MODELS = {
 }
 """Both models by the feedback they use: 12 channels through a code of 4, one hidden layer
 of 32 a side, tanh inside; the state model's GRU has 16 units. Each backend trains both,
-output feedback (contract section 1) and GRU state feedback (section 1b), from the same
-initial weights, on the same windows, with the same Adam settings and shuffling."""
+output feedback (the contract's "The model") and GRU state feedback (the contract's "State
+feedback"), from the same initial weights, on the same windows, with the same Adam settings
+and shuffling."""

@@ -3,8 +3,8 @@
 ``compile_forward`` writes the config's layer table as ``frae_plan.h`` next to a copy of
 ``c_forward.c`` in a temporary folder and builds a shared library with the system C compiler
 (``cc``, else ``gcc``) at ``-O2``. ``CForwardBackend`` offers ``predict`` only (from a
-given state, contract section 3b): it is the forward the Numba floor must stay close to, not
-a training loop; it has no GRU, and refuses a state-feedback model.
+given state, the contract's "Streaming"): it is the forward the Numba floor must stay close
+to, not a training loop; it has no GRU, and refuses a state-feedback model.
 """
 
 from __future__ import annotations

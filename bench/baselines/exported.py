@@ -1,5 +1,5 @@
 """An exported artifact as a benchmark variant: the model in a deployment format, run by its
-runtime alone in the variant's process (contract section 7).
+runtime alone in the variant's process (the contract's "Exports").
 
 Creating one exports the model through ``frae export`` in a child process, which imports
 the exporting framework, and loads the artifact with ``frae.load_exported`` here, where only

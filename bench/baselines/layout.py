@@ -6,10 +6,10 @@ the encoder input ``[x_t, x̂_{t-1}]``, each encoder layer's output, the decoder
 output, x̂_t last. A layer reads one block of rows and writes the next. The weights are one
 flat vector in canonical order, each kernel (in, out) row-major.
 
-With state feedback (contract section 1b) the rows are the encoder input ``[x_t, s_{t-1}]``,
-each encoder layer's output, z_t, the GRU's gates r, p, n and its recurrent candidate
-product c_n (``GRUPlan``), its new state s_t, each decoder layer's output (the first reads
-s_t), x̂_t last.
+With state feedback (the contract's "State feedback") the rows are the encoder input
+``[x_t, s_{t-1}]``, each encoder layer's output, z_t, the GRU's gates r, p, n and its
+recurrent candidate product c_n (``GRUPlan``), its new state s_t, each decoder layer's output
+(the first reads s_t), x̂_t last.
 """
 
 from __future__ import annotations

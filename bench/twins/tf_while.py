@@ -12,10 +12,11 @@ class TFWhileBPTTBackend(TFWhileBackend):
     ``tf.custom_gradient``: one reverse ``tf.while_loop`` carrying only the feedback's
     gradient, each weight's gradient one product over all steps after it.
 
-    The backward pass is written for output feedback; a state-feedback model (contract
-    section 1b) runs ``TFWhileBackend``'s functions, its gradient TensorFlow's autodiff.
-    predict, encode and decode, the feedback an input and an output of each (contract
-    section 3b), are ``TFWhileBackend``'s functions and traces for both models."""
+    The backward pass is written for output feedback; a state-feedback model (the
+    contract's "State feedback") runs ``TFWhileBackend``'s functions, its gradient
+    TensorFlow's autodiff. predict, encode and decode, the feedback an input and an output of
+    each (the contract's "Streaming"), are ``TFWhileBackend``'s functions and traces for both
+    models."""
 
     name = "tf_while_bptt"
 

@@ -185,7 +185,8 @@ class FRAE(nnx.Module):
 
 
 class GRUCell(nnx.Module):
-    """The contract's GRU (section 1b), ``(carry, x) -> (carry, y)`` as ``lax.scan``'s::
+    """The contract's GRU (its "State feedback" section), ``(carry, x) -> (carry, y)`` as
+    ``lax.scan``'s::
 
         a = z_t @ kernel + bias;   c = s_{t-1} @ recurrent_kernel + recurrent_bias
         r = σ(a_r + c_r);   p = σ(a_p + c_p);   n = tanh(a_n + r ⊙ c_n)

@@ -98,7 +98,7 @@ class FRAECell(keras.layers.Layer):
         return h
 
     def gru_step(self, code: Tensor, state: Tensor) -> Tensor:
-        """s_t from z_t and s_{t-1} (contract section 1b), blocks [r | p | n]:
+        """s_t from z_t and s_{t-1} (the contract's "State feedback"), blocks [r | p | n]:
 
         a = z_t K + b_K,  c = s_{t-1} U + b_U,  r = σ(a_r + c_r),  p = σ(a_p + c_p),
         n = tanh(a_n + r ⊙ c_n),  s_t = (1 − p) ⊙ n + p ⊙ s_{t-1}.
@@ -189,8 +189,8 @@ def build_models(config: FRAEConfig) -> tuple[keras.Model, keras.Model, keras.Mo
     feedback]`` and its decoder ``[z, state] -> [x̂, feedback]``.
 
     ``state`` ``(B, S)`` is the feedback entering the first step and ``feedback`` the one
-    after the last (contract section 3b): an input of the compiled predict function, so a
-    new value runs the same program. The encoder's feedback is its decoder's (the sender's
+    after the last (the contract's "Streaming"): an input of the compiled predict function,
+    so a new value runs the same program. The encoder's feedback is its decoder's (the sender's
     replica of the receiver). The three share one ``FRAECell``; the autoencoder is the
     model a user saves.
     """

@@ -1,6 +1,6 @@
 """keras_rnn's optimizers: Keras' SGD and Adam held to the contract (Adam's update with ε
 where the contract puts it), keeping the weights ``fit`` may roll back to, and the canonical
-training state (contract section 3c) moved into and out of them."""
+training state (the contract's "Training state") moved into and out of them."""
 
 from __future__ import annotations
 

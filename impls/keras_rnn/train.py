@@ -270,10 +270,10 @@ class CarriedSteps:
         self.state = None
 
 
-# Data parallelism (``create(..., devices=N)``, contract section 3): an engine tells the
-# backend where to create variables (``creating``), how to run a model (``predict``,
-# ``gradients``) and how to take one training step on a mini-batch split over its devices
-# (``train_step``).
+# Data parallelism (``create(..., devices=N)``, the contract's "Public interface"): an engine
+# tells the backend where to create variables (``creating``), how to run a model
+# (``predict``, ``gradients``) and how to take one training step on a mini-batch split over
+# its devices (``train_step``).
 
 
 class DataParallel(Protocol):

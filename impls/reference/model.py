@@ -64,7 +64,7 @@ StepTraces = tuple[list[LayerTrace], list[LayerTrace], GRUTrace | None]
 
 def gru_step(params: Params, gru: GRU, code: Array, state: Array) -> tuple[Array, GRUTrace]:
     """s_t from z_t and s_{t-1}: gate blocks [reset | update | candidate], the reset gate
-    applied to the recurrent product after its bias (contract section 1b)."""
+    applied to the recurrent product after its bias (the contract's "State feedback")."""
     a = code @ params[gru.kernel] + params[gru.bias]
     c = state @ params[gru.recurrent_kernel] + params[gru.recurrent_bias]
     a_r, a_p, a_n = np.split(a, 3, axis=-1)

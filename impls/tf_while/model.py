@@ -60,7 +60,7 @@ def dense_stack(weights: dict[str, tf.Tensor], layers: Iterable[Layer], h: tf.Te
 def gru_step(
     weights: dict[str, tf.Tensor], gru: GRU, code: tf.Tensor, state: tf.Tensor
 ) -> tf.Tensor:
-    """s_t from z_t and s_{t-1} (contract section 1b), column blocks [r | p | n]:
+    """s_t from z_t and s_{t-1} (the contract's "State feedback"), column blocks [r | p | n]:
 
     a = z_t K + b_K;  c = s_{t-1} U + b_U;  r = σ(a_r + c_r);  p = σ(a_p + c_p);
     n = tanh(a_n + r ⊙ c_n);  s_t = (1 − p) ⊙ n + p ⊙ s_{t-1}.

@@ -128,8 +128,8 @@ class FRAE(nn.Module):
 
 
 class StateFRAE(nn.Module):
-    """The state-feedback FRAE (contract section 1b): encoder, the decoder's GRU
-    (``nn.GRUCell``) and its dense layers; ``step`` is the recurrent cell.
+    """The state-feedback FRAE (the contract's "State feedback"): encoder, the decoder's
+    GRU (``nn.GRUCell``) and its dense layers; ``step`` is the recurrent cell.
 
     The carry is the GRU's state s_{t-1} of shape ``(B, H)``, from s₀ (zeros unless given)::
 

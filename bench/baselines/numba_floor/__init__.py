@@ -16,9 +16,9 @@ Written as a performance engineer would write it by hand, for any ``FRAEConfig``
   float64 for the exactness test against the reference). ``error_model="numpy"`` only drops
   the zero-divisor test that Python semantics put before every division.
 
-With state feedback (contract section 1b) the step runs the GRU between the encoder and the
-decoder (``gru``), with a time loop of its own that feeds back s_t (``loops``); a model with
-output feedback never reaches them.
+With state feedback (the contract's "State feedback") the step runs the GRU between the
+encoder and the decoder (``gru``), with a time loop of its own that feeds back s_t
+(``loops``); a model with output feedback never reaches them.
 
 One job per module: ``layers`` (a dense layer's forward and backward at one step),
 ``gru`` (the GRU's), ``loops`` (the time loops around a step, and Adam), ``backend``

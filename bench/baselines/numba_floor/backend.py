@@ -1,6 +1,6 @@
 """The floor behind the contract: ``NumbaFloorBackend`` runs the compiled loops of
 ``loops.kernels`` on the flat weights, through ``predict`` (``encode``, ``decode``, each from
-a given state, contract section 3b), ``loss_and_grads`` and ``fit``."""
+a given state, the contract's "Streaming"), ``loss_and_grads`` and ``fit``."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""The floor's GRU at one time step, forward and backward (state feedback, contract section
-1b), every size frozen in as a constant."""
+"""The floor's GRU at one time step, forward and backward (state feedback, the
+contract's "State feedback"), every size frozen in as a constant."""
 
 from __future__ import annotations
 
