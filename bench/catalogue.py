@@ -108,49 +108,6 @@ def _by_hand(twin: str, backend: str, mechanism: str) -> Variant:
     )
 
 
-PYTHON_LOOP = "its loop over time is written for output feedback (x̂_{t-1} fed back)"
-"""Why the PyTorch routes that step a cell from Python (``bench.baselines.torch_eager``) or
-script the loop run no state-feedback model; those that compile torch_scan's scan run it."""
-
-
-def _torch_routes() -> tuple[Variant, ...]:
-    """The other ways to run the loop in PyTorch (``bench.baselines.torch_routes``)."""
-    routes = f"{BASELINES}.torch_routes"
-    return (
-        Variant(
-            "torch_compiled_step",
-            f"{routes}:TorchCompiledStepBackend",
-            Role.BASELINE,
-            "torch.compile of one time step, called from a Python loop",
-            needs=("torch",),
-            slow=True,
-            optional=True,
-            no_state_feedback=PYTHON_LOOP,
-        ),
-        Variant(
-            "torch_script",
-            f"{routes}:TorchScriptBackend",
-            Role.BASELINE,
-            "the loop in TorchScript (torch.jit.script), autograd through it",
-            needs=("torch",),
-            slow=True,
-            optional=True,
-            no_state_feedback=PYTHON_LOOP,
-        ),
-        Variant(
-            "torch_aoti",
-            f"{routes}:TorchAOTIBackend",
-            Role.BASELINE,
-            "torch.export + AOTInductor: the scan compiled ahead of time, one library per "
-            "shape; inference only",
-            needs=("torch",),
-            slow=True,
-            operations=("predict", STREAM),
-            optional=True,
-        ),
-    )
-
-
 RUNTIMES = {
     "litert": ("ai_edge_litert",),
     "stablehlo": ("jax",),
@@ -316,9 +273,8 @@ VARIANTS = (
         needs=("torch",),
         slow=True,
         quick=False,  # the quick run's three minutes hold the backends, not every baseline
-        no_state_feedback=PYTHON_LOOP,
+        no_state_feedback="its loop over time is written for output feedback (x̂_{t-1} fed back)",
     ),
-    *_torch_routes(),
     *_exports(),
     Variant(
         "reference",

@@ -31,9 +31,8 @@ class Variant:
             ``slow_max_batch``).
         operations: what it offers (every operation of the grid by default); one that
             leaves out the stream says why in ``no_stream``.
-        optional: it runs only when named in ``--variants`` (the routes PyTorch's backend
-            was chosen over: measured for docs/performance.md, outside the default grid's
-            time budget).
+        optional: it runs only when named in ``--variants`` (keras_rnn[torch], Keras' eager
+            loop on torch: outside the full grid's time budget).
         quick: it runs in ``--quick`` (keras_rnn[torch] does not, nor do the hand-written
             backward passes: outside the quick run's few minutes).
         only_shapes: the (B, T) it runs, of the grid's (``None``: every one).

@@ -58,8 +58,6 @@ LEFT_OUT = {
     "jax_scan_bptt": "written by hand for output feedback",
     "torch_scan_bptt": "written by hand for output feedback",
     "torch_eager": "written for output feedback",
-    "torch_compiled_step": "written for output feedback",
-    "torch_script": "written for output feedback",
 }
 """Variants a state-feedback run leaves out, and a part of the reason it states."""
 
@@ -97,6 +95,6 @@ def test_a_state_feedback_run_leaves_out_what_cannot_run_it_and_says_why() -> No
     for name, part in LEFT_OUT.items():
         assert part in left_out.pop(name), name
     assert not left_out, left_out
-    for name in ("numba_floor", "simd_floor", "jax_scan", "torch_scan", "torch_aoti", "reference"):
+    for name in ("numba_floor", "simd_floor", "jax_scan", "torch_scan", "reference"):
         variant = next(v for v in VARIANTS if v.name == name)
         assert state_points(variant, [(STATE_LABEL, 1, 10, ("predict",))], models)[1] is None

@@ -296,7 +296,7 @@ def test_every_variant_that_can_stream_streams_in_both_grids() -> None:
             assert streams == (variant.no_stream is None), variant.name
     left_out = {v.name for v in VARIANTS if v.no_stream}
     assert {"c_forward", "jax_scan_bptt", "keras_defaults[jax]"} <= left_out
-    assert not {"numba_floor", "jax_scan", "torch_scan", "reference", "torch_aoti"} & left_out
+    assert not {"numba_floor", "jax_scan", "torch_scan", "reference"} & left_out
 
 
 def test_a_variant_without_the_stream_must_say_why() -> None:

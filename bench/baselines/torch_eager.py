@@ -22,8 +22,8 @@ Cell = Callable[[model.FRAE, torch.Tensor, torch.Tensor], tuple[torch.Tensor, An
 
 
 def output_feedback(module: model.Module) -> model.FRAE:
-    """``module`` as the output-feedback ``model.FRAE`` that these Python and TorchScript loops
-    are written for; raises ``TypeError`` for a state-feedback one."""
+    """``module`` as the output-feedback ``model.FRAE`` that the Python loop is written for;
+    raises ``TypeError`` for a state-feedback one."""
     if not isinstance(module, model.FRAE):
         raise TypeError(
             f"module: expected an output-feedback model.FRAE, got {type(module).__name__}"
@@ -51,21 +51,22 @@ def python_loop(
     return torch.stack(outputs, dim=1), torch.stack(codes, dim=1), feedback
 
 
-def python_loop_functions(
-    config: FRAEConfig, step: Cell = model.FRAE.step, decode_step: Cell = model.FRAE.decode_step
-) -> Functions:
-    """``Functions`` that run ``python_loop`` over ``step`` (or, decoding, ``decode_step``)."""
+def python_loop_functions(config: FRAEConfig) -> Functions:
+    """``Functions`` that run ``python_loop`` over ``model.FRAE.step`` (or, decoding,
+    ``model.FRAE.decode_step``)."""
     if config.gru is not None:
         raise NotImplementedError(
             'the Python loop has no GRU: it runs feedback="output" models only'
         )
 
     def decode(module: model.Module, z: torch.Tensor, state: torch.Tensor | None) -> Decoded:
-        outputs, _, last = python_loop(config, module, z, decode_step, True, state)
+        outputs, _, last = python_loop(config, module, z, model.FRAE.decode_step, True, state)
         return outputs, last
 
     return Functions(
-        unroll=lambda module, x, state: python_loop(config, module, x, step, False, state),
+        unroll=lambda module, x, state: python_loop(
+            config, module, x, model.FRAE.step, False, state
+        ),
         decode=decode,
     )
 
