@@ -28,7 +28,7 @@ BASELINES = "bench.baselines"
 def _keras(framework: str) -> Variant:
     # Keras runs its torch backend eagerly (``jit_compile=True`` hands the call to
     # torch.compile, which unrolls all T steps): a baseline, step by step, which runs when
-    # named (outside the full grid's budget; keras_defaults[torch] is the same eager loop)
+    # named (outside the full grid's budget)
     eager = framework == "torch"
     return Variant(
         f"keras_rnn[{framework}]",
@@ -47,8 +47,8 @@ def _keras(framework: str) -> Variant:
 
 
 def _keras_defaults(framework: str) -> Variant:
-    # on torch the same eager loop as keras_rnn[torch], through model.predict / model.fit:
-    # outside the full grid's budget, so it runs when named
+    """keras_rnn through Keras' defaults on ``framework``, TensorFlow or JAX (on torch they run
+    the same eager loop as keras_rnn[torch])."""
     return Variant(
         f"keras_defaults[{framework}]",
         f"{BASELINES}.keras_defaults:KerasDefaultsBackend",
@@ -56,10 +56,8 @@ def _keras_defaults(framework: str) -> Variant:
         f"Keras' defaults on {framework}: model.predict / model.fit, jit_compile='auto'",
         {"KERAS_BACKEND": framework},
         ("keras", framework),
-        # Keras resolves 'auto' to no XLA on a CPU-only TensorFlow: graph mode, step by step;
-        # on torch, to eager
-        slow=framework in ("tensorflow", "torch"),
-        optional=framework == "torch",
+        # Keras resolves 'auto' to no XLA on a CPU-only TensorFlow: graph mode, step by step
+        slow=framework == "tensorflow",
         # beside keras_rnn at the targets' shapes: what the defaults cost is read there
         only_shapes=WIDE_SHAPES,
         operations=OPERATIONS,
@@ -264,7 +262,6 @@ VARIANTS = (
     ),
     _keras_defaults("tensorflow"),
     _keras_defaults("jax"),
-    _keras_defaults("torch"),
     Variant(
         "torch_eager",
         f"{BASELINES}.torch_eager:TorchEagerBackend",
