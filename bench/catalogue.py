@@ -283,8 +283,8 @@ VARIANTS = (
 )
 DATA_PARALLEL = ("jax_scan", "tf_while", "keras_rnn[jax]", "keras_rnn[tensorflow]")
 """The variants on the devices axis: those whose engine splits a batch over the devices of
-one process (torch_scan's devices are processes, one each: its engine is timed by
-``bench.data_parallel_torch``)."""
+one process (torch_scan's devices are processes, one each, which the benchmark's
+one-process workers do not launch)."""
 VARIANTS += tuple(
     on_devices(variant, count)
     for variant in VARIANTS
