@@ -19,47 +19,16 @@ from bench.records import (
     STREAM,
     DoneRecord,
     EndRecord,
+    Key,
     Listing,
     Record,
     ResultRecord,
     RunRecord,
+    Shape,
     VariantRecord,
 )
 from bench.roles import FLOORS, Role
 from bench.rounds import pooled
-
-
-class Shape(NamedTuple):
-    """An input shape: B sequences of T steps."""
-
-    batch: int
-    steps: int
-
-
-class Key(NamedTuple):
-    """Where one measurement of one model was made."""
-
-    variant: str
-    operation: str
-    batch: int
-    steps: int
-    side: str | None = None
-    """The stream's side (``bench.records.SIDES``); ``None`` for every other operation."""
-    chunk: int | None = None
-    """The stream's frames per call; ``None`` for every other operation."""
-
-    @property
-    def shape(self) -> Shape:
-        return Shape(self.batch, self.steps)
-
-    def of(self, variant: str) -> Key:
-        """The same measurement of ``variant``."""
-        return Key(variant, self.operation, self.batch, self.steps, self.side, self.chunk)
-
-
-def key_of(r: ResultRecord) -> Key:
-    """Where ``r`` was measured."""
-    return Key(r.variant, r.operation, r.batch, r.steps, r.side, r.chunk)
 
 
 class FirstCall(NamedTuple):
@@ -132,7 +101,7 @@ class Pivot:
                 case VariantRecord():
                     pivot.facts[r.variant] = r
                 case ResultRecord() if r.model == pivot.model:
-                    pivot.results[key_of(r)] = r
+                    pivot.results[r.key] = r
                 case DoneRecord():
                     pivot.walls[r.variant] = r.wall_s
                 case EndRecord():
@@ -145,6 +114,17 @@ class Pivot:
         """The variants of ``role``, in the order of the run."""
         return [name for name, found in self.roles.items() if found == role]
 
+    def key(
+        self,
+        variant: str,
+        operation: str,
+        shape: Shape,
+        side: str | None = None,
+        chunk: int | None = None,
+    ) -> Key:
+        """Where ``variant`` measured ``operation`` at ``shape`` on the pivot's model."""
+        return Key(variant, operation, self.model, *shape, side, chunk)
+
     def figure(self, key: Key, metric: str = TIME) -> float | None:
         """``metric`` of one measurement, if it was timed."""
         found = self.results.get(key)
@@ -153,7 +133,7 @@ class Pivot:
     def floor(self, operation: str, shape: Shape) -> float | None:
         """The floor's µs per step for ``operation`` at ``shape``: the fastest of the floors
         (``bench.roles.FLOORS``) measured there, the tightest bound this run has."""
-        return self.floor_of(Key("", operation, *shape))
+        return self.floor_of(self.key("", operation, shape))
 
     def floor_of(self, key: Key) -> float | None:
         """The floor's µs per step where ``key`` was measured (its operation, shape and,
@@ -369,7 +349,7 @@ def flags(pivot: Pivot) -> dict[Key, list[str]]:
         if (ratio := pivot.floor_ratio(key)) is not None and ratio < BELOW_FLOOR:
             why.append(f"{ratio:.2g}× the floor: the floor does not bound this model here")
         for part, whole in PARTS:
-            other = pivot.results.get(Key(key.variant, whole, key.batch, key.steps))
+            other = pivot.results.get(pivot.key(key.variant, whole, key.shape))
             if key.operation == part and other and other.q3_s is not None and r.q1_s > other.q3_s:
                 times = r.median_s / other.median_s if other.median_s else float("nan")
                 why.append(f"{times:.2g}× its {LABELS[whole]}, which contains it")

@@ -23,36 +23,16 @@ import textwrap
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import NamedTuple
 
 from bench.analysis import label
 from bench.change import ALPHA, FASTER, FEW, MIN_MARGIN, NOISE, SLOWER, Change, judge
 from bench.differences import differences
-from bench.records import DEFAULT_MODEL, ResultRecord, RunRecord, VariantRecord, read
+from bench.records import DEFAULT_MODEL, Key, ResultRecord, RunRecord, VariantRecord, read
 from bench.render import WIDTH, table
 from bench.rounds import pooled
 
 ONLY_OLD, ONLY_NEW = "old only", "new only"
 FAILED_OLD, FAILED_NEW, FAILED_BOTH = "old failed", "new failed", "both failed"
-
-
-class Key(NamedTuple):
-    """What pairs a measurement with its counterpart in the other run."""
-
-    variant: str
-    operation: str
-    model: str
-    batch: int
-    steps: int
-    side: str | None = None
-    """The stream's side; ``None`` for every other operation."""
-    chunk: int | None = None
-    """The stream's frames per call; ``None`` for every other operation."""
-
-    @property
-    def operation_label(self) -> str:
-        """The operation as the tables name it, with the stream's side and chunk length."""
-        return label(self.operation, self.side, self.chunk)
 
 
 @dataclass(frozen=True)
@@ -69,8 +49,8 @@ class Run:
 
 
 @dataclass(frozen=True)
-class Comparison:
-    """One measurement in either run or both, and its verdict."""
+class Pair:
+    """One measurement (``bench.records.Key``) in either run or both, and its verdict."""
 
     key: Key
     old: ResultRecord | None
@@ -88,12 +68,6 @@ class Comparison:
     def p_value(self) -> float | None:
         """The rank test's p-value, where both runs kept their calls."""
         return None if self.change is None else self.change.p_value
-
-
-def key(result: ResultRecord) -> Key:
-    """What pairs a measurement with its counterpart in the other run."""
-    r = result
-    return Key(r.variant, r.operation, r.model, r.batch, r.steps, r.side, r.chunk)
 
 
 def load(path: Path, name: str) -> Run:
@@ -134,21 +108,19 @@ def load(path: Path, name: str) -> Run:
     rounds: dict[Key, list[ResultRecord]] = {}
     for r in records:
         if isinstance(r, ResultRecord) and r.round is not None:
-            rounds.setdefault(key(r), []).append(r)
+            rounds.setdefault(r.key, []).append(r)
     run, records = records[0], pooled(records)
-    results = {key(r): r for r in records if isinstance(r, ResultRecord)}
+    results = {r.key: r for r in records if isinstance(r, ResultRecord)}
     facts = {r.variant: r for r in records if isinstance(r, VariantRecord)}
     return Run(run, results, facts, rounds)
 
 
-def compare(
-    old: Run, new: Run, alpha: float = ALPHA, min_margin: float = MIN_MARGIN
-) -> list[Comparison]:
+def compare(old: Run, new: Run, alpha: float = ALPHA, min_margin: float = MIN_MARGIN) -> list[Pair]:
     """Every measurement of either run, in the old run's order then the new run's, with its
     verdict: ``bench.change.judge``'s for those timed in both, else which run lacks it or
     failed it."""
     keys = list(old.results) + [k for k in new.results if k not in old.results]
-    comparisons = []
+    pairs = []
     for k in keys:
         before, after = old.results.get(k), new.results.get(k)
         change = None
@@ -164,8 +136,8 @@ def compare(
             apart = (old.rounds.get(k, []), new.rounds.get(k, []))
             change = judge(before, after, alpha, min_margin, apart)
             outcome = change.verdict
-        comparisons.append(Comparison(k, before, after, outcome, change))
-    return comparisons
+        pairs.append(Pair(k, before, after, outcome, change))
+    return pairs
 
 
 def _us(result: ResultRecord | None) -> str:
@@ -181,25 +153,26 @@ def _p(value: float | None) -> str:
     return "—" if value is None else f"{value:.1g}"
 
 
-def _rows(comparisons: list[Comparison]) -> list[list[str]]:
+def _rows(pairs: list[Pair]) -> list[list[str]]:
     rows = []
-    for c in comparisons:
+    for c in pairs:
         ratio = "—" if c.ratio is None else f"{c.ratio:.2f}×"
-        where = [c.key.variant, c.key.operation_label, str(c.key.batch), str(c.key.steps)]
+        k = c.key
+        where = [k.variant, label(k.operation, k.side, k.chunk), str(k.batch), str(k.steps)]
         rows.append([*where, _us(c.old), _us(c.new), ratio, _p(c.p_value), c.verdict])
     return rows
 
 
-def _tables(comparisons: list[Comparison], markdown: bool) -> list[str]:
+def _tables(pairs: list[Pair], markdown: bool) -> list[str]:
     """The measurements' tables, one per model when a run measured other models than the
     default one: a column of model labels would not fit the line."""
     header = ["variant", "operation", "B", "T", "old", "new", "ratio", "p", "verdict"]
-    models = list(dict.fromkeys(c.key.model for c in comparisons))
+    models = list(dict.fromkeys(c.key.model for c in pairs))
     lines = []
     for model in models:
         if models != [DEFAULT_MODEL]:
             lines += ["", f"model {model}:"]
-        in_model = [c for c in comparisons if c.key.model == model]
+        in_model = [c for c in pairs if c.key.model == model]
         lines += ["", table(header, _rows(in_model), markdown, wrapping=(0, 1))]
     legend = (
         "old, new: µs, the median per time step (median / T; per frame for the stream); "
@@ -209,10 +182,10 @@ def _tables(comparisons: list[Comparison], markdown: bool) -> list[str]:
     return [*lines, "", legend if markdown else textwrap.fill(legend, WIDTH)]
 
 
-def _not_timed(comparisons: list[Comparison], markdown: bool) -> list[str]:
+def _not_timed(pairs: list[Pair], markdown: bool) -> list[str]:
     """A line for each measurement a run has but did not time, with the reason."""
     lines = []
-    for c in comparisons:
+    for c in pairs:
         for run, result in (("old", c.old), ("new", c.new)):
             if result is None or result.median_s is not None:
                 continue
@@ -221,7 +194,7 @@ def _not_timed(comparisons: list[Comparison], markdown: bool) -> list[str]:
             reason = (
                 f"error: {result.error}" if result.error else f"unsupported: {result.unsupported}"
             )
-            where = f"{k.operation_label}{on} B={k.batch} T={k.steps}"
+            where = f"{label(k.operation, k.side, k.chunk)}{on} B={k.batch} T={k.steps}"
             line = f"- {k.variant} {where}, {run}: {reason}"
             lines.append(line if markdown else textwrap.shorten(line, WIDTH))
     return ["", "not timed:", *lines] if lines else []
@@ -238,7 +211,7 @@ def _rounds_said(old: Run, new: Run) -> list[str]:
     return ["", textwrap.fill(f"{said}; {single}", WIDTH)]
 
 
-def render(old: Run, new: Run, comparisons: list[Comparison], markdown: bool = False) -> str:
+def render(old: Run, new: Run, pairs: list[Pair], markdown: bool = False) -> str:
     """The report: both runs' start, what differs between them, the tables of measurements,
     why those not timed were not, and the count of each verdict."""
     lines = [
@@ -253,8 +226,8 @@ def render(old: Run, new: Run, comparisons: list[Comparison], markdown: bool = F
     else:
         lines.append("the same machine, library versions, settings, grid and threads in both runs")
     lines += _rounds_said(old, new)
-    lines += _tables(comparisons, markdown) + _not_timed(comparisons, markdown)
-    counts = Counter(c.verdict for c in comparisons)
+    lines += _tables(pairs, markdown) + _not_timed(pairs, markdown)
+    counts = Counter(c.verdict for c in pairs)
     unmatched = sum(n for v, n in counts.items() if v not in (FASTER, SLOWER, NOISE, FEW))
     lines += [
         "",
@@ -308,9 +281,9 @@ def main(argv: list[str] | None = None, prog: str = "frae diff") -> int:
         old, new = load(args.old, "OLD"), load(args.new, "NEW")
     except ValueError as error:
         parser.error(str(error))
-    comparisons = compare(old, new, args.alpha, args.min_margin)
-    print(render(old, new, comparisons, markdown=args.markdown))
+    pairs = compare(old, new, args.alpha, args.min_margin)
+    print(render(old, new, pairs, markdown=args.markdown))
     if args.fail_slower is None:
         return 0
-    regressions = [c for c in comparisons if c.verdict == SLOWER and c.ratio is not None]
+    regressions = [c for c in pairs if c.verdict == SLOWER and c.ratio is not None]
     return int(any(c.ratio >= args.fail_slower for c in regressions))

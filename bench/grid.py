@@ -6,21 +6,14 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING
 
 from bench.job import Settings
-from bench.records import DEFAULT_MODEL, OPERATIONS, STREAM, Point
+from bench.records import DEFAULT_MODEL, OPERATIONS, STREAM, Point, Shape
 from frae.config import FRAEConfig
 
 if TYPE_CHECKING:
     from bench.variant import Variant
-
-
-class Shape(NamedTuple):
-    """One input shape: B sequences of T time steps."""
-
-    batch: int
-    steps: int
 
 
 STEPS = (100, 1000, 10000)

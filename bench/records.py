@@ -39,6 +39,38 @@ DEFAULT_MODEL = "default"
 """The label of the model a run measures unless told otherwise (``bench.grid``)."""
 
 
+class Shape(NamedTuple):
+    """An input shape: B sequences of T time steps."""
+
+    batch: int
+    steps: int
+
+
+class Key(NamedTuple):
+    """What one measurement is, whatever its round or its run: which variant ran which
+    operation on which model at which shape (and, for the stream, at which side and chunk
+    length). It pairs a measurement's rounds (``bench.rounds``), indexes a run's
+    measurements (``bench.analysis.Pivot``) and pairs them across runs (``bench.diff``)."""
+
+    variant: str
+    operation: str
+    model: str
+    batch: int
+    steps: int
+    side: str | None = None
+    """The stream's side (``SIDES``); ``None`` for every other operation."""
+    chunk: int | None = None
+    """The stream's frames per call; ``None`` for every other operation."""
+
+    @property
+    def shape(self) -> Shape:
+        return Shape(self.batch, self.steps)
+
+    def of(self, variant: str) -> Key:
+        """The same measurement of ``variant``."""
+        return self._replace(variant=variant)
+
+
 class Point(NamedTuple):
     """One model and input shape of the grid, and what is measured on it. JSON writes it as
     a list, ``[model, B, T, operations]``; ``from_json`` reads it back into a ``Point``."""
@@ -158,6 +190,12 @@ class ResultRecord:
     unsupported: str | None = None
     round: int | None = None
     """Which of the run's rounds (``bench.rounds``) measured it; ``None``: the only one."""
+
+    @property
+    def key(self) -> Key:
+        """What this measurement is, whatever its round."""
+        r = self
+        return Key(r.variant, r.operation, r.model, r.batch, r.steps, r.side, r.chunk)
 
     @property
     def us_per_step(self) -> float | None:

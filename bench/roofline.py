@@ -30,8 +30,8 @@ import numpy as np
 from frae.config import GRU, FRAEConfig, Layer
 
 if TYPE_CHECKING:
-    from bench.analysis import Key, Pivot
-    from bench.records import RunRecord
+    from bench.analysis import Pivot
+    from bench.records import Key, RunRecord
 
 MATRIX = 1536
 """The side of the square float32 matrices whose product measures the peak: large enough

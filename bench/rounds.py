@@ -21,13 +21,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from bench.records import DoneRecord, Record, ResultRecord, VariantRecord
-
-
-def measurement(record: ResultRecord) -> tuple[object, ...]:
-    """What a measurement is, whatever its round."""
-    r = record
-    return (r.variant, r.operation, r.model, r.batch, r.steps, r.side, r.chunk)
+from bench.records import DoneRecord, Key, Record, ResultRecord, VariantRecord
 
 
 def merged(rounds: list[ResultRecord]) -> ResultRecord:
@@ -69,12 +63,12 @@ def pooled(records: list[Record]) -> list[Record]:
     variant's worker time the sum of its rounds'. Records without rounds pass unchanged."""
     if not any(getattr(r, "round", None) for r in records):
         return records
-    results: dict[tuple[object, ...], list[ResultRecord]] = defaultdict(list)
+    results: dict[Key, list[ResultRecord]] = defaultdict(list)
     facts: dict[str, VariantRecord] = {}
     walls: dict[str, float] = defaultdict(float)
     for r in records:
         if isinstance(r, ResultRecord):
-            results[measurement(r)].append(r)
+            results[r.key].append(r)
         elif isinstance(r, VariantRecord):
             known = facts.get(r.variant)
             if known is None or (r.error and not known.error):
@@ -84,7 +78,7 @@ def pooled(records: list[Record]) -> list[Record]:
     kept: list[Record] = []
     for r in records:  # each merged record where its first round stood
         if isinstance(r, ResultRecord):
-            rounds = results.pop(measurement(r), None)
+            rounds = results.pop(r.key, None)
             if rounds is not None:
                 kept.append(merged(rounds))
         elif isinstance(r, VariantRecord) and r.variant in facts:

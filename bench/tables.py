@@ -17,7 +17,6 @@ from bench.analysis import (
     MIN_FIT_STEPS,
     SPREAD_LIMIT,
     TARGET_SHAPE,
-    Key,
     Pivot,
     call_costs,
     flags,
@@ -28,7 +27,7 @@ from bench.analysis import (
     summary_shape,
     timed_steps,
 )
-from bench.records import OPERATIONS, SIDES, STREAM, VariantRecord
+from bench.records import OPERATIONS, SIDES, STREAM, Key, Shape, VariantRecord
 from bench.roofline import peak_of, roofline_ratio, roofline_us
 
 Rows = list[list[str]]
@@ -83,7 +82,7 @@ def summary_rows(pivot: Pivot) -> Rows:
         if fact.skipped or fact.error:
             rows.append([name, str(role), "skipped" if fact.skipped else "failed", *[""] * 5])
             continue
-        keys = [Key(name, operation, *shape) for operation in OPERATIONS]
+        keys = [pivot.key(name, operation, shape) for operation in OPERATIONS]
         cells = figures(pivot, keys, doubted)
         first = " / ".join(
             fmt(compiles[name, op].seconds if (name, op) in compiles else None, 2)
@@ -160,8 +159,8 @@ def autodiff_rows(pivot: Pivot) -> Rows:
         for batch in sorted(batches):
             cells = []
             for operation in ("loss_and_grads", "train_step"):
-                own = pivot.figure(Key(autodiff, operation, batch, steps))
-                by_hand = pivot.figure(Key(hand, operation, batch, steps))
+                own = pivot.figure(pivot.key(autodiff, operation, Shape(batch, steps)))
+                by_hand = pivot.figure(pivot.key(hand, operation, Shape(batch, steps)))
                 price = own / by_hand if own is not None and by_hand else None
                 cells += [fmt(own), fmt(by_hand), _ratio(price)]
             rows.append([autodiff, str(batch), *cells])
@@ -189,7 +188,7 @@ def devices_rows(pivot: Pivot) -> Rows:
         for key in pivot.results:
             if key.variant != name or key.operation != "train_step":
                 continue
-            one = pivot.figure(Key(one_device, key.operation, key.batch, key.steps))
+            one = pivot.figure(key.of(one_device))
             many = pivot.figure(key)
             ratio = many / one if many is not None and one else None
             cells = [fmt(one), fmt(many), _ratio(ratio)]
@@ -215,10 +214,10 @@ def model_table(pivot: Pivot, brief: bool = False) -> tuple[list[str], Rows]:
     ]
     rows, doubted = [], flags(pivot)
     if any(roofed):
-        limits = [fmt(roofline_us(pivot, Key("", op, *shape))) for op, shape in columns]
+        limits = [fmt(roofline_us(pivot, pivot.key("", op, shape))) for op, shape in columns]
         rows.append(["roofline", *_beside(limits, ["—"] * len(columns), roofed)])
     for name in dict.fromkeys(k.variant for k in pivot.results):
-        keys = [Key(name, op, *shape) for op, shape in columns]
+        keys = [pivot.key(name, op, shape) for op, shape in columns]
         ratios = [_ratio(roofline_ratio(pivot, key)) for key in keys]
         rows.append([name, *_beside(figures(pivot, keys, doubted), ratios, roofed)])
     one_t = len({shape.steps for shape in shapes}) == 1  # then the caption says T

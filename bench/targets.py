@@ -15,9 +15,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from bench.analysis import BATCHED_SHAPE, TARGET_SHAPE, THROUGHPUT, TIME, Key, Pivot, Shape
+from bench.analysis import BATCHED_SHAPE, TARGET_SHAPE, THROUGHPUT, TIME, Pivot
 from bench.grid import ROOFLINE_WIDTH, STREAM_FRAMES, roofline_model
-from bench.records import RECEIVER, SENDER, SIDES, STREAM
+from bench.records import RECEIVER, SENDER, SIDES, STREAM, Key, Shape
 from bench.roles import ROUTES, Role
 
 
@@ -112,9 +112,9 @@ class Target:
         """The roles of the variants judged."""
         return self.role if isinstance(self.role, tuple) else (self.role,)
 
-    def key(self, name: str, shape: Shape) -> Key:
-        """Where the target reads variant ``name``'s figure at ``shape``."""
-        return Key(name, self.operation, *shape, self.side, self.chunk)
+    def key(self, pivot: Pivot, name: str, shape: Shape) -> Key:
+        """Where the target reads variant ``name``'s figure at ``shape`` in ``pivot``."""
+        return pivot.key(name, self.operation, shape, self.side, self.chunk)
 
     def text(self) -> str:
         """The statement with its limit, shapes, side and chunk length filled in."""

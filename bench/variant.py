@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from bench.grid import Shape
-from bench.records import EVERY_OPERATION, STREAM
+from bench.records import EVERY_OPERATION, STREAM, Shape
 from bench.roles import Role
 
 

@@ -6,8 +6,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from bench.analysis import Key, Pivot, Shape
+from bench.analysis import Pivot
 from bench.export_targets import EXPORT_TARGETS
+from bench.records import Shape
 from bench.roofline import roofline_us
 from bench.targets import (
     ROOFLINE_TARGETS,
@@ -55,19 +56,19 @@ def divisor(target: Target, pivot: Pivot, name: str, shape: Shape) -> float | No
     """What the ratio of variant ``name`` at ``shape`` divides by (``Target.over``)."""
     match target.over:
         case OverFloor(operation):
-            over = Key(name, operation or target.operation, *shape, target.side, target.chunk)
+            over = pivot.key(name, operation or target.operation, shape, target.side, target.chunk)
             return pivot.floor_of(over)
         case OverRole(role):
             first = pivot.named(role)[:1]
-            key = target.key(first[0], shape) if first else None
+            key = target.key(pivot, first[0], shape) if first else None
             return None if key is None else pivot.figure(key, target.metric)
         case OverItself(over_shape):
-            return pivot.figure(target.key(name, over_shape), target.metric)
+            return pivot.figure(target.key(pivot, name, over_shape), target.metric)
         case InMicroseconds():
             return 1.0
         case OverRoofline(model):
             on_model = model is None or model == pivot.model
-            return roofline_us(pivot, target.key(name, shape)) if on_model else None
+            return roofline_us(pivot, target.key(pivot, name, shape)) if on_model else None
 
 
 def ratios(target: Target, pivot: Pivot) -> dict[str, float]:
@@ -76,13 +77,15 @@ def ratios(target: Target, pivot: Pivot) -> dict[str, float]:
     names, operation = members(target, pivot), target.operation
     if target.fastest and target.shape:
         shape = target.shape
-        timed = {n: v for n in names if (v := pivot.figure(target.key(n, shape))) is not None}
+        timed = {
+            n: v for n in names if (v := pivot.figure(target.key(pivot, n, shape))) is not None
+        }
         names = sorted(timed, key=timed.__getitem__)[:1]
     found = {}
     for name in names:
         measured = [k.shape for k in pivot.results if (k.variant, k.operation) == (name, operation)]
         for shape in [target.shape] if target.shape else measured:
-            value = pivot.figure(target.key(name, shape), target.metric)
+            value = pivot.figure(target.key(pivot, name, shape), target.metric)
             base = divisor(target, pivot, name, shape)
             if value is not None and base is not None:
                 found[name if target.shape else f"B={shape.batch}, T={shape.steps}"] = value / base

@@ -54,11 +54,14 @@ def test_the_fastest_floor_at_each_shape_divides(
 ) -> None:
     """×floor is over the fastest floor measured at the same operation and shape, whichever
     its role; the table of every measurement shows the same."""
-    from bench.analysis import Key, Pivot
+    from bench.analysis import Pivot
+    from bench.records import DEFAULT_MODEL, Key
     from bench.tables import DETAIL_HEADER, detail_rows
 
     pivot = Pivot.of(records)
     name, batch = measurement
-    assert pivot.floor_ratio(Key(name, "predict", batch, 1000)) == pytest.approx(ratio)
+    assert pivot.floor_ratio(Key(name, "predict", DEFAULT_MODEL, batch, 1000)) == pytest.approx(
+        ratio
+    )
     (row,) = [r for r in detail_rows(pivot) if (r[0], r[2]) == (name, str(batch))]
     assert row[DETAIL_HEADER.index("×floor")] == f"{ratio:.3g}"

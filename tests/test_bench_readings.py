@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 import frae
-from bench.records import Point, Record, ResultRecord, RunRecord
+from bench.records import DEFAULT_MODEL, Key, Point, Record, ResultRecord, RunRecord
 
 pytest.importorskip("matplotlib", reason="the report needs matplotlib: pip install 'frae[bench]'")
 
@@ -142,10 +142,10 @@ def test_a_part_slower_than_its_whole_is_flagged() -> None:
         timed("steady", "train_step", 1, 1000, 4e-3),
     ]
     flagged = analysis.flags(analysis.Pivot.of(records))
-    assert list(flagged) == [analysis.Key("keras_rnn", "loss_and_grads", 1, 1000)]
+    assert list(flagged) == [Key("keras_rnn", "loss_and_grads", DEFAULT_MODEL, 1, 1000)]
     assert (
         "train step, which contains it"
-        in flagged[analysis.Key("keras_rnn", "loss_and_grads", 1, 1000)][0]
+        in flagged[Key("keras_rnn", "loss_and_grads", DEFAULT_MODEL, 1, 1000)][0]
     )
     rows = {row[0]: row for row in tables.summary_rows(analysis.Pivot.of(records))}
     assert rows["keras_rnn"][3].endswith(tables.FLAG) and not rows["steady"][3].endswith("!")
@@ -159,8 +159,8 @@ def test_a_wide_spread_is_flagged_and_a_tight_one_is_not() -> None:
         timed("quiet", "predict", 1, 1000, 1e-3, spread=0.05),
     ]
     flagged = analysis.flags(analysis.Pivot.of(records))
-    assert list(flagged) == [analysis.Key("noisy", "predict", 1, 1000)]
-    assert "IQR 60%" in flagged[analysis.Key("noisy", "predict", 1, 1000)][0]
+    assert list(flagged) == [Key("noisy", "predict", DEFAULT_MODEL, 1, 1000)]
+    assert "IQR 60%" in flagged[Key("noisy", "predict", DEFAULT_MODEL, 1, 1000)][0]
 
 
 # Tables say their shapes; the terminal fits 100 columns -------------------------------------
@@ -278,8 +278,8 @@ def test_a_second_model_gets_its_own_section_and_targets() -> None:
             timed("fast", "predict", 1, 1000, 2e-3 * scale, model=model),
         ]
     default, wide = analysis.Pivot.of(records), analysis.Pivot.of(records, label)
-    assert default.figure(analysis.Key("fast", "predict", 1, 1000)) == pytest.approx(2.0)
-    assert wide.figure(analysis.Key("fast", "predict", 1, 1000)) == pytest.approx(20.0)
+    assert default.figure(Key("fast", "predict", DEFAULT_MODEL, 1, 1000)) == pytest.approx(2.0)
+    assert wide.figure(Key("fast", "predict", label, 1, 1000)) == pytest.approx(20.0)
     text = markdown(records)
     assert f"## Model {label}" in text and "encoder_units=[64]" in text
     judged = measured_targets(wide)
@@ -350,8 +350,8 @@ def test_a_figure_far_below_the_floor_is_flagged() -> None:
         timed("close", "predict", 1, 1000, 9e-3),
     ]
     flagged = analysis.flags(analysis.Pivot.of(records))
-    assert list(flagged) == [analysis.Key("blas", "predict", 1, 1000)]
-    assert "does not bound" in flagged[analysis.Key("blas", "predict", 1, 1000)][0]
+    assert list(flagged) == [Key("blas", "predict", DEFAULT_MODEL, 1, 1000)]
+    assert "does not bound" in flagged[Key("blas", "predict", DEFAULT_MODEL, 1, 1000)][0]
 
 
 @pytest.mark.parametrize(("long_step_s", "per_sample"), [(0.0, 1), (100.0, 5)])

@@ -18,9 +18,9 @@ import pytest
 
 import frae
 from bench import render, report, roofline
-from bench.analysis import Key, Pivot
+from bench.analysis import Pivot
 from bench.grid import wide_models
-from bench.records import Point, Record, ResultRecord, RunRecord
+from bench.records import Key, Point, Record, ResultRecord, RunRecord
 from bench.roofline import Counts, Peak, counts
 from bench.runner import ROOT, measure_roofline
 from bench.targets import ROOFLINE_MODEL, ROOFLINE_TARGETS, Target
@@ -180,7 +180,7 @@ def wide_run(peak: Peak | None = PEAK) -> list[Record]:
 
 def test_a_ratio_to_the_roofline_is_the_figure_over_it() -> None:
     pivot = Pivot.of(wide_run(), ROOFLINE_MODEL)
-    key = Key("jax", "predict", 256, 1000)
+    key = Key("jax", "predict", ROOFLINE_MODEL, 256, 1000)
     assert roofline.roofline_us(pivot, key) == pytest.approx(WIDE_PREDICT_FLOPS / 1e5)
     assert roofline.roofline_ratio(pivot, key) == pytest.approx(2.0)
     without = Pivot.of(wide_run(peak=None), ROOFLINE_MODEL)  # a run from before the roofline

@@ -23,9 +23,11 @@ import frae
 from bench import analysis, plots, tables
 from bench.job import Job, Settings
 from bench.records import (
+    DEFAULT_MODEL,
     RECEIVER,
     SENDER,
     STREAM,
+    Key,
     Listing,
     Point,
     Record,
@@ -140,12 +142,12 @@ def test_the_pivot_keys_each_side_and_chunk_length_apart() -> None:
     assert {(k.side, k.chunk) for k in keys} == {
         (s, c) for s in (SENDER, RECEIVER) for c in (1, 10)
     }
-    sender_one = analysis.Key("fast", STREAM, 1, 1000, SENDER, 1)
+    sender_one = Key("fast", STREAM, DEFAULT_MODEL, 1, 1000, SENDER, 1)
     assert pivot.figure(sender_one) == pytest.approx(21.0)
     assert pivot.floor_ratio(sender_one) == pytest.approx(17.5)  # the floor's side and chunk
-    assert pivot.floor_ratio(analysis.Key("fast", STREAM, 1, 1000, SENDER, 10)) == pytest.approx(
-        10.0
-    )
+    assert pivot.floor_ratio(
+        Key("fast", STREAM, DEFAULT_MODEL, 1, 1000, SENDER, 10)
+    ) == pytest.approx(10.0)
     # the stream is no point of the per-step split over T
     assert analysis.timed_steps(pivot) == [1000]
     assert [c.operation for c in analysis.call_costs(pivot)] == []
@@ -354,7 +356,7 @@ def test_a_file_from_before_the_stream_reads_and_reports_no_stream() -> None:
         None,
     )
     pivot = analysis.Pivot.of(records)
-    assert list(pivot.results) == [analysis.Key("reference", "predict", 1, 1000)]
+    assert list(pivot.results) == [Key("reference", "predict", DEFAULT_MODEL, 1, 1000)]
     assert tables.stream_rows(pivot) == [] and report.stream_sections(pivot) == []
     from bench.verdicts import stream_targets
 
@@ -366,11 +368,15 @@ def test_a_file_from_before_the_stream_reads_and_reports_no_stream() -> None:
 def test_a_diff_pairs_streams_by_side_and_chunk_length() -> None:
     from bench import diff
 
-    keys = {diff.key(r) for r in STREAMS if isinstance(r, ResultRecord)}
+    keys = {r.key for r in STREAMS if isinstance(r, ResultRecord)}
     assert len(keys) == len(STREAMS)
-    assert diff.Key("fast", STREAM, "default", 1, 1000, SENDER, 10).operation_label == (
-        "stream sender, chunk 10"
+    run = RunRecord("now", "python -m bench", MACHINE, [], SETTINGS, {})
+    old, new = (
+        diff.Run(run, {r.key: r for r in STREAMS if isinstance(r, ResultRecord)}),
+        diff.Run(run, {}),
     )
+    text = diff.render(old, new, diff.compare(old, new), markdown=True)
+    assert "| stream sender, chunk 10 |" in text
 
 
 def test_the_report_streams_in_a_section_of_its_own_and_judges_the_streams_targets() -> None:

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from bench.analysis import Pivot, Shape
-from bench.records import Record, ResultRecord, RunRecord, VariantRecord
+from bench.analysis import Pivot
+from bench.records import Record, ResultRecord, RunRecord, Shape, VariantRecord
 from bench.roles import Role
 from bench.targets import STATE_TARGETS, TARGETS, Target, targets_of
 from bench.verdicts import judge, targets

@@ -73,7 +73,7 @@ def write_run(
     return path
 
 
-def one_verdict(tmp_path: Path, old: Spread, new: Spread) -> diff.Comparison:
+def one_verdict(tmp_path: Path, old: Spread, new: Spread) -> diff.Pair:
     """The comparison of one measurement timed with ``old`` in one run, ``new`` in the
     other, read back from files."""
     before = diff.load(write_run(tmp_path / "old", [result(old)]), "OLD")
