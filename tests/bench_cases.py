@@ -1,13 +1,19 @@
 """What the benchmark's tests share: configs of other sizes, the reference checks a
-baseline is held to, and a timed measurement made from its figure."""
+baseline is held to, a timed measurement made from its figure, and a C floor built
+with a deliberate mistake in its source."""
 
 from __future__ import annotations
+
+import ctypes
+from collections.abc import Callable
+from pathlib import Path
 
 import numpy as np
 
 import frae
 from bench.records import ResultRecord
 from frae.data import multi_sine
+from frae.params import Weights
 from parity_tests.cases import CASES
 from parity_tests.tolerances import assert_close
 
@@ -110,3 +116,28 @@ def streamed(
     return ResultRecord(
         variant, "stream", 1, frames, role, side=side, chunk=chunk, first_call_s=0.5, **timing
     )
+
+
+def broken_floor[F](
+    floor: type[F],
+    source: Path,
+    compile_loops: Callable[[frae.FRAEConfig, Path], ctypes.CDLL],
+    folder: Path,
+    *edits: tuple[str, str],
+) -> type[F]:
+    """A C floor built from its ``source`` with each ``(old, new)`` of ``edits`` made once
+    (each ``old`` must occur exactly once), the mutated source written into ``folder`` and
+    loaded by ``compile_loops`` in place of the floor's own."""
+    text = source.read_text()
+    for old, new in edits:
+        assert text.count(old) == 1, old
+        text = text.replace(old, new)
+    mutated = folder / source.name
+    mutated.write_text(text)
+
+    class BrokenFloor(floor):  # type: ignore[valid-type, misc]
+        def _build(self, weights: Weights) -> None:
+            super()._build(weights)
+            self._loops = compile_loops(self.config, mutated)
+
+    return BrokenFloor

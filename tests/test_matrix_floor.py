@@ -23,6 +23,7 @@ import os
 import subprocess
 import sys
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -30,9 +31,8 @@ import pytest
 
 import frae
 from frae.data import multi_sine
-from frae.params import Weights
 from parity_tests.tolerances import assert_close
-from tests.bench_cases import check_streaming
+from tests.bench_cases import broken_floor, check_streaming
 
 numba = pytest.importorskip("numba", reason="the floors need numba: pip install 'frae[bench]'")
 
@@ -93,22 +93,8 @@ def check_gradients(model: frae.Backend, config: frae.FRAEConfig, batch: int) ->
         assert_close("gradients", grads[name], expected[name], name)
 
 
-def broken(folder: Path, *edits: tuple[str, str]) -> type[MatrixFloorBackend]:
-    """The matrix floor built from ``matrix_floor.c`` with each ``(old, new)`` of ``edits``
-    made once, its source written into ``folder``."""
-    text = SOURCE.read_text()
-    for old, new in edits:
-        assert text.count(old) == 1, old
-        text = text.replace(old, new)
-    source = folder / SOURCE.name
-    source.write_text(text)
-
-    class BrokenMatrixFloor(MatrixFloorBackend):
-        def _build(self, weights: Weights) -> None:
-            super()._build(weights)
-            self._loops = compile_matrix(self.config, source)
-
-    return BrokenMatrixFloor
+broken = partial(broken_floor, MatrixFloorBackend, SOURCE, compile_matrix)
+"""The matrix floor with each ``(old, new)`` of its edits made in ``matrix_floor.c``."""
 
 
 MISTAKES = {

@@ -29,6 +29,7 @@ from __future__ import annotations
 import subprocess
 import sys
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -36,10 +37,9 @@ import pytest
 
 import frae
 from frae.data import multi_sine
-from frae.params import Weights
 from parity_tests.cases import CASES
 from parity_tests.tolerances import Tolerance, assert_close
-from tests.bench_cases import check_streaming
+from tests.bench_cases import broken_floor, check_streaming
 
 numba = pytest.importorskip("numba", reason="the floors need numba: pip install 'frae[bench]'")
 
@@ -212,22 +212,8 @@ def check_against_the_reference(model: frae.Backend, config: frae.FRAEConfig, ba
         assert_close("gradients", grads[name], expected[name], name)
 
 
-def broken(folder: Path, *edits: tuple[str, str]) -> type[SimdFloorBackend]:
-    """The SIMD floor built from ``simd_floor.c`` with each ``(old, new)`` of ``edits`` made
-    once, its source written into ``folder``."""
-    text = SOURCE.read_text()
-    for old, new in edits:
-        assert text.count(old) == 1, old
-        text = text.replace(old, new)
-    source = folder / SOURCE.name
-    source.write_text(text)
-
-    class BrokenSimdFloor(SimdFloorBackend):
-        def _build(self, weights: Weights) -> None:
-            super()._build(weights)
-            self._loops = compile_simd(self.config, source)
-
-    return BrokenSimdFloor
+broken = partial(broken_floor, SimdFloorBackend, SOURCE, compile_simd)
+"""The SIMD floor with each ``(old, new)`` of its edits made in ``simd_floor.c``."""
 
 
 GRU_MISTAKES = {
