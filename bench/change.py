@@ -24,11 +24,6 @@ cannot show that spread, and its verdicts rest on δ_min alone. With few calls a
 be significant however far apart they are (five against five: p ≥ 0.0079), and the verdict
 says so rather than "within noise". ``faster`` uses 1/r and the test is two-sided, so
 swapping OLD and NEW swaps ``slower`` and ``faster`` exactly.
-
-A file of format 1 kept no calls, only the median and quartiles; a measurement either run
-holds without its calls is judged by those instead (``by_quartiles``): slower when the new
-q1 is above the old q3 and r > 1 + max(δ, the two runs' mean IQR / median), faster
-symmetrically.
 """
 
 from __future__ import annotations
@@ -55,7 +50,7 @@ class Change(NamedTuple):
     ratio: float
     """m₁ / m₀."""
     p_value: float | None
-    """The rank test's; ``None`` where a run kept no calls (judged by quartiles)."""
+    """The rank test's; ``None`` where too few calls could not tell."""
     margin: float | None = None
     """δ: the least change called one, with the spread between rounds."""
 
@@ -89,10 +84,6 @@ def judge(
     """The verdict on one measurement timed in both runs (the module docstring's rule):
     ``old`` and ``new`` with every round's calls together, ``rounds`` each run's rounds
     apart (none for a run of one)."""
-    assert old.median_s is not None and new.median_s is not None
-    ratio = new.median_s / old.median_s
-    if old.calls_s is None or new.calls_s is None:
-        return Change(by_quartiles(old, new, min_margin), ratio, None)
     before, after = per_step(old), per_step(new)
     ratio = float(np.median(after) / np.median(before))
     margin = max(min_margin, *(process_spread(apart) for apart in rounds))
@@ -106,29 +97,3 @@ def judge(
     if p < alpha and 1 / ratio > 1 + margin:
         return Change(FASTER, ratio, p, margin)
     return Change(NOISE, ratio, p, margin)
-
-
-def _quartiles(result: ResultRecord) -> tuple[float, float, float]:
-    """(q1, median, q3); a measurement without quartiles (one sample) spreads over its
-    median alone."""
-    assert result.median_s is not None
-    q1 = result.median_s if result.q1_s is None else result.q1_s
-    q3 = result.median_s if result.q3_s is None else result.q3_s
-    return q1, result.median_s, q3
-
-
-def by_quartiles(old: ResultRecord, new: ResultRecord, min_margin: float = MIN_MARGIN) -> str:
-    """``faster``, ``slower`` or ``within noise`` from the medians and quartiles alone, for
-    measurements without their calls: the quartiles must separate (most new calls beyond
-    most old ones) and the medians differ by more than the two spreads' half-widths
-    together, and never by less than ``min_margin`` (a single sample has q1 = q3 = m)."""
-    q1_old, median_old, q3_old = _quartiles(old)
-    q1_new, median_new, q3_new = _quartiles(new)
-    ratio = median_new / median_old
-    spreads = (q3_old - q1_old) / median_old + (q3_new - q1_new) / median_new
-    margin = max(min_margin, spreads / 2)
-    if q1_new > q3_old and ratio > 1 + margin:
-        return SLOWER
-    if q3_new < q1_old and 1 / ratio > 1 + margin:
-        return FASTER
-    return NOISE

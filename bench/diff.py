@@ -6,10 +6,10 @@ OLD and NEW are ``results.jsonl`` files (``bench.records``) or the report folder
 them. Measurements pair by (variant, operation, model, B, T, and the stream's side and
 chunk length). Each pair timed in both runs gets a verdict from a rank test on the calls
 both runs kept, with a margin (``bench.change``: slower, faster, within noise, or too few
-calls to tell), and its p-value is printed; a run of format 1, which kept no calls, is
-judged by its quartiles. Before the tables the diff says what differs between the runs:
-the machine's facts and library versions, the settings (threads among them), the grid,
-and each variant's thread settings, any of which explains a change as well as the code.
+calls to tell), and its p-value is printed. Before the tables the diff says what differs
+between the runs: the machine's facts and library versions, the settings (threads among
+them), the grid, and each variant's thread settings, any of which explains a change as well
+as the code.
 
 A measurement in one run only, or timed in one and not in the other, is listed as such,
 with the reason it was not timed. With ``--fail-slower RATIO`` the exit status is 1 when a
@@ -149,7 +149,7 @@ def _us(result: ResultRecord | None) -> str:
 
 
 def _p(value: float | None) -> str:
-    """A p-value to one significant figure; "—": none (too few calls, or no calls kept)."""
+    """A p-value to one significant figure; "—": none (too few calls to tell)."""
     return "—" if value is None else f"{value:.1g}"
 
 
@@ -177,7 +177,7 @@ def _tables(pairs: list[Pair], markdown: bool) -> list[str]:
     legend = (
         "old, new: µs, the median per time step (median / T; per frame for the stream); "
         "ratio: new median / old median; p: the rank test's on the calls both kept "
-        "(— where a run kept none, format 1: judged by quartiles)"
+        "(— where too few calls could not tell)"
     )
     return [*lines, "", legend if markdown else textwrap.fill(legend, WIDTH)]
 
@@ -244,8 +244,7 @@ def main(argv: list[str] | None = None, prog: str = "frae diff") -> int:
         prog=prog,
         description=__doc__.splitlines()[0] if __doc__ else None,
         epilog="verdict: slower when the Mann-Whitney U test on the calls both runs kept gives "
-        "p < --alpha and new/old > 1 + --min-margin, faster symmetrically (runs that kept no "
-        "calls: by their quartiles)",
+        "p < --alpha and new/old > 1 + --min-margin, faster symmetrically",
     )
     parser.add_argument("old", metavar="OLD", type=Path, help="results.jsonl or its folder")
     parser.add_argument("new", metavar="NEW", type=Path, help="results.jsonl or its folder")

@@ -14,8 +14,6 @@ from bench.records import RunRecord, VariantRecord
 MACHINE_FACTS = ("processor", "cpu_count", "affinity", "python")
 """The facts of ``RunRecord.machine`` listed when they differ, before library versions."""
 ABSENT = "—"
-DEFAULT_THREADS = "framework defaults"
-"""A run of format 1 set no threads: each framework took its own default."""
 
 Difference = tuple[str, str, str]
 """(what, old, new)."""
@@ -47,10 +45,8 @@ def machine_differences(old: RunRecord, new: RunRecord) -> list[Difference]:
 
 
 def setting_differences(old: RunRecord, new: RunRecord) -> list[Difference]:
-    """The settings that differ (``bench.job.Settings``; a run of format 1 ran on each
-    framework's default threads)."""
-    before = {"threads": DEFAULT_THREADS, **old.settings}
-    after = {"threads": DEFAULT_THREADS, **new.settings}
+    """The settings that differ (``bench.job.Settings``)."""
+    before, after = old.settings, new.settings
     return differing(before, after, _union(before, after), "setting ")
 
 

@@ -6,16 +6,14 @@ reads them back. Every line carries ``kind`` and the fields that are set; a meas
 carries the figures derived from its median, so the file reads without this module.
 
 A file's format is the run record's ``format`` (``FORMAT``; a file without one is format 1).
-``parse`` reads a file of any format through its version: each format's lines are raised to
-the next one's by ``UPGRADES`` until they are today's, and only then made records. A field a
-file lacks takes its default (a format-1 file has no kept calls and no threads per
-measurement; one from before the stream has no stream measurements).
+``parse`` reads a file of any format from ``OLDEST`` on through its version: each format's
+lines are raised to the next one's by ``UPGRADES`` until they are today's, and only then made
+records; a file of an older format is refused, naming its format.
 """
 
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
@@ -98,7 +96,7 @@ class Listing:
     of: str | None = None
     """The variant it is, on one device (role ``devices``)."""
     no_stream: str | None = None
-    """Why it does not stream (``None``: it does, or the file predates the stream)."""
+    """Why it does not stream (``None``: it does)."""
 
 
 @dataclass(frozen=True)
@@ -117,7 +115,7 @@ class RunRecord:
     models: dict[str, dict[str, Any]] = field(default_factory=dict)
     """Label -> the ``FRAEConfig`` fields of each model measured (``to_dict``)."""
     format: int = FORMAT
-    """The file's format (``FORMAT`` when written; ``parse`` reads older files as 1)."""
+    """The file's format (``FORMAT`` when written, raised to it by ``parse``)."""
     roofline: dict[str, Any] | None = None
     """The machine's peaks measured at the run's start on the variants' threads
     (``bench.roofline.Peak`` as a dict), ``{"error": ...}`` where that failed; ``None`` in
@@ -175,9 +173,9 @@ class ResultRecord:
     q3_s: float | None = None
     calls_s: list[float] | None = None
     """Seconds of every timed call, in the order made (each holds ``steps_per_sample``
-    optimizer steps); ``None`` in a format-1 file."""
+    optimizer steps); ``None`` where none was timed."""
     threads: int | None = None
-    """The threads the variant ran on (``bench.threads``); ``None`` in a format-1 file."""
+    """The threads the variant ran on (``bench.threads``)."""
     cores_busy: float | None = None
     """The process's CPU time over the wall time of the timed calls: how many cores worked,
     on average (at most ``threads``)."""
@@ -269,48 +267,34 @@ def _record(data: dict[str, Any]) -> Record:
 
 
 def parse(lines: Iterable[str]) -> list[Record]:
-    """The records of a results file's lines, of any format up to ``FORMAT``: the run's line
-    (the first) gives the format, and every line is raised through ``UPGRADES`` to today's."""
+    """The records of a results file's lines, of any format from ``OLDEST`` to ``FORMAT``:
+    the run's line (the first) gives the format, and every line is raised through
+    ``UPGRADES`` to today's.
+
+    Raises:
+        ValueError: the file's format is older than ``OLDEST`` or newer than ``FORMAT``.
+    """
     raw = [json.loads(line) for line in lines if line.strip()]
     version = raw[0].get("format", 1) if raw and raw[0].get("kind") == "run" else FORMAT
-    if not isinstance(version, int) or not 1 <= version <= FORMAT:
-        raise ValueError(f"a results file's format must be 1 to {FORMAT}, got {version!r}")
-    for upgrade in UPGRADES[version - 1 :]:
+    if not isinstance(version, int) or not OLDEST <= version <= FORMAT:
+        older = isinstance(version, int) and version < OLDEST
+        why = f": {OLDER}, which no upgrade fills in; measure it again" if older else ""
+        raise ValueError(
+            f"a results file's format must be {OLDEST} to {FORMAT}, got {version!r}{why}"
+        )
+    for upgrade in UPGRADES[version - OLDEST :]:
         raw = [upgrade(data) for data in raw]
     return [_record(data) for data in raw]
 
 
 def read(path: Path) -> list[Record]:
-    """Every record of a ``results.jsonl``, of any format (``parse``)."""
+    """Every record of a ``results.jsonl``, of any format read (``parse``)."""
     return parse(path.read_text().splitlines())
 
 
-OLD_DEVICES = re.compile(r"(?P<of>.+) on (?P<devices>\d+) devices")
-"""A data-parallel variant's name in files written before ``Listing.devices`` and ``of``."""
-
-
-def _format_1(data: dict[str, Any]) -> dict[str, Any]:
-    """A line of format 1 as format 2 writes it. A format-1 result lacks the kept calls and
-    threads (``None`` in format 2). Its run line may predate model labels, whose points are
-    (B, T, operations), and listings' ``twin_of``, ``devices`` and ``of``, whose names said
-    the same: a variant of role ``by_hand`` named ``NAME_bptt`` is ``NAME``'s twin, one of role
-    ``devices`` named ``NAME on N devices`` is ``NAME`` on N devices."""
-    if data.get("kind") != "run":
-        return data
-    points = [point if len(point) == 4 else [DEFAULT_MODEL, *point] for point in data["grid"]]
-    variants = {name: _listing_1(name, v) for name, v in data["variants"].items()}
-    return {**data, "grid": points, "variants": variants, "format": 2}
-
-
-def _listing_1(name: str, data: dict[str, Any]) -> dict[str, Any]:
-    if {"twin_of", "devices", "of"} & data.keys():
-        return data
-    if data.get("role") == "by_hand" and name.endswith("_bptt"):
-        return {**data, "twin_of": name.removesuffix("_bptt")}
-    if data.get("role") == "devices" and (found := OLD_DEVICES.fullmatch(name)):
-        return {**data, "of": found["of"], "devices": int(found["devices"])}
-    return data
-
-
-UPGRADES: tuple[Callable[[dict[str, Any]], dict[str, Any]], ...] = (_format_1,)
-"""``UPGRADES[v - 1]`` raises a line of format v to format v + 1."""
+OLDEST = 2
+"""The oldest format read."""
+OLDER = "format 1 kept no timed calls (a comparison's rank test needs them) and set no threads"
+"""What the formats before ``OLDEST`` lack (``ResultRecord.calls_s`` and ``threads``)."""
+UPGRADES: tuple[Callable[[dict[str, Any]], dict[str, Any]], ...] = ()
+"""``UPGRADES[v - OLDEST]`` raises a line of format v to format v + 1 (none yet)."""

@@ -126,8 +126,7 @@ def _settings(facts: VariantRecord) -> str:
 
 def head(pivot: Pivot, run: RunRecord) -> str:
     """``HEAD`` filled in: the run, the machine, the settings, the floors and the roles."""
-    # runs from before one-step samples had no such setting: never one step
-    m, s = run.machine, {"long_step_s": "∞", **run.settings}
+    m, s = run.machine, run.settings
     threads = [f"\n- {n}: {facts}" for n, f in pivot.facts.items() if (facts := _settings(f))]
     roles = [f"**{r}** ({why}): {', '.join(pivot.named(r)) or 'none'}" for r, why in ROLES.items()]
 
@@ -368,8 +367,6 @@ def threads_said(pivot: Pivot) -> str:
     counts = {r.variant: r.threads for r in pivot.results.values() if r.median_s is not None}
     if not counts:
         return "Threads: none timed"
-    if None in counts.values():
-        return "Threads: each framework's defaults (a file of format 1, before equal threads)"
     if len(set(counts.values())) == 1:
         threads = next(iter(counts.values()))
         plural = "s" if threads != 1 else ""

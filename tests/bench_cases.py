@@ -100,10 +100,12 @@ def check_streaming(
 def measured(
     variant: str, role: str, operation: str, batch: int, steps: int, us_per_step: float
 ) -> ResultRecord:
-    """A timed measurement of ``us_per_step`` µs per time step."""
+    """A timed measurement of ``us_per_step`` µs per time step, on one thread."""
     median = us_per_step * steps / 1e6
     timing = {"median_s": median, "q1_s": median, "q3_s": median}
-    return ResultRecord(variant, operation, batch, steps, role, first_call_s=1.0, **timing)
+    return ResultRecord(
+        variant, operation, batch, steps, role, first_call_s=1.0, threads=1, **timing
+    )
 
 
 def streamed(
@@ -114,7 +116,16 @@ def streamed(
     median = us_per_frame * frames / 1e6
     timing = {"median_s": median, "q1_s": median, "q3_s": median}
     return ResultRecord(
-        variant, "stream", 1, frames, role, side=side, chunk=chunk, first_call_s=0.5, **timing
+        variant,
+        "stream",
+        1,
+        frames,
+        role,
+        side=side,
+        chunk=chunk,
+        first_call_s=0.5,
+        threads=1,
+        **timing,
     )
 
 

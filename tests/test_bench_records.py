@@ -23,6 +23,8 @@ def test_records_survive_a_json_line_with_their_derived_figures() -> None:
     """Each kind of record comes back equal from its line; a measurement's line also carries
     µs per step and throughput, for readers of the file without ``bench.records``."""
     listing = Listing("reference", "baseline", "the reference", {"KERAS_BACKEND": "jax"})
+    twin = Listing("reference_bptt", "by_hand", "by hand", twin_of="reference")
+    split = Listing("reference", "devices", "split", devices=4, of="reference")
     records = [
         RunRecord(
             "now",
@@ -30,7 +32,7 @@ def test_records_survive_a_json_line_with_their_derived_figures() -> None:
             {"cpu_count": 2},
             [("default", 1, 20, ("predict",))],
             {},
-            {"reference": listing},
+            {"reference": listing, "renamed twin": twin, "split": split},
         ),
         VariantRecord("reference", "baseline", import_s=0.5, threads={}),
         VariantRecord("torch_eager", "baseline", skipped="needs torch"),
@@ -46,18 +48,14 @@ def test_records_survive_a_json_line_with_their_derived_figures() -> None:
     assert line["sequence_steps_per_s"] == pytest.approx(3 * 1e6 / 50.0)
 
 
-def test_a_file_is_read_through_its_format() -> None:
-    """A run line without ``format`` is format 1 and is raised to today's; a format this
-    version does not know is refused rather than misread."""
-
-    from bench.records import FORMAT, parse
+def test_a_format_this_version_does_not_know_is_refused() -> None:
+    """A file of today's format reads as written; one of a later format is refused rather
+    than misread (a format before ``OLDEST``: tests/test_bench_old_results.py)."""
+    from bench.records import FORMAT, OLDEST, parse
 
     run = {"kind": "run", "started": "then", "command": "c", "machine": {}, "settings": {}}
-    run |= {"grid": [[1, 10, ["predict"]]], "variants": {}}
-    result = {"kind": "result", "variant": "v", "operation": "predict", "batch": 1, "steps": 10}
-    old_run, old_result = parse([json.dumps(run), json.dumps(result | {"median_s": 1.0})])
-    assert isinstance(old_run, RunRecord) and old_run.format == FORMAT
-    assert old_run.grid[0].model == "default"  # points of format 1 had no model label
-    assert isinstance(old_result, ResultRecord) and old_result.calls_s is None
-    with pytest.raises(ValueError, match="format must be 1 to"):
+    run |= {"grid": [["default", 1, 10, ["predict"]]], "variants": {}, "format": FORMAT}
+    (today,) = parse([json.dumps(run)])
+    assert isinstance(today, RunRecord) and today.format == FORMAT
+    with pytest.raises(ValueError, match=f"format must be {OLDEST} to {FORMAT}, got {FORMAT + 1}$"):
         parse([json.dumps(run | {"format": FORMAT + 1})])

@@ -34,7 +34,6 @@ from bench.records import (
     ResultRecord,
     RunRecord,
     from_json,
-    parse,
     to_json,
 )
 from bench.targets import STREAM_TARGETS, Target
@@ -311,7 +310,7 @@ def test_a_variant_without_the_stream_must_say_why() -> None:
         Variant("both", "reference", Role.BASELINE, "streams", no_stream="it does not")
 
 
-# Results files written before the stream ---------------------------------------------------
+# A run without the stream, and the diff and the report of one with it ---------------------
 
 
 MACHINE = {
@@ -330,33 +329,24 @@ SETTINGS = {
     "budget_s": 1.0,
     "max_samples": 100,
     "long_call_s": 20.0,
+    "long_step_s": 0.5,
     "train_steps": 5,
     "slow_max_steps": 1000,
     "slow_max_batch": 1,
 }
-"""A run's machine and settings as files of the time wrote them."""
+"""A run's machine and settings."""
 
 
-def test_a_file_from_before_the_stream_reads_and_reports_no_stream() -> None:
-    """Its result lines have no side or chunk, its listings no ``no_stream``, the reference
-    its old role: it reads, reports, and judges the stream's targets not measured."""
+def test_a_run_without_the_stream_reports_no_stream() -> None:
+    """A run that measured no stream reports none, and judges the stream's targets not
+    measured."""
     from bench import render, report
 
-    listing = {"backend": "reference", "role": "baseline", "about": "ref", "env": {}}
-    line = {"kind": "run", "started": "then", "command": "python -m bench", "machine": MACHINE}
-    line |= {"grid": [[1, 1000, ["predict"]]], "settings": SETTINGS}
-    line |= {"variants": {"reference": listing}}
-    result = {"kind": "result", "variant": "reference", "operation": "predict", "batch": 1}
-    result |= {"steps": 1000, "role": "baseline", "median_s": 0.04, "q1_s": 0.04, "q3_s": 0.04}
-    records = parse([json.dumps(line), json.dumps(result)])
-    run = records[0]
-    assert isinstance(run, RunRecord) and run.variants["reference"].no_stream is None
-    assert isinstance(records[1], ResultRecord) and (records[1].side, records[1].chunk) == (
-        None,
-        None,
-    )
+    listing = Listing("reference", "baseline", "ref")
+    grid = [Point("default", 1, 1000, ("predict",))]
+    run = RunRecord("now", "python -m bench", MACHINE, grid, SETTINGS, {"reference": listing})
+    records = [run, measured("reference", "baseline", "predict", 1, 1000, 40.0)]
     pivot = analysis.Pivot.of(records)
-    assert list(pivot.results) == [Key("reference", "predict", DEFAULT_MODEL, 1, 1000)]
     assert tables.stream_rows(pivot) == [] and report.stream_sections(pivot) == []
     from bench.verdicts import stream_targets
 
