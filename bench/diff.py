@@ -202,7 +202,7 @@ def _not_timed(pairs: list[Pair], markdown: bool) -> list[str]:
 
 def _rounds_said(old: Run, new: Run) -> list[str]:
     """How many processes measured each measurement, and what a single one cannot tell."""
-    rounds = [run.run.settings.get("rounds", 1) for run in (old, new)]
+    rounds = [run.run.settings.rounds for run in (old, new)]
     said = f"rounds: old {rounds[0]}, new {rounds[1]}"
     if min(rounds) > 1:
         return ["", f"{said}; each margin widened by the spread between one run's rounds"]

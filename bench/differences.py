@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import textwrap
 from collections.abc import Iterable, Mapping
+from dataclasses import asdict
 from typing import Any
 
 from bench.records import RunRecord, VariantRecord
@@ -37,16 +38,15 @@ def _union(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[str]:
 
 def machine_differences(old: RunRecord, new: RunRecord) -> list[Difference]:
     """The machine facts (``MACHINE_FACTS``) and library versions that differ."""
-    versions_old = old.machine.get("versions", {})
-    versions_new = new.machine.get("versions", {})
-    return differing(old.machine, new.machine, MACHINE_FACTS) + differing(
+    versions_old, versions_new = old.machine.versions, new.machine.versions
+    return differing(asdict(old.machine), asdict(new.machine), MACHINE_FACTS) + differing(
         versions_old, versions_new, _union(versions_old, versions_new)
     )
 
 
 def setting_differences(old: RunRecord, new: RunRecord) -> list[Difference]:
-    """The settings that differ (``bench.job.Settings``)."""
-    before, after = old.settings, new.settings
+    """The settings that differ (``bench.records.Settings``)."""
+    before, after = asdict(old.settings), asdict(new.settings)
     return differing(before, after, _union(before, after), "setting ")
 
 

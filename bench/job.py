@@ -5,52 +5,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from bench.records import Point
+from bench.records import Point, Settings
 from bench.roles import ROUTES
 from frae.config import FRAEConfig
-
-
-@dataclass(frozen=True)
-class Settings:
-    """How long each measurement runs (see ``bench.worker``), and which part of the grid a
-    slow variant gets."""
-
-    repeats: int = 7
-    min_time_s: float = 0.5
-    budget_s: float = 6.0
-    max_samples: int = 500
-    train_steps: int = 5
-    long_call_s: float = 20.0
-    """A first call longer than this gets one timed call and no warm-up."""
-    long_step_s: float = 0.5
-    """A training step longer than this (the warm-up's) is timed one per sample, not K."""
-    timeout_s: float = 3600.0
-    slow_max_steps: int = 1000
-    """Longest T a slow variant gets."""
-    slow_max_batch: int | None = 32
-    """Largest B a slow variant gets (``None``: every B); at B = 256 the six slow variants
-    would take more of the full grid's 20-minute budget than it can hold."""
-    slow_operations: tuple[str, ...] | None = None
-    """The operations a slow variant gets, of those it offers (``None``: all of them)."""
-    wide_roles: tuple[str, ...] | None = None
-    """The roles of the variants that measure the models after the grid's first, of those
-    with a width axis (``Variant.wide``; ``None``: all of them)."""
-    stream_repeats: int | None = None
-    """The least timed samples of the stream (``None``: ``repeats``); each is already the
-    mean of a whole sequence's calls."""
-    threads: int = 1
-    """The cores and threads every variant runs on (``bench.threads``)."""
-    rounds: int = 1
-    """How many times the run measures every variant, each time in a fresh process, the
-    variants taking turns (``bench.rounds``)."""
-
-    def for_stream(self) -> Settings:
-        """These settings with the stream's least number of samples."""
-        return replace(self, repeats=self.stream_repeats or self.repeats)
-
 
 QUICK_SETTINGS = Settings(
     repeats=5,
@@ -84,7 +44,7 @@ class Job:
 
     variant: str
     backend: str
-    settings: Settings = Settings()
+    settings: Settings = field(default_factory=Settings)
     points: tuple[Point, ...] = ()
     models: Mapping[str, FRAEConfig] = field(default_factory=dict)
     frameworks: tuple[str, ...] = ()

@@ -6,8 +6,8 @@ import importlib.metadata
 import os
 import platform
 import subprocess
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 LIBRARIES = (
     "numpy",
@@ -25,7 +25,28 @@ LIBRARIES = (
 """The libraries whose installed versions a run records."""
 
 
-def machine_facts() -> dict[str, Any]:
+@dataclass(frozen=True)
+class Machine:
+    """The machine a run was made on (``RunRecord.machine``): what a comparison of two runs
+    checks before their figures (``bench.differences``)."""
+
+    platform: str = ""
+    machine: str = ""
+    """The architecture (``platform.machine()``)."""
+    processor: str = ""
+    cpu_count: int | None = None
+    affinity: int | None = None
+    """The CPUs this process may run on."""
+    python: str = ""
+    versions: dict[str, str] = field(default_factory=dict)
+    """Each of ``LIBRARIES`` installed, by name."""
+    thread_variables: dict[str, str] = field(default_factory=dict)
+    """The thread variables set in the environment (``bench.threads.THREAD_VARIABLES``)."""
+    c_compiler: str | None = None
+    """The C compiler's version and the floors' flags; ``None``: no compiler."""
+
+
+def machine_facts() -> Machine:
     """Platform, CPUs, Python, library versions and thread variables; imports no framework."""
     versions = {}
     for name in LIBRARIES:
@@ -43,17 +64,17 @@ def machine_facts() -> dict[str, Any]:
     )
     from bench.threads import THREAD_VARIABLES
 
-    return {
-        "platform": platform.platform(),
-        "machine": platform.machine(),
-        "processor": _cpu_model(),
-        "cpu_count": os.cpu_count(),
-        "affinity": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
-        "python": platform.python_version(),
-        "versions": versions,
-        "thread_variables": {k: os.environ[k] for k in THREAD_VARIABLES if k in os.environ},
-        "c_compiler": f"{cc_version} {' '.join(FLAGS)}" if cc else None,
-    }
+    return Machine(
+        platform=platform.platform(),
+        machine=platform.machine(),
+        processor=_cpu_model(),
+        cpu_count=os.cpu_count(),
+        affinity=len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
+        python=platform.python_version(),
+        versions=versions,
+        thread_variables={k: os.environ[k] for k in THREAD_VARIABLES if k in os.environ},
+        c_compiler=f"{cc_version} {' '.join(FLAGS)}" if cc else None,
+    )
 
 
 def _cpu_model() -> str:

@@ -15,9 +15,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, ClassVar, NamedTuple
+
+from bench.machine import Machine
 
 OPERATIONS = ("predict", "loss_and_grads", "train_step")
 """What the benchmark times at each (B, T): ``predict``, ``loss_and_grads`` and a training
@@ -81,6 +83,46 @@ class Point(NamedTuple):
 
 
 @dataclass(frozen=True)
+class Settings:
+    """How long each measurement runs (see ``bench.worker``), and which part of the grid a
+    slow variant gets: a run's (``RunRecord.settings``), handed to each worker in its job
+    (``bench.job.Job``)."""
+
+    repeats: int = 7
+    min_time_s: float = 0.5
+    budget_s: float = 6.0
+    max_samples: int = 500
+    train_steps: int = 5
+    long_call_s: float = 20.0
+    """A first call longer than this gets one timed call and no warm-up."""
+    long_step_s: float = 0.5
+    """A training step longer than this (the warm-up's) is timed one per sample, not K."""
+    timeout_s: float = 3600.0
+    slow_max_steps: int = 1000
+    """Longest T a slow variant gets."""
+    slow_max_batch: int | None = 32
+    """Largest B a slow variant gets (``None``: every B); at B = 256 the six slow variants
+    would take more of the full grid's 20-minute budget than it can hold."""
+    slow_operations: tuple[str, ...] | None = None
+    """The operations a slow variant gets, of those it offers (``None``: all of them)."""
+    wide_roles: tuple[str, ...] | None = None
+    """The roles of the variants that measure the models after the grid's first, of those
+    with a width axis (``Variant.wide``; ``None``: all of them)."""
+    stream_repeats: int | None = None
+    """The least timed samples of the stream (``None``: ``repeats``); each is already the
+    mean of a whole sequence's calls."""
+    threads: int = 1
+    """The cores and threads every variant runs on (``bench.threads``)."""
+    rounds: int = 1
+    """How many times the run measures every variant, each time in a fresh process, the
+    variants taking turns (``bench.rounds``)."""
+
+    def for_stream(self) -> Settings:
+        """These settings with the stream's least number of samples."""
+        return replace(self, repeats=self.stream_repeats or self.repeats)
+
+
+@dataclass(frozen=True)
 class Listing:
     """A variant as the run lists it, whether it ran or not (see ``bench.catalogue.Variant``)."""
 
@@ -106,11 +148,9 @@ class RunRecord:
     kind: ClassVar[str] = "run"
     started: str
     command: str
-    machine: dict[str, Any]
-    """Platform, CPUs, Python, library versions, thread variables, C compiler."""
+    machine: Machine
     grid: list[Point]
-    settings: dict[str, Any]
-    """``bench.job.Settings`` as a dict."""
+    settings: Settings
     variants: dict[str, Listing]
     models: dict[str, dict[str, Any]] = field(default_factory=dict)
     """Label -> the ``FRAEConfig`` fields of each model measured (``to_dict``)."""
@@ -262,8 +302,19 @@ def _record(data: dict[str, Any]) -> Record:
     if kind is RunRecord:  # JSON has no tuples and no dataclasses
         data["grid"] = [Point(model, b, t, tuple(ops)) for model, b, t, ops in data["grid"]]
         data["variants"] = {name: Listing(**v) for name, v in data["variants"].items()}
+        data["machine"] = _typed(Machine, data["machine"])
+        data["settings"] = _typed(Settings, data["settings"])
     known = {f.name for f in fields(kind)}
     return kind(**{k: v for k, v in data.items() if k in known})
+
+
+def _typed[T: (Machine, Settings)](kind: type[T], data: dict[str, Any]) -> T:
+    """A record within the run's from its JSON object: keys it does not know ignored (a field
+    of a later version), the lists JSON made of tuples made tuples again."""
+    known = {f.name for f in fields(kind)}
+    return kind(
+        **{k: tuple(v) if isinstance(v, list) else v for k, v in data.items() if k in known}
+    )
 
 
 def parse(lines: Iterable[str]) -> list[Record]:

@@ -60,7 +60,7 @@ Run {run.started}, `{run.command}`, {wall} s in all; grid (B, T: operations): {g
 
 ## Machine and versions
 
-- {m[processor]}, {m[cpu_count]} CPUs ({m[affinity]} usable), {m[platform]}, Python {m[python]}
+- {m.processor}, {m.cpu_count} CPUs ({m.affinity} usable), {m.platform}, Python {m.python}
 - {versions}
 - C compiler: {compiler}{roofline}
 - thread variables: {thread_variables}{threads}
@@ -72,13 +72,13 @@ Run {run.started}, `{run.command}`, {wall} s in all; grid (B, T: operations): {g
 
 - Each variant runs in a fresh process, one after another. Per operation and input shape, on a
   fresh model: the **first call** (trace and compile; for the training step `fit(x, epochs=1)`),
-  one untimed warm-up call, then calls timed one by one until at least {s[repeats]} and
-  {s[min_time_s]} s (at most {s[max_samples]}; at least 3 once {s[budget_s]} s have passed; one
-  timed call, no warm-up, where the first call took over {s[long_call_s]} s, as the note says).
+  one untimed warm-up call, then calls timed one by one until at least {s.repeats} and
+  {s.min_time_s} s (at most {s.max_samples}; at least 3 once {s.budget_s} s have passed; one
+  timed call, no warm-up, where the first call took over {s.long_call_s} s, as the note says).
   Reported: the **median** and the **interquartile range**. Every backend returns NumPy, so the
   work is finished when the clock stops.
-- **training step** = `fit(x, epochs={s[train_steps]})` / {s[train_steps]} (`fit(x, epochs=1)` where
-  the warm-up's step took over {s[long_step_s]} s, as the note says): forward, BPTT and one
+- **training step** = `fit(x, epochs={s.train_steps})` / {s.train_steps} (`fit(x, epochs=1)` where
+  the warm-up's step took over {s.long_step_s} s, as the note says): forward, BPTT and one
   Adam update on the whole batch, through the public `fit` (its loss is read back every step).
 - **stream**: one sequence of T frames at B = 1 sent a chunk at a time, each call given the
   state the one before returned: the sender through `encode(chunk, state=s,
@@ -133,24 +133,24 @@ def head(pivot: Pivot, run: RunRecord) -> str:
     def named(role: Role) -> str:
         return ", ".join(f"`{name}`" for name in pivot.named(role)) or "none in this run"
 
-    batch = s["slow_max_batch"]
+    batch = s.slow_max_batch
     return HEAD.format(
         run=run,
         wall=tables.fmt(pivot.wall_s, 3),
         grid="; ".join(_point(point) for point in run.grid),
         m=m,
-        versions=", ".join(f"{k} {v}" for k, v in m["versions"].items()),
-        compiler=m["c_compiler"] or "none",
+        versions=", ".join(f"{k} {v}" for k, v in m.versions.items()),
+        compiler=m.c_compiler or "none",
         roofline=_roofline_line(run),
-        thread_variables=m["thread_variables"] or "none set (framework defaults)",
+        thread_variables=m.thread_variables or "none set (framework defaults)",
         threads="".join(threads),
         threads_said=threads_said(pivot),
         s=s,
         floor=named(Role.FLOOR),
         simd=named(Role.SIMD_FLOOR),
         matrix=named(Role.MATRIX_FLOOR),
-        cap=f"T ≤ {s['slow_max_steps']}" + (f", B ≤ {batch}" if batch else ""),
-        stream_repeats=s.get("stream_repeats") or s["repeats"],
+        cap=f"T ≤ {s.slow_max_steps}" + (f", B ≤ {batch}" if batch else ""),
+        stream_repeats=s.stream_repeats or s.repeats,
         slow=", ".join(n for n, listing in run.variants.items() if listing.slow) or "none",
         roles="; ".join(roles),
     ).rstrip("\n")
@@ -271,7 +271,7 @@ def devices_sections(pivot: Pivot) -> list[Section]:
     """The devices axis, where a variant trained data-parallel."""
     if not (rows := tables.devices_rows(pivot)):
         return []
-    cores = pivot.run.machine.get("cpu_count", "?") if pivot.run else "?"
+    cores = pivot.run.machine.cpu_count if pivot.run else "?"
     caption = "data-parallel training step, µs per step (on a CPU: the engine's cost):"
     return [
         Section(

@@ -11,7 +11,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import asdict, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -216,7 +216,7 @@ def _run_record(
         command=" ".join(sys.orig_argv),
         machine=machine_facts(),
         grid=grid,
-        settings=asdict(settings),
+        settings=settings,
         variants={variant.name: listing(variant) for variant in variants},
         models={label: config.to_dict() for label, config in models.items()},
         roofline=measure_roofline(settings.threads, logs),

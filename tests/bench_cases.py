@@ -1,17 +1,19 @@
 """What the benchmark's tests share: configs of other sizes, the reference checks a
-baseline is held to, a timed measurement made from its figure, and a C floor built
-with a deliberate mistake in its source."""
+baseline is held to, a timed measurement made from its figure, a run's record on a test
+machine, and a C floor built with a deliberate mistake in its source."""
 
 from __future__ import annotations
 
 import ctypes
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 import frae
-from bench.records import ResultRecord
+from bench.machine import Machine
+from bench.records import Listing, Point, ResultRecord, RunRecord, Settings
 from frae.data import multi_sine
 from frae.params import Weights
 from parity_tests.cases import CASES
@@ -152,3 +154,33 @@ def broken_floor[F](
             self._loops = compile_loops(self.config, mutated)
 
     return BrokenFloor
+
+
+MACHINE = Machine("linux", "x86_64", "cpu", cpu_count=2, affinity=2, python="3.13")
+"""The machine a test's run records: two cores."""
+SETTINGS = Settings(repeats=5, min_time_s=0.05, budget_s=1.0, max_samples=100, slow_max_batch=1)
+"""The settings a test's run records: a quick run's timing."""
+
+
+def run_record(
+    variants: Mapping[str, Listing] | None = None,
+    grid: Iterable[Point] = (),
+    models: Mapping[str, frae.FRAEConfig] | None = None,
+    machine: Machine = MACHINE,
+    settings: Settings = SETTINGS,
+    roofline: dict[str, Any] | None = None,
+) -> RunRecord:
+    """The run's record as the runner writes it, listing ``variants`` over ``grid``, with
+    each of ``models`` by label, on ``MACHINE`` with ``SETTINGS`` unless given."""
+    configs = {label: config.to_dict() for label, config in (models or {}).items()}
+    listings = dict(variants or {})
+    return RunRecord(
+        "now",
+        "python -m bench",
+        machine,
+        list(grid),
+        settings,
+        listings,
+        configs,
+        roofline=roofline,
+    )

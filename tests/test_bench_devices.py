@@ -4,15 +4,9 @@ device, paired by the run's listing (``Listing.of``, ``Listing.devices``), never
 from __future__ import annotations
 
 from bench.analysis import Pivot
-from bench.records import Listing, RunRecord
+from bench.records import Listing
 from bench.tables import devices_rows
-from tests.bench_cases import measured
-
-
-def listed(**variants: Listing) -> RunRecord:
-    """The run's record listing ``variants``."""
-    return RunRecord("now", "python -m bench", {}, [], {}, variants)
-
+from tests.bench_cases import measured, run_record
 
 ONE = Listing("jax_scan", "compiled", "jax.lax.scan")
 SPLIT = Listing("jax_scan", "devices", "split over 4", devices=4, of="jax_scan")
@@ -22,7 +16,7 @@ def test_a_data_parallel_step_is_shown_beside_the_same_step_on_one_device() -> N
     """One row per shape the data-parallel variant trained at: one device, N, their ratio;
     its other operations are not rows."""
     records = [
-        listed(jax_scan=ONE, **{"the split one": SPLIT}),
+        run_record({"jax_scan": ONE, "the split one": SPLIT}),
         measured("jax_scan", "compiled", "train_step", 256, 1000, 10.0),
         measured("jax_scan", "compiled", "train_step", 1, 1000, 99.0),
         measured("the split one", "devices", "train_step", 256, 1000, 25.0),
@@ -36,7 +30,7 @@ def test_a_variant_without_its_devices_recorded_has_no_row() -> None:
     ``devices`` in the listing there is nothing to pair."""
     unrecorded = Listing("jax_scan", "devices", "split")
     records = [
-        listed(jax_scan=ONE, **{"jax_scan on 2 devices": unrecorded}),
+        run_record({"jax_scan": ONE, "jax_scan on 2 devices": unrecorded}),
         measured("jax_scan", "compiled", "train_step", 256, 1000, 10.0),
         measured("jax_scan on 2 devices", "devices", "train_step", 256, 1000, 25.0),
     ]

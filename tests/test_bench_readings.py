@@ -25,6 +25,7 @@ from bench.cli import main
 from bench.grid import model_label, read_config
 from bench.targets import TARGETS_ORIGIN
 from bench.verdicts import measured_targets, targets
+from tests.bench_cases import run_record
 
 
 def timed(
@@ -63,32 +64,11 @@ def terminal(records: list[Record]) -> str:
     return render.terminal(report.sections(records))
 
 
-def run_record(models: dict[str, frae.FRAEConfig] | None = None) -> RunRecord:
+def on_models(models: dict[str, frae.FRAEConfig] | None = None) -> RunRecord:
+    """The run's record of ``models`` (the default model alone unless given), predict at
+    B=1, T=1000 on each."""
     models = models or {"default": frae.FRAEConfig()}
-    machine = {
-        "processor": "cpu",
-        "cpu_count": 2,
-        "affinity": 2,
-        "platform": "linux",
-        "python": "3.13",
-        "versions": {},
-        "c_compiler": None,
-        "thread_variables": {},
-    }
-    settings = {
-        "repeats": 5,
-        "min_time_s": 0.05,
-        "budget_s": 1.0,
-        "max_samples": 100,
-        "long_call_s": 20.0,
-        "long_step_s": 0.5,
-        "train_steps": 5,
-        "slow_max_steps": 1000,
-        "slow_max_batch": 1,
-    }
-    grid = [Point(label, 1, 1000, ("predict",)) for label in models]
-    configs = {label: config.to_dict() for label, config in models.items()}
-    return RunRecord("now", "python -m bench", machine, grid, settings, {}, configs)
+    return run_record(grid=[Point(label, 1, 1000, ("predict",)) for label in models], models=models)
 
 
 # The per-call / per-step split -------------------------------------------------------------
@@ -133,7 +113,7 @@ def test_a_part_slower_than_its_whole_is_flagged() -> None:
     """keras_rnn's gradient timed slower than its training step, which runs that gradient:
     flagged in the tables and listed, in the report and the terminal."""
     records = [
-        run_record(),
+        on_models(),
         timed("keras_rnn", "predict", 1, 1000, 1e-3),
         timed("keras_rnn", "loss_and_grads", 1, 1000, 17.1e-3),
         timed("keras_rnn", "train_step", 1, 1000, 5.82e-3),
@@ -171,7 +151,7 @@ LONG_NAMES = ["numba_floor", "keras_defaults[tensorflow]", "torch_scan[defaults]
 def quick_like_records() -> list:
     """What a quick run measures: every operation at B=1, T=100 and 1000, predict at B=256,
     figures with many digits."""
-    records: list = [run_record()]
+    records: list = [on_models()]
     for index, name in enumerate(LONG_NAMES):
         role = "floor" if index == 0 else "baseline"
         for steps in (100, 1000):
@@ -204,7 +184,7 @@ def test_the_terminal_call_costs_and_flags_fit_100_columns() -> None:
 def test_a_wide_models_section_fits_100_columns_too() -> None:
     label = model_label(WIDE)
     records = quick_like_records()
-    records[0] = run_record({"default": frae.FRAEConfig(), label: WIDE})
+    records[0] = on_models({"default": frae.FRAEConfig(), label: WIDE})
     for index, name in enumerate(LONG_NAMES):
         for batch in (1, 256):
             for operation in ("predict", "train_step"):
@@ -271,7 +251,7 @@ def test_a_second_model_gets_its_own_section_and_targets() -> None:
     """Each model's measurements are pivoted apart: the default's table never shows the wide
     model's figures, and the wide model's targets are judged on its own floor."""
     label = model_label(WIDE)
-    records = [run_record({"default": frae.FRAEConfig(), label: WIDE})]
+    records = [on_models({"default": frae.FRAEConfig(), label: WIDE})]
     for model, scale in (("default", 1.0), (label, 10.0)):
         records += [
             timed("floor", "predict", 1, 1000, 1e-3 * scale, role="floor", model=model),

@@ -6,17 +6,19 @@ import json
 
 import pytest
 
+from bench.job import QUICK_SETTINGS
 from bench.records import (
     DoneRecord,
     EndRecord,
     Listing,
+    Point,
     ResultRecord,
     RunRecord,
     VariantRecord,
     from_json,
     to_json,
 )
-from tests.bench_cases import measured
+from tests.bench_cases import measured, run_record
 
 
 def test_records_survive_a_json_line_with_their_derived_figures() -> None:
@@ -26,13 +28,10 @@ def test_records_survive_a_json_line_with_their_derived_figures() -> None:
     twin = Listing("reference_bptt", "by_hand", "by hand", twin_of="reference")
     split = Listing("reference", "devices", "split", devices=4, of="reference")
     records = [
-        RunRecord(
-            "now",
-            "python -m bench",
-            {"cpu_count": 2},
-            [("default", 1, 20, ("predict",))],
-            {},
+        run_record(
             {"reference": listing, "renamed twin": twin, "split": split},
+            [Point("default", 1, 20, ("predict",))],
+            settings=QUICK_SETTINGS,  # tuples among its settings, lists in JSON
         ),
         VariantRecord("reference", "baseline", import_s=0.5, threads={}),
         VariantRecord("torch_eager", "baseline", skipped="needs torch"),

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from bench import render, report
-from bench.records import Listing, Point, Record, RunRecord, to_json
+from bench.records import Listing, Point, Record, to_json
 from bench.render import Brief, Layout, Section
-from tests.bench_cases import measured
+from tests.bench_cases import measured, run_record
 
 TABLE = Section(
     "Figures",
@@ -70,36 +70,11 @@ def test_a_wide_table_wraps_only_the_columns_it_is_told_to() -> None:
 
 
 def records() -> list[Record]:
-    run = RunRecord(
-        "now",
-        "python -m bench",
-        {
-            "processor": "cpu",
-            "cpu_count": 2,
-            "affinity": 2,
-            "platform": "linux",
-            "python": "3.13",
-            "versions": {},
-            "c_compiler": None,
-            "thread_variables": {},
-        },
-        [Point("default", 1, 1000, ("predict",))],
-        {
-            "repeats": 5,
-            "min_time_s": 0.05,
-            "budget_s": 1.0,
-            "max_samples": 100,
-            "long_call_s": 20.0,
-            "long_step_s": 0.5,
-            "train_steps": 5,
-            "slow_max_steps": 1000,
-            "slow_max_batch": 1,
-        },
-        {
-            "floor": Listing("numba_floor", "floor", "loops"),
-            "fast": Listing("jax_scan", "compiled", "scan"),
-        },
-    )
+    listings = {
+        "floor": Listing("numba_floor", "floor", "loops"),
+        "fast": Listing("jax_scan", "compiled", "scan"),
+    }
+    run = run_record(listings, [Point("default", 1, 1000, ("predict",))])
     return [
         run,
         *(measured("floor", "floor", op, 1, t, 1.0) for op in ("predict",) for t in (100, 1000)),

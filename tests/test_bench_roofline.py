@@ -27,7 +27,7 @@ from bench.targets import ROOFLINE_MODEL, ROOFLINE_TARGETS, Target
 from bench.threads import environment
 from bench.verdicts import judge, roofline_targets
 from frae.config import GRU, Layer
-from tests.bench_cases import OTHER_CONFIG, measured
+from tests.bench_cases import OTHER_CONFIG, measured, run_record
 
 STATE = frae.FRAEConfig(
     input_dim=2, encoder_units=(3,), latent_dim=4, decoder_units=(5,), feedback="state", state_dim=6
@@ -142,18 +142,11 @@ def test_the_roofline_is_the_slower_of_its_two_sides() -> None:
     assert PEAK.bound(Counts(2e6, 1e3)) == "FLOPs" and PEAK.bound(Counts(1e3, 3e7)) == "bytes"
 
 
-def run_record(peak: Peak | None = PEAK) -> RunRecord:
+def peaked_run(peak: Peak | None = PEAK) -> RunRecord:
     """A run of the default model and the width-256 one, with ``peak`` recorded."""
-    machine = {"processor": "cpu", "cpu_count": 2, "affinity": 2, "platform": "linux"}
-    machine |= {"python": "3.13", "versions": {}, "c_compiler": None, "thread_variables": {}}
-    settings = {"repeats": 5, "min_time_s": 0.05, "budget_s": 1.0, "max_samples": 100}
-    settings |= {"long_call_s": 20.0, "long_step_s": 0.5, "train_steps": 5, "slow_max_steps": 1000}
-    settings |= {"slow_max_batch": 1}
     models = {"default": frae.FRAEConfig(), ROOFLINE_MODEL: WIDE}
     grid = [Point(label, 256, 1000, ("predict", "train_step")) for label in models]
-    configs = {label: config.to_dict() for label, config in models.items()}
-    found = peak.to_dict() if peak else None
-    return RunRecord("now", "python -m bench", machine, grid, settings, {}, configs, roofline=found)
+    return run_record(grid=grid, models=models, roofline=peak.to_dict() if peak else None)
 
 
 def on_wide(variant: str, role: str, operation: str, times_the_roofline: float) -> ResultRecord:
@@ -168,7 +161,7 @@ def wide_run(peak: Peak | None = PEAK) -> list[Record]:
     """The route ``jax`` 2× the roofline at predict and 4× at a training step, a slower
     route, a floor far from it, and the default model's ``jax`` (never judged here)."""
     return [
-        run_record(peak),
+        peaked_run(peak),
         on_wide("matrix", "matrix_floor", "predict", 6.0),
         on_wide("jax", "compiled", "predict", 2.0),
         on_wide("jax", "compiled", "train_step", 4.0),
@@ -243,7 +236,7 @@ def test_the_terminals_wide_model_table_fits_100_columns_with_the_roofline() -> 
 def test_a_run_without_peaks_shows_none_and_a_failed_measurement_says_why() -> None:
     text = render.markdown(report.sections(wide_run(peak=None)))  # a run from before it
     assert "roofline" not in text.lower()
-    failed = replace(run_record(None), roofline={"error": "exited with 1: no BLAS"})
+    failed = replace(peaked_run(None), roofline={"error": "exited with 1: no BLAS"})
     text = render.markdown(report.sections([failed, *wide_run()[1:]]))
     assert "roofline peaks: not measured (exited with 1: no BLAS)" in text
 

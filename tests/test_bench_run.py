@@ -38,8 +38,8 @@ def check_report(out: Path, variants: list[str], operations: tuple[str, ...]) ->
     found = read(out / "results.jsonl")
     run = found[0]
     assert isinstance(run, RunRecord)
-    assert {"platform", "cpu_count", "python", "versions"} <= run.machine.keys()
-    assert {"numpy", "numba"} <= run.machine["versions"].keys()
+    assert run.machine.platform and run.machine.cpu_count and run.machine.python
+    assert {"numpy", "numba"} <= run.machine.versions.keys()
     for variant in variants:
         facts = [r for r in found if isinstance(r, VariantRecord) and r.variant == variant]
         assert facts and facts[0].import_s is not None and facts[0].threads is not None, variant

@@ -32,14 +32,13 @@ from bench.records import (
     Point,
     Record,
     ResultRecord,
-    RunRecord,
     from_json,
     to_json,
 )
 from bench.targets import STREAM_TARGETS, Target
 from frae.data import multi_sine
 from impls.reference import ReferenceBackend
-from tests.bench_cases import measured, streamed
+from tests.bench_cases import measured, run_record, streamed
 
 TINY = Settings(repeats=2, min_time_s=0.0, budget_s=0.0, max_samples=2)
 """Two timed runs of a side: enough for quartiles, fast on the reference."""
@@ -115,10 +114,6 @@ def test_a_streams_side_and_chunk_length_are_fields_of_its_record() -> None:
     assert from_json(to_json(record)) == record
 
 
-def run_record(**listings: Listing) -> RunRecord:
-    return RunRecord("now", "python -m bench", {}, [], {}, listings)
-
-
 STREAMS: list[Record] = [
     *(
         streamed("floor", "floor", side, chunk, us)
@@ -186,7 +181,7 @@ def test_what_did_not_stream_is_listed_with_why() -> None:
         for s in (SENDER, RECEIVER)
         for c in (1, 10)
     ]
-    run = run_record(check=Listing("c_forward", "check", "C", no_stream="predict alone"))
+    run = run_record({"check": Listing("c_forward", "check", "C", no_stream="predict alone")})
     pivot = analysis.Pivot.of([run, *STREAMS, *refused])
     assert tables.unstreamed(pivot) == ["- `check`: predict alone", "- `old`: no state"]
     assert tables.stream_rows(pivot)[-1][2:] == ["unsupported"] * 4
@@ -313,30 +308,6 @@ def test_a_variant_without_the_stream_must_say_why() -> None:
 # A run without the stream, and the diff and the report of one with it ---------------------
 
 
-MACHINE = {
-    "processor": "cpu",
-    "cpu_count": 2,
-    "affinity": 2,
-    "platform": "linux",
-    "python": "3.13",
-    "versions": {},
-    "c_compiler": None,
-    "thread_variables": {},
-}
-SETTINGS = {
-    "repeats": 5,
-    "min_time_s": 0.05,
-    "budget_s": 1.0,
-    "max_samples": 100,
-    "long_call_s": 20.0,
-    "long_step_s": 0.5,
-    "train_steps": 5,
-    "slow_max_steps": 1000,
-    "slow_max_batch": 1,
-}
-"""A run's machine and settings."""
-
-
 def test_a_run_without_the_stream_reports_no_stream() -> None:
     """A run that measured no stream reports none, and judges the stream's targets not
     measured."""
@@ -344,7 +315,7 @@ def test_a_run_without_the_stream_reports_no_stream() -> None:
 
     listing = Listing("reference", "baseline", "ref")
     grid = [Point("default", 1, 1000, ("predict",))]
-    run = RunRecord("now", "python -m bench", MACHINE, grid, SETTINGS, {"reference": listing})
+    run = run_record({"reference": listing}, grid)
     records = [run, measured("reference", "baseline", "predict", 1, 1000, 40.0)]
     pivot = analysis.Pivot.of(records)
     assert tables.stream_rows(pivot) == [] and report.stream_sections(pivot) == []
@@ -360,7 +331,7 @@ def test_a_diff_pairs_streams_by_side_and_chunk_length() -> None:
 
     keys = {r.key for r in STREAMS if isinstance(r, ResultRecord)}
     assert len(keys) == len(STREAMS)
-    run = RunRecord("now", "python -m bench", MACHINE, [], SETTINGS, {})
+    run = run_record()
     old, new = (
         diff.Run(run, {r.key: r for r in STREAMS if isinstance(r, ResultRecord)}),
         diff.Run(run, {}),
@@ -374,7 +345,7 @@ def test_the_report_streams_in_a_section_of_its_own_and_judges_the_streams_targe
     targets are in the Targets section, where they come from with them."""
     from bench import render, report
 
-    run = RunRecord("now", "python -m bench", MACHINE, [], SETTINGS, {})
+    run = run_record()
     drawn = report.sections([run, *STREAMS])
     text, brief = render.markdown(drawn), render.terminal(drawn)
     assert "## Streaming" in text and "| fast      | compiled | 21 (17.5×)" in text

@@ -8,11 +8,11 @@ from __future__ import annotations
 import pytest
 
 from bench.analysis import Pivot
-from bench.records import Record, ResultRecord, RunRecord, Shape, VariantRecord
+from bench.records import Record, ResultRecord, Shape, VariantRecord
 from bench.roles import Role
 from bench.targets import STATE_TARGETS, TARGETS, Target, targets_of
 from bench.verdicts import judge, targets
-from tests.bench_cases import STATE_CONFIG, STATE_LABEL, measured
+from tests.bench_cases import STATE_CONFIG, STATE_LABEL, measured, run_record
 
 
 def named(targets: tuple[Target, ...], name: str) -> Target:
@@ -185,9 +185,7 @@ def state_run(records: list[Record]) -> list[Record]:
     that model."""
     import dataclasses
 
-    run = RunRecord(
-        "now", "python -m bench", {}, [], {}, {}, models={STATE_LABEL: STATE_CONFIG.to_dict()}
-    )
+    run = run_record(models={STATE_LABEL: STATE_CONFIG})
     return [
         run,
         *(
@@ -218,7 +216,7 @@ def test_a_state_feedback_model_is_judged_by_its_own_targets() -> None:
     assert len(outcomes) == len(STATE_TARGETS)
     assert all(o.statement.startswith("state feedback: ") for o in outcomes)
     assert all(o.met is not None and "a " in o.measured for o in outcomes), outcomes
-    output = Pivot.of([RunRecord("now", "python -m bench", {}, [], {}, {}), *records[1:]])
+    output = Pivot.of([run_record(), *records[1:]])
     assert not output.state_feedback and targets_of(output) == TARGETS
 
 

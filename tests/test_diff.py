@@ -22,8 +22,9 @@ import numpy as np
 import pytest
 
 from bench import diff
-from bench.records import ResultRecord, RunRecord, to_json
+from bench.records import ResultRecord, to_json
 from frae.cli import main as frae_main
+from tests.bench_cases import MACHINE, run_record
 
 VERSIONS = {"numpy": "2.5.5", "jax": "0.12.0", "torch": "2.14.1"}
 Spread = tuple[float, float, float]
@@ -69,14 +70,7 @@ def write_run(
 ) -> Path:
     """A ``results.jsonl`` in ``folder``: the run's record, then ``results``."""
     facts = {"processor": "Xeon", "cpu_count": 4, "python": "3.13.0", "versions": versions}
-    run = RunRecord(
-        started="2026-12-01T10:00:00+00:00",
-        command="python -m bench --quick",
-        machine=facts | machine,
-        grid=[],
-        settings={},
-        variants={},
-    )
+    run = run_record(machine=replace(MACHINE, **(facts | machine)))
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / "results.jsonl"
     path.write_text("".join(to_json(r) + "\n" for r in [run, *results]))
