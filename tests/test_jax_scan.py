@@ -7,7 +7,6 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
-import re
 import subprocess
 import sys
 from collections import Counter
@@ -29,9 +28,6 @@ pytest.importorskip("optax")
 jax_model = pytest.importorskip("impls.jax_scan.model")
 jax_train = pytest.importorskip("impls.jax_scan.train")
 jax_backend = pytest.importorskip("impls.jax_scan.backend")
-TWIN = "bench.twins.jax_scan:JaxScanBPTTBackend"
-"""The benchmark's hand-written-backward twin, by import path: also the name of the worker
-group its tests share."""
 nnx = jax_model.nnx
 
 # every size different, no square kernel: a swapped axis or transposed kernel fails
@@ -217,14 +213,12 @@ def test_stock_gru_cell_state_refuses_a_candidate_recurrent_bias() -> None:
         jax_model.stock_gru_cell_state(weights, gru)
 
 
-@pytest.mark.parametrize("backend", ["jax_scan", TWIN])
 @pytest.mark.usefixtures("fresh_compiled_code")
 def test_state_model_at_large_batches_takes_no_output_only_path(
-    monkeypatch: pytest.MonkeyPatch, backend: str
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """From ``BATCH_LAST_MIN_BATCH`` and ``REMAT_MIN_BATCH`` on, the state model still runs
-    batch-major and stores each step, and the twin (``TWIN``) differentiates it by autodiff
-    (its hand-written backward, broken here, is output feedback's): all equal the reference."""
+    batch-major and stores each step, and equals the reference."""
     batch = max(jax_model.BATCH_LAST_MIN_BATCH, jax_train.REMAT_MIN_BATCH)
     options: list[dict[str, object]] = []
     unroll = jax_model.unroll
@@ -234,11 +228,10 @@ def test_state_model_at_large_batches_takes_no_output_only_path(
         return unroll(*args, **kwargs)
 
     monkeypatch.setattr(jax_model, "unroll", recorded_unroll)
-    _break_the_backward(monkeypatch)
     rng = np.random.default_rng(16)
     shape = (batch, 5, STATE_CONFIG.input_dim)
     x, y = (rng.uniform(-1.0, 1.0, shape).astype(np.float32) for _ in "xy")
-    model = frae.create(backend, STATE_CONFIG, seed=17)
+    model = frae.create("jax_scan", STATE_CONFIG, seed=17)
     oracle = frae.create("reference", STATE_CONFIG, seed=17)
     assert_close("outputs", model.predict(x), oracle.predict(x))
     loss, grads = model.loss_and_grads(x, y)
@@ -519,138 +512,9 @@ def test_the_backend_works_after_tensorflow_was_imported() -> None:
     assert_close("self", np.float32(used["output"]), _expected_output())
 
 
-# the twin: the same model, its backward pass written by hand (train.loss_by_hand)
-
-by_hand = pytest.mark.backend_specific(TWIN)
-
-
 @pytest.fixture
 def fresh_compiled_code() -> Iterator[None]:
     """Compile afresh in the test, and drop what it compiled afterwards (it may be broken)."""
     jax_backend.compiled.cache_clear()
     yield
     jax_backend.compiled.cache_clear()
-
-
-def _break_the_backward(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Double every ``d_pre @ kernelᵀ`` of the hand-written backward (autodiff never calls it)."""
-    times_transpose = jax_train._times_transpose
-    monkeypatch.setattr(jax_train, "_times_transpose", lambda *a: 2.0 * times_transpose(*a))
-
-
-@by_hand
-@pytest.mark.parametrize("batch", [3, jax_train.REMAT_MIN_BATCH], ids=["unrolled", "large"])
-@pytest.mark.usefixtures("fresh_compiled_code")
-def test_value_and_grad_runs_the_hand_written_backward(
-    monkeypatch: pytest.MonkeyPatch, batch: int
-) -> None:
-    """Broken by hand, the backward breaks the twin's gradients and its SGD steps'
-    updates, and leaves its loss and jax_scan's gradients alone: the framework's gradient
-    call runs it, and only it."""
-    rng = np.random.default_rng(11)
-    x, y = (rng.uniform(-1.0, 1.0, (batch, 5, CONFIG.input_dim)).astype(np.float32) for _ in "xy")
-    expected_loss, expected = frae.create("reference", CONFIG, seed=12).loss_and_grads(x, y)
-    _break_the_backward(monkeypatch)
-    model = frae.create(TWIN, CONFIG, seed=12)
-    loss, grads = model.loss_and_grads(x, y)
-    assert_close("loss", np.float32(loss), np.float64(expected_loss))
-    feedback_free = {"decoder/output/kernel", "decoder/output/bias"}  # no d_pre @ kernelᵀ in them
-    for name in set(grads) - feedback_free:
-        with pytest.raises(AssertionError):
-            assert_close("gradients", grads[name], expected[name], name)
-    autodiff = frae.create("jax_scan", CONFIG, seed=12).loss_and_grads(x, y)[1]
-    for name, grad in autodiff.items():
-        assert_close("gradients", grad, expected[name], name)
-    start, rate = model.get_weights(), 0.5
-    model.fit(x, y, optimizer="sgd", learning_rate=rate)
-    for name, weight in model.get_weights().items():
-        assert_close("self", (start[name] - weight) / rate, grads[name], name)
-
-
-Shapes = list[tuple[int, ...]]
-
-
-def _reverse_scan_carries(jaxpr: object) -> list[Shapes]:
-    """The carries' shapes of each reverse ``lax.scan`` in a jaxpr, nested ones included."""
-    found = []
-    for equation in jaxpr.eqns:  # type: ignore[attr-defined]
-        params = equation.params
-        if equation.primitive.name == "scan" and params["reverse"]:
-            # JAX 0.12 describes the operands as (consts, carries, xs); earlier, by counts
-            consts, carry, _ = (
-                [len(part.vals) for part in params["ft_in"].unpack()]
-                if "ft_in" in params
-                else (params["num_consts"], params["num_carry"], None)
-            )
-            carries = equation.invars[consts : consts + carry]
-            found.append([variable.aval.shape for variable in carries])
-        for value in params.values():
-            for inner in value if isinstance(value, tuple) else (value,):
-                inner = getattr(inner, "jaxpr", inner)
-                if hasattr(inner, "eqns"):
-                    found += _reverse_scan_carries(inner)
-    return found
-
-
-_ROOT_TUPLE = re.compile(r"ROOT %?[\w.\-]+ = \(.*\) tuple\(([^)]*)\)")
-_PARAMETER = re.compile(r"^%?[\w.\-]+ \(([\w.\-]+):")
-_DEFINED = re.compile(r"%?([\w.\-]+) = (f32\[[\d,]*\])")
-
-
-def _loop_carries(hlo: str) -> list[list[str]]:
-    """Per ``while`` loop of an optimized HLO module: the float32 parts of its state that its
-    body changes, other than the time-long stacks it reads or writes (rank 3 and up)."""
-    from bench.kernels import loop_bodies
-
-    carries = []
-    for body in loop_bodies(hlo):
-        match = _PARAMETER.match(body)
-        assert match is not None, body[:2000]
-        element = rf"%?([\w.\-]+) = \S+ get-tuple-element\(%?{re.escape(match[1])}\), index=(\d+)"
-        passed_on = {name: int(index) for name, index in re.findall(element, body)}
-        shapes = dict(_DEFINED.findall(body))
-        root = _ROOT_TUPLE.search(body)
-        assert root is not None, body[:2000]
-        operands = [name.strip().lstrip("%") for name in root.group(1).split(",")]
-        carries.append(
-            [
-                shapes[name]
-                for index, name in enumerate(operands)
-                if passed_on.get(name) != index and name in shapes and shapes[name].count(",") < 2
-            ]
-        )
-    return carries
-
-
-def _programs(batch: int, *, by_hand: bool) -> dict[str, object]:
-    """The jitted gradient and training steps (``by_hand``: the twin's), on a batch of
-    ``batch`` sequences of 37 steps (a length no other axis has)."""
-    compiled = jax_backend.compiled(CONFIG, by_hand=by_hand)
-    params = frae.initial_weights(CONFIG)
-    x = np.zeros((batch, 37, CONFIG.input_dim), np.float32)
-    programs = {"loss_and_grads": (compiled.loss_and_grads, (params, x, x))}
-    for name, train_step in compiled.train_steps.items():
-        state = compiled.optimizer_inits[name](params)
-        programs[f"{name} step"] = (train_step, (params, state, np.float32(0.1), x, x))
-    return programs
-
-
-@by_hand
-@pytest.mark.parametrize("batch", [11, jax_train.REMAT_MIN_BATCH], ids=["unrolled", "large"])
-def test_the_reverse_loop_carries_only_the_feedback_gradient(batch: int) -> None:
-    """In the gradient and both training steps, one reverse scan whose only carry is
-    d loss / d x̂_t, (B, F): no weight's gradient is summed inside a loop, in the jaxpr nor in
-    the compiled program. Autodiff's reverse scan (jax_scan) sums them all there, and fails."""
-    feedback = (batch, CONFIG.input_dim)
-    for what, (function, args) in _programs(batch, by_hand=True).items():
-        assert _reverse_scan_carries(function.trace(*args).jaxpr) == [[feedback]], what
-    function, args = _programs(batch, by_hand=True)["adam step"]
-    hlo = function.lower(*args).compile().as_text()
-    expected = f"f32[{batch},{CONFIG.input_dim}]"
-    assert _loop_carries(hlo) == [[expected]] * 2  # the forward's and the backward's
-    function, args = _programs(batch, by_hand=False)["loss_and_grads"]
-    [autodiff_carries] = _reverse_scan_carries(function.trace(*args).jaxpr)
-    assert {tuple(shape) for shape in CONFIG.parameter_shapes().values()} <= set(autodiff_carries)
-    assert any(
-        len(carries) > 1 for carries in _loop_carries(function.lower(*args).compile().as_text())
-    )

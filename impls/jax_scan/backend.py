@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -67,19 +66,8 @@ def jit[**P, R](function: Callable[P, R]) -> Jitted[P, R]:
 
 
 @functools.lru_cache(maxsize=64)
-def compiled(config: FRAEConfig, *, by_hand: bool = False) -> Compiled:
-    """The jitted functions of ``config``; ``by_hand``: gradients and training steps through
-    the hand-written backward (``train.loss_by_hand``) where it applies (``train.gradient``),
-    the rest shared with autodiff's."""
-    if by_hand:
-        return dataclasses.replace(
-            compiled(config),
-            loss_and_grads=jit(functools.partial(train.gradient(config, by_hand=True), config)),
-            train_steps={
-                name: jit(functools.partial(train.train_step, config, name, by_hand=True))
-                for name in OPTIMIZERS
-            },
-        )
+def compiled(config: FRAEConfig) -> Compiled:
+    """The jitted functions of ``config``."""
 
     def streamed(
         kept: int, *, codes_given: bool = False
@@ -121,13 +109,13 @@ def compiled(config: FRAEConfig, *, by_hand: bool = False) -> Compiled:
 
 @functools.lru_cache(maxsize=16)
 def data_parallel_steps(
-    config: FRAEConfig, mesh: jax.sharding.Mesh, *, by_hand: bool = False
+    config: FRAEConfig, mesh: jax.sharding.Mesh, gradient: train.Gradient = train.loss_and_grads
 ) -> Mapping[str, Jitted[..., tuple[Params, optax.OptState, jax.Array]]]:
-    """Per optimizer, the jitted ``train.data_parallel_train_step`` of ``config`` on ``mesh``."""
+    """Per optimizer, the jitted ``train.data_parallel_train_step`` of ``config`` on ``mesh``,
+    differentiating with ``gradient``."""
+    step = train.data_parallel_train_step
     return {
-        name: jit(
-            functools.partial(train.data_parallel_train_step, config, name, mesh, by_hand=by_hand)
-        )
+        name: jit(functools.partial(step, config, name, mesh, gradient=gradient))
         for name in OPTIMIZERS
     }
 
@@ -146,7 +134,6 @@ class JaxScanBackend(BaseBackend):
     routes = model.ROUTES
     export_formats = ("stablehlo",)
     export_refusals = export.REFUSALS
-    by_hand = False
     _packed_from: Params | None = None
     _packed: jax.Array
     mesh: jax.sharding.Mesh | None = None
@@ -257,7 +244,7 @@ class JaxScanBackend(BaseBackend):
         """The jitted training step ``(params, state, rate, x, y) -> (params, state, loss)``."""
         if self.mesh is None:
             return self.compiled.train_steps[optimizer]
-        return data_parallel_steps(self.config, self.mesh, by_hand=self.by_hand)[optimizer]
+        return data_parallel_steps(self.config, self.mesh)[optimizer]
 
     def _keep_weights(self, step: int) -> None:
         """A reference to the weights' dict: a step replaces it and never writes in place."""

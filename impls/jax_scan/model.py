@@ -31,7 +31,7 @@ import jax.numpy as jnp
 from flax import nnx
 from flax.typing import PathParts
 
-from frae import activations, gru_layout, routes
+from frae import gru_layout, routes
 from frae.config import FUSED_PRODUCT_MAX_SIZE, GRU, FRAEConfig, Layer
 
 Array = jax.Array
@@ -40,8 +40,6 @@ Params = dict[str, Array]
 Step = tuple[Array, tuple[Array, Array]]
 """A step's ``(carry, y)``: the new feedback x̂_t (or s_t), and ``(x̂_t, z_t)`` to stack over
 time."""
-TracedStep = tuple[Array, tuple[Array, list[Array], list[Array]]]
-"""``traced_step``'s ``(carry, y)``: x̂_t, and ``(x̂_t, layer inputs, layer slopes)``."""
 
 # Full float32 products: on GPUs the default precision of a float32 matmul may be TF32
 # (10-bit mantissa), far outside the parity tolerances against the float64 reference.
@@ -84,12 +82,6 @@ def product(h: Array, kernel: Array) -> Array:
     return jnp.matmul(h, kernel, precision=PRECISION)
 
 
-def activation_slope(name: str, pre: Array, out: Array) -> Array:
-    """d act(a) / da from the pre-activation a and the output act(a)
-    (``frae.activations``)."""
-    return activations.activation_slope(name, pre, out, nnx.sigmoid, jnp.ones_like)
-
-
 class DenseStack(nnx.Module):
     """Dense layers applied in turn, ``h ← act(h @ kernel + bias)``.
 
@@ -125,17 +117,6 @@ class DenseStack(nnx.Module):
             return jnp.sum(h[..., :, None] * kernel, axis=-2) + bias
         return layer(h)
 
-    def traced(self, h: Array) -> tuple[Array, list[Array], list[Array]]:
-        """``self(h)``, with each layer's input and activation slope act'(a), for a
-        backward pass written by hand: ``(output, inputs, slopes)``, in layer order."""
-        inputs, slopes = [], []
-        for attribute, activation in zip(self.layer_names, self.activations, strict=True):
-            inputs.append(h)
-            pre = self.pre_activation(attribute, h)
-            h = ACTIVATIONS[activation](pre)
-            slopes.append(activation_slope(activation, pre, h))
-        return h, inputs, slopes
-
 
 class FRAE(nnx.Module):
     """Encoder and decoder of one config; ``step`` is the recurrent cell.
@@ -165,18 +146,6 @@ class FRAE(nnx.Module):
         """``decode_step`` on ``(features, B)`` arrays."""
         output = self.decoder(jnp.concatenate([z_t, feedback], 0), batch_last=True)
         return output, (output, z_t)
-
-    def traced_step(self, feedback: Array, x_t: Array) -> TracedStep:
-        """``step``, recording for a backward pass written by hand: x̂_{t-1}, x_t -> x̂_t,
-        (x̂_t, each layer's input, each layer's slope act'(a)), encoder's layers then
-        decoder's."""
-        z_t, encoder_inputs, encoder_slopes = self.encoder.traced(
-            jnp.concatenate([x_t, feedback], -1)
-        )
-        output, decoder_inputs, decoder_slopes = self.decoder.traced(
-            jnp.concatenate([z_t, feedback], -1)
-        )
-        return output, (output, encoder_inputs + decoder_inputs, encoder_slopes + decoder_slopes)
 
     def decode_step(self, feedback: Array, z_t: Array) -> Step:
         """x̂_{t-1}, z_t -> x̂_t, (x̂_t, z_t): the decoder alone, on a given code."""

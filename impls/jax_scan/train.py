@@ -1,20 +1,17 @@
-"""Training in JAX: the loss, its gradient by ``jax.value_and_grad`` through the scan (or,
-with output feedback, through a backward pass written by hand, ``loss_by_hand``), and the
+"""Training in JAX: the loss, its gradient by ``jax.value_and_grad`` through the scan, and the
 contract's SGD and Adam from optax."""
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable, Mapping
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
-from flax import nnx
 from jax.sharding import PartitionSpec
 
-from frae.config import FUSED_PRODUCT_MAX_SIZE, FRAEConfig
+from frae.config import FRAEConfig
 from frae.optimizers import ADAM
 from frae.params import Weights, from_flat
 from frae.training_state import TrainingState
@@ -61,111 +58,8 @@ def loss_and_grads(config: FRAEConfig, params: Params, x: Array, y: Array) -> tu
     return jax.value_and_grad(lambda p: loss(config, p, x, y))(params)
 
 
-Residuals = tuple[Array, list[Array], list[Array]]
-"""What ``loss_by_hand``'s forward keeps for its backward, time-major: x̂ - y ``(T, B, F)``,
-and per layer (table order) its inputs ``(T, B, fan_in)`` and slopes ``(T, B, units)``."""
-
-
-@functools.partial(jax.custom_vjp, nondiff_argnums=(0,))
-def loss_by_hand(config: FRAEConfig, params: Params, x: Array, y: Array) -> Array:
-    """``loss``, differentiated by the backward pass written here (``jax.custom_vjp``), so
-    that ``jax.grad`` and ``jax.value_and_grad`` call ``_backward`` instead of autodiff."""
-    return jnp.mean(jnp.square(model.unroll(config, params, x)[0] - y))
-
-
-def _recorded_forward(
-    config: FRAEConfig, params: Params, x: Array, y: Array
-) -> tuple[Array, tuple[Params, Residuals]]:
-    """The loss, and what the backward needs: each step's layer inputs and slopes."""
-    module = nnx.merge(model.graphdef(config), model.state_from_weights(params))
-    assert isinstance(module, model.FRAE)  # the backward written here is output feedback's
-    cell = module.traced_step
-    feedback = jnp.zeros((x.shape[0], config.input_dim), x.dtype)
-    # unrolled as autodiff's stored gradient; at T=1000 neither other unrolls of either loop
-    # (1, 4, 8) nor forming the slopes after a plain forward loop, over all steps at once,
-    # was faster (storing them in the loop was faster at B = 256)
-    steps_per_iteration = 1 if x.shape[0] >= REMAT_MIN_BATCH else GRADIENT_UNROLL
-    _, (outputs, inputs, slopes) = jax.lax.scan(
-        cell, feedback, jnp.swapaxes(x, 0, 1), unroll=steps_per_iteration
-    )
-    error = outputs - jnp.swapaxes(y, 0, 1)
-    return jnp.mean(jnp.square(error)), (params, (error, inputs, slopes))
-
-
-def _times_transpose(d_pre: Array, kernel: Array) -> Array:
-    """``d_pre @ kernelᵀ``, fused for small kernels as the forward's products are."""
-    if kernel.size <= FUSED_PRODUCT_MAX_SIZE:
-        return jnp.sum(d_pre[..., None, :] * kernel, axis=-1)
-    return jnp.matmul(d_pre, kernel.T, precision=model.PRECISION)
-
-
-def _backward(
-    config: FRAEConfig, saved: tuple[Params, Residuals], d_loss: Array
-) -> tuple[Params, Array, Array]:
-    """Back-propagation through time, written out; returns d loss / d (params, x, y).
-
-    One reverse loop over time carries only g = d loss / d x̂_t, ``(B, F)``. At step t the
-    gradient reaching x̂_t is 2(x̂_t - y_t)/(B·T·F) + g; through each layer, decoder then
-    encoder (the z part), d_pre = d_out · act'(a) and d_in = d_pre @ kernelᵀ; the new g is
-    the feedback rows' part of both sides' d_in. The loop emits each layer's d_pre per step.
-    After it, each weight's gradient is one product over all T·B rows:
-    d kernel = Σ_{t,b} input[t,b]ᵀ d_pre[t,b], d bias = Σ_{t,b} d_pre[t,b].
-    """
-    params, (error, inputs, slopes) = saved
-    features, latent = config.input_dim, config.latent_dim
-    encoder = config.encoder_layers
-    # of the encoder's first kernel, only the feedback rows carry gradient back in time
-    kernels = [params[layer.kernel] for layer in config.layers]
-    back_kernels = [kernels[0][features:], *kernels[1:]]
-    d_outputs = (2.0 / error.size) * d_loss * error
-
-    def step(d_feedback: Array, per_step: tuple[Array, list[Array]]) -> tuple[Array, list[Array]]:
-        d_output, step_slopes = per_step
-        d_out, reversed_d_pres = d_output + d_feedback, []
-        for index in reversed(range(len(kernels))):
-            reversed_d_pres.append(d_out * step_slopes[index])
-            d_out = _times_transpose(reversed_d_pres[-1], back_kernels[index])
-            if index == len(encoder):  # the decoder's first layer reads [z_t, x̂_{t-1}]
-                d_out, d_feedback = d_out[:, :latent], d_out[:, latent:]
-        return d_feedback + d_out, reversed_d_pres[::-1]
-
-    steps_per_iteration = 1 if error.shape[1] >= REMAT_MIN_BATCH else GRADIENT_UNROLL
-    _, d_pres = jax.lax.scan(
-        step,
-        jnp.zeros_like(error[0]),
-        (d_outputs, slopes),
-        reverse=True,
-        unroll=steps_per_iteration,
-    )
-    grads = {}
-    for layer, layer_inputs, d_pre in zip(config.layers, inputs, d_pres, strict=True):
-        flat_d_pre = d_pre.reshape(-1, layer.units)
-        grads[layer.kernel] = jnp.matmul(
-            layer_inputs.reshape(-1, layer.fan_in).T, flat_d_pre, precision=model.PRECISION
-        )
-        grads[layer.bias] = flat_d_pre.sum(axis=0)
-    # exact cotangents of x and y as well; value_and_grad over params alone drops them
-    d_x = jnp.einsum("tbu,fu->btf", d_pres[0], kernels[0][:features], precision=model.PRECISION)
-    return grads, d_x, -jnp.swapaxes(d_outputs, 0, 1)
-
-
-loss_by_hand.defvjp(_recorded_forward, _backward)
-
-
-def loss_and_grads_by_hand(
-    config: FRAEConfig, params: Params, x: Array, y: Array
-) -> tuple[Array, Params]:
-    """``loss_and_grads`` with ``jax.value_and_grad`` calling the hand-written backward."""
-    return jax.value_and_grad(lambda p: loss_by_hand(config, p, x, y))(params)
-
-
 Gradient = Callable[[FRAEConfig, Params, Array, Array], tuple[Array, Params]]
-
-
-def gradient(config: FRAEConfig, *, by_hand: bool) -> Gradient:
-    """``loss_and_grads``, or with ``by_hand`` ``loss_and_grads_by_hand``: the hand-written
-    backward covers output feedback, so a state-feedback config gets autodiff's in both."""
-    return loss_and_grads_by_hand if by_hand and config.gru is None else loss_and_grads
+"""``loss_and_grads``'s signature: what a training step differentiates with."""
 
 
 def optimizer(name: str, learning_rate: float | Array) -> optax.GradientTransformation:
@@ -225,11 +119,11 @@ def train_step(
     x: Array,
     y: Array,
     *,
-    by_hand: bool = False,
+    gradient: Gradient = loss_and_grads,
 ) -> tuple[Params, optax.OptState, Array]:
-    """Forward, back-propagation through time (by autodiff, or ``by_hand`` through
-    ``loss_by_hand``: ``gradient``) and one update; the loss is from before it."""
-    value, grads = gradient(config, by_hand=by_hand)(config, params, x, y)
+    """Forward, back-propagation through time (``gradient``) and one update; the loss is
+    from before it."""
+    value, grads = gradient(config, params, x, y)
     return *update(optimizer_name, learning_rate, params, grads, optimizer_state), value
 
 
@@ -266,7 +160,7 @@ def data_parallel_train_step(
     x: Array,
     y: Array,
     *,
-    by_hand: bool = False,
+    gradient: Gradient = loss_and_grads,
     combine: Callable[[Params], Params] = mean_over_devices,
 ) -> tuple[Params, optax.OptState, Array]:
     """``train_step`` with the mini-batch split over ``mesh``: each device runs the forward
@@ -279,11 +173,10 @@ def data_parallel_train_step(
     the devices at every time step of the backward loop, and at B = 256, T = 1000 on 2 CPU
     devices runs many times slower than this program, or than one device.
     """
-    on_one_device = gradient(config, by_hand=by_hand)
     replicated, split = PartitionSpec(), PartitionSpec(DEVICES_AXIS)
 
     def on_each_device(params: Params, x: Array, y: Array) -> tuple[Array, Params]:
-        value, grads = on_one_device(config, params, x, y)
+        value, grads = gradient(config, params, x, y)
         return jax.lax.pmean(value, DEVICES_AXIS), combine(grads)
 
     value, grads = jax.shard_map(
