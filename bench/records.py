@@ -312,9 +312,10 @@ def _typed[T: (Machine, Settings)](kind: type[T], data: dict[str, Any]) -> T:
     """A record within the run's from its JSON object: keys it does not know ignored (a field
     of a later version), the lists JSON made of tuples made tuples again."""
     known = {f.name for f in fields(kind)}
-    return kind(
-        **{k: tuple(v) if isinstance(v, list) else v for k, v in data.items() if k in known}
-    )
+    values: dict[str, Any] = {
+        k: tuple(v) if isinstance(v, list) else v for k, v in data.items() if k in known
+    }
+    return kind(**values)
 
 
 def parse(lines: Iterable[str]) -> list[Record]:

@@ -337,7 +337,7 @@ def test_a_diff_pairs_streams_by_side_and_chunk_length() -> None:
         diff.Run(run, {}),
     )
     text = diff.render(old, new, diff.compare(old, new), markdown=True)
-    assert "| stream sender, chunk 10 |" in text
+    assert "| stream sender, chunk 10 " in text
 
 
 def test_the_report_streams_in_a_section_of_its_own_and_judges_the_streams_targets() -> None:
