@@ -99,9 +99,7 @@ def test_a_checkpoint_resumes_fit_where_it_stopped(
 ) -> None:
     """Both ways between the backend under test and a partner (a second object of itself,
     or the reference): k steps on one, k on the other, against 2k uninterrupted steps on
-    the one that finished and on the reference. Every ordered pair of the installed
-    backends, Keras on each of its backends, is the project's own test
-    (tests/test_resume_pairs.py)."""
+    the one that finished and on the reference; between backends, the crossing test below."""
     partner = make_backend if partner_name == "itself" else reference
     options = _options(optimizer, learning_rate)
     oracle = _uninterrupted(reference, case, options)
@@ -126,7 +124,10 @@ def test_a_checkpoint_crosses_to_each_other_backend(
 ) -> None:
     """Adam's k steps here and k on another backend (``--other-backend``; by default every
     installed backend not under test), both ways, against the reference's 2k steps: a
-    port's checkpoints resume on the registered backends, and theirs on it."""
+    port's checkpoints resume on the registered backends, and theirs on it. Run on every
+    backend, this is the resume matrix: every ordered pair of the backends in one process,
+    and Keras on each of its other backends both ways with the reference, through which any
+    checkpoint of the contract's format passes."""
     options = _options("adam", 1e-2)
     oracle = _uninterrupted(reference, case, options)
     for first, second, what in (
