@@ -99,12 +99,12 @@ def compiled_functions(jit_compile: bool) -> dict[str, Any]:
         "predict": compile_(predict),
         "encode": compile_(encode),
         "decode": compile_(decode),
-        **_training_functions(compile_, train.mean_squared_error),
+        **training_functions(compile_, train.mean_squared_error),
         "start_fit": compile_(lambda config, v, *slots: train.start_fit(v, *slots)),
     }
 
 
-def _training_functions(compile_: Any, loss: train.Loss) -> dict[str, Any]:
+def training_functions(compile_: Any, loss: train.Loss) -> dict[str, Any]:
     """``loss_and_grads`` and the SGD and Adam steps, each taking ``loss``'s gradient from the
     tape; lambdas, because TensorFlow cannot call the concrete function of a function with
     keyword arguments (it takes them for inputs)."""
@@ -116,18 +116,6 @@ def _training_functions(compile_: Any, loss: train.Loss) -> dict[str, Any]:
         "adam": compile_(
             lambda config, v, s, x, y, lr: train.adam_step(config, v, s, x, y, lr, loss=loss)
         ),
-    }
-
-
-@functools.cache
-def hand_written_functions(jit_compile: bool) -> dict[str, Any]:
-    """``compiled_functions`` with every gradient through ``train.mean_squared_error_by_hand``
-    (loss_and_grads and both optimizers' steps); predict, encode, decode and start_fit are
-    the same functions, so their traces are shared with ``TFWhileBackend``."""
-    compile_ = functools.partial(tf.function, jit_compile=jit_compile, autograph=False)
-    return {
-        **compiled_functions(jit_compile),
-        **_training_functions(compile_, train.mean_squared_error_by_hand),
     }
 
 

@@ -1,0 +1,181 @@
+"""The benchmark's variants of ``tf_while``: its twin ``TWIN``, whose tape's gradient is the
+backward pass written by hand, its reverse loop carrying only the feedback's gradient, and
+the textbook baseline ``TEXTBOOK``, each tracing as ``tf_while`` does; and ``tf_while``'s
+gradient loop, read by ``bench.kernels``, copying nothing T long."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+
+import numpy as np
+import pytest
+
+import frae
+from bench.kernels import loop_bodies, time_long_copies
+from parity_tests.tolerances import assert_close
+from tests import tf_while_checks as checks
+
+pytestmark = pytest.mark.backend_specific("tf_while")
+pytest.importorskip("tensorflow")
+backend = pytest.importorskip("impls.tf_while.backend")
+tf_model = pytest.importorskip("impls.tf_while.model")
+tf_train = pytest.importorskip("impls.tf_while.train")
+twin = pytest.importorskip("bench.twins.tf_while")
+tf = tf_model.tf
+TWIN = "bench.twins.tf_while:TFWhileBPTTBackend"
+"""The twin, by import path: also the name of the worker group its tests share."""
+TEXTBOOK = "bench.baselines.textbook_fix:TextbookFixBackend"
+"""The benchmark's baseline: ``tf_while``'s functions in graph mode, without XLA."""
+on_twin = pytest.mark.backend_specific(TWIN)
+STATE_FEEDBACK = frae.FRAEConfig(feedback="state", state_dim=5)
+
+
+@on_twin
+@pytest.mark.slow
+def test_the_twin_traces_once_per_shape_shared_by_instances() -> None:
+    checks.one_trace_per_shape(
+        TWIN, twin.compiled_by_hand, frae.FRAEConfig(encoder_units=(7,), latent_dim=2)
+    )
+
+
+def test_textbook_graph_mode_equals_compiled() -> None:
+    x = frae.data.multi_sine(batch=3, steps=20, seed=2)
+    compiled = frae.create("tf_while", seed=3)
+    textbook = frae.create(TEXTBOOK, seed=3)
+    assert textbook.name == "textbook_fix"
+    assert_close("outputs", textbook.predict(x), compiled.predict(x))
+    before = checks.tracing_counts(backend.compiled_functions, False)["predict"]
+    textbook.predict(x)
+    assert checks.tracing_counts(backend.compiled_functions, False)["predict"] == before
+
+
+STREAMING = [
+    pytest.param(TWIN, id="twin", marks=on_twin),
+    pytest.param(TEXTBOOK, id="textbook_fix"),
+]
+FUNCTIONS = {TWIN: twin.compiled_by_hand, TEXTBOOK: backend.compiled_functions}
+OWN_WIDTHS = {TWIN: (6, 3), TEXTBOOK: (6,)}
+"""Encoder widths that only the retrace check traces, by backend: the twin's predict, encode
+and decode are ``tf_while``'s functions, so it has widths of its own."""
+
+
+@pytest.mark.parametrize("name", STREAMING)
+@pytest.mark.parametrize("model_kind", checks.MODELS)
+def test_a_new_state_value_does_not_retrace(name: str, model_kind: str) -> None:
+    config = dataclasses.replace(checks.MODELS[model_kind], encoder_units=OWN_WIDTHS[name])
+    checks.a_new_state_value_does_not_retrace(name, FUNCTIONS[name], config)
+
+
+@pytest.mark.parametrize("name", STREAMING)
+@pytest.mark.parametrize("model_kind", checks.MODELS)
+def test_chunks_chained_through_the_state_equal_one_call(name: str, model_kind: str) -> None:
+    checks.chunks_chained_through_the_state_equal_one_call(name, checks.MODELS[model_kind])
+
+
+def _loss_through_the_outputs(config, variables, x, y):  # type: ignore[no-untyped-def]
+    return tf.reduce_mean(tf.square(tf_model.unroll(config, variables, x)[0] - y))
+
+
+def test_the_gradient_loop_copies_no_time_long_array() -> None:
+    """Summing the loss inside the loop keeps each backward step's cost independent of T.
+
+    Differentiated through the stacked outputs instead, XLA copies the T-long gradient
+    arrays of the outputs and codes at every backward iteration (a step then costs time
+    proportional to T): the same check finds those copies there.
+    """
+    assert time_long_copies(checks.gradient_loops(), 37) == []
+    assert time_long_copies(checks.gradient_loops(_loss_through_the_outputs), 37)
+    assert time_long_copies(checks.gradient_loops(config=STATE_FEEDBACK), 37) == []
+
+
+_BODY_NAME = re.compile(r"^%?([\w.\-]+) \(", re.MULTILINE)
+
+
+@on_twin
+def test_the_tape_calls_the_hand_written_backward(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``tf.GradientTape.gradient`` runs the twin's ``backward``: the backend's gradients equal the
+    autodiff's, the compiled program holds the loop named ``hand_written_backward`` and none
+    that TensorFlow's gradient of a loop builds, and a changed ``backward`` changes them."""
+    config = frae.FRAEConfig(encoder_units=(5, 4), decoder_units=(6,))
+    x = frae.data.multi_sine(batch=3, steps=17, seed=4)
+    y = x[:, ::-1] * 0.5
+    by_hand = frae.create(TWIN, config, seed=5)
+    loss, grads = by_hand.loss_and_grads(x, y)
+    autodiff_loss, autodiff_grads = frae.create("tf_while", config, seed=5).loss_and_grads(x, y)
+    assert loss == autodiff_loss  # the same float64 sum inside the forward loop
+    for name, grad in autodiff_grads.items():
+        assert_close("gradients", grads[name], grad)
+
+    bodies = loop_bodies(checks.gradient_loops(twin.mean_squared_error_by_hand))
+    names = [_BODY_NAME.match(body).group(1) for body in bodies]  # type: ignore[union-attr]
+    assert len(bodies) == 2, names  # the recorded forward and the reverse loop
+    assert 'op_name="hand_written_backward/' in bodies[1], names
+    assert not any("_grad" in name for name in names), names
+    autodiff_names = [
+        _BODY_NAME.match(body).group(1)  # type: ignore[union-attr]
+        for body in loop_bodies(checks.gradient_loops())
+    ]
+    assert any("_grad" in name for name in autodiff_names), autodiff_names
+
+    written = twin.backward
+    monkeypatch.setattr(
+        twin,
+        "backward",
+        lambda *args: {name: 2.0 * grad for name, grad in written(*args).items()},
+    )
+    variables = tf_model.create_variables(config)
+    for name, value in by_hand.get_weights().items():
+        variables[name].assign(value)
+    doubled = tf.function(  # a new function: traced now, with the changed backward
+        lambda x, y: tf_train.loss_and_grads(
+            config, variables, x, y, loss=twin.mean_squared_error_by_hand
+        )[1],
+        jit_compile=True,
+        autograph=False,
+    )(tf.constant(x), tf.constant(y))
+    for name, grad in grads.items():
+        np.testing.assert_allclose(doubled[name].numpy(), 2.0 * grad, rtol=1e-6, atol=1e-9)
+
+
+def _changed_carries(body: str) -> list[str]:
+    """Shapes of the loop-carried values that an iteration of ``body`` changes: the elements
+    of its root tuple other than the parameter's own element passed through."""
+    definitions = dict(re.findall(r"^\s*(?:ROOT )?%([\w.\-]+) = (.*)$", body, re.MULTILINE))
+    root = re.search(r"ROOT %[\w.\-]+ = \((.*?)\) tuple\(([^)]*)\)", body)
+    assert root is not None, body[:500]
+    shapes = re.findall(r"[a-z]+\d+\[[\d,]*\]", root.group(1))
+    operands = re.findall(r"%([\w.\-]+)", root.group(2))
+    assert len(shapes) == len(operands), root.group(0)[:500]
+    return [
+        shape
+        for index, (shape, operand) in enumerate(zip(shapes, operands, strict=True))
+        if not re.match(rf"\S+ get-tuple-element\(\S+\), index={index}\b", definitions[operand])
+    ]
+
+
+@on_twin
+def test_the_reverse_loop_carries_only_the_feedback_gradient() -> None:
+    """Each iteration of the hand-written program's loops changes only its counter, the
+    (B, F) feedback (forward) or its gradient (backward), the loss's float64 sum, and the
+    T-long arrays it writes one step of in place; no weight's gradient is accumulated in a
+    loop and nothing T long is copied.
+
+    TensorFlow's own gradient of the loop carries a running sum of every weight's gradient
+    (f32[4,4] ...) from iteration to iteration: the same check finds those there.
+    """
+    batch, features, steps = 2, 2, 37  # as ``checks.gradient_loops`` runs them
+    allowed = {"s32[]", "f64[]", f"f32[{batch},{features}]"}
+
+    def unexpected(hlo: str) -> list[list[str]]:
+        return [
+            [shape for shape in _changed_carries(body) if not shape.startswith(f"f32[{steps},")]
+            for body in loop_bodies(hlo)
+        ]
+
+    hlo = checks.gradient_loops(twin.mean_squared_error_by_hand)
+    assert all(set(shapes) <= allowed for shapes in unexpected(hlo)), unexpected(hlo)
+    assert time_long_copies(hlo, 37) == []
+    weights = {f"f32[{rows},{cols}]" for rows, cols in [(4, 4), (4, 3), (3, 1), (3, 3), (3, 2)]}
+    autodiff = unexpected(checks.gradient_loops())
+    assert weights <= {shape for shapes in autodiff for shape in shapes}, autodiff
