@@ -1,9 +1,7 @@
 """PyTorch-specific promises of ``torch_scan``: the ``nn.Linear`` and ``nn.GRUCell`` layouts
 and their one transpose, the scan equal to the cell stepped in Python, float32, one
 compilation for every shape and state, chunks chained through their states equal to one
-call, and nothing global changed in the user's process; of
-its twin ``TWIN``, that autograd's gradient calls run its hand-written backward (with
-output feedback; autograd's own with state feedback)."""
+call, and nothing global changed in the user's process."""
 
 from __future__ import annotations
 
@@ -28,10 +26,6 @@ pytestmark = pytest.mark.backend_specific("torch_scan")
 torch = pytest.importorskip("torch")
 torch_model = pytest.importorskip("impls.torch_scan.model")
 torch_backend = pytest.importorskip("impls.torch_scan.backend")
-torch_train = pytest.importorskip("impls.torch_scan.train")
-TWIN = "bench.twins.torch_scan:TorchScanBPTTBackend"
-"""The benchmark's hand-written-backward twin, by import path: also the name of the worker
-group its tests share."""
 
 # every size different, no square kernel: a swapped axis or transposed kernel fails; the
 # kit's configs, whose compiled graphs the run's graph caches hold once either compiled them
@@ -192,56 +186,6 @@ def test_float32_throughout() -> None:
         assert output.dtype == np.float32
     _, grads = model.loss_and_grads(x)
     assert all(g.dtype == np.float32 for g in grads.values())
-
-
-@pytest.mark.slow
-@pytest.mark.backend_specific(TWIN)
-def test_autograd_runs_the_hand_written_backward(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The loss's autograd node is ``HandWrittenBPTT``'s; ``loss_and_grads``
-    (``torch.autograd.grad``) equals autograd's own gradient through the scan
-    (``torch_scan``); and doubling what the hand-written backward returns doubles what
-    ``loss_and_grads`` reports and what ``fit``'s ``loss.backward()`` hands to SGD."""
-    weights = frae.initial_weights(CONFIG, seed=8)
-    x, y = _inputs(seed=9), _inputs(seed=10)
-    hand = frae.create(TWIN, CONFIG, weights=weights)
-    assert isinstance(hand._loss(x, y).grad_fn, torch_train.HandWrittenBPTT._backward_cls)
-    loss, grads = hand.loss_and_grads(x, y)
-    autodiff_loss, autodiff_grads = frae.create(
-        "torch_scan", CONFIG, weights=weights
-    ).loss_and_grads(x, y)
-    assert_close("self", loss, autodiff_loss)
-    for name, grad in autodiff_grads.items():
-        assert_close("self", grads[name], grad, name)
-
-    weight_gradients = torch_train.weight_gradients
-    monkeypatch.setattr(
-        torch_train, "weight_gradients", lambda *a: [2 * g for g in weight_gradients(*a)]
-    )
-    _, doubled = hand.loss_and_grads(x, y)
-    for name, grad in autodiff_grads.items():
-        assert_close("self", doubled[name], 2 * grad, name)
-    learning_rate = 0.5
-    hand.fit(x, y, optimizer="sgd", learning_rate=learning_rate)
-    for name, value in hand.get_weights().items():
-        expected = weights[name] - learning_rate * 2 * autodiff_grads[name]
-        assert_close("sgd weights", value, expected, name)
-
-
-@pytest.mark.backend_specific(TWIN)
-def test_state_feedback_is_differentiated_by_autograd() -> None:
-    """The hand-written backward is the output model's: with state feedback,
-    the twin's loss is autograd's through the scan, its gradients the reference's."""
-    config = KIT_CONFIGS["state"]
-    weights = frae.initial_weights(config, seed=8)
-    x, y = _inputs(9, config), _inputs(10, config)
-    model = frae.create(TWIN, config, weights=weights)
-    assert not isinstance(model._loss(x, y).grad_fn, torch_train.HandWrittenBPTT._backward_cls)
-    loss, grads = model.loss_and_grads(x, y)
-    reference = frae.create("reference", config, weights=weights)
-    expected_loss, expected = reference.loss_and_grads(x, y)
-    assert_close("loss", np.float32(loss), np.float64(expected_loss))
-    for name, grad in expected.items():
-        assert_close("gradients", grads[name], grad, name)
 
 
 Call = Callable[[frae.Backend, np.ndarray, np.ndarray | None], object]

@@ -3,17 +3,241 @@ hand."""
 
 from __future__ import annotations
 
-import torch
+import functools
+from collections.abc import Callable
+from typing import Any, cast
 
-from impls.torch_scan import model, train
-from impls.torch_scan.backend import TorchScanBackend, compiled_hand_written
+import torch
+from torch import nn
+from torch._higher_order_ops.scan import scan
+
+from frae.activations import activation_slope
+from frae.config import FRAEConfig, Layer
+from impls.torch_scan import model
+from impls.torch_scan.backend import PYTHON_WRAPPER, TorchScanBackend, shapes_apart
+
+Records = tuple[tuple[torch.Tensor, ...], tuple[torch.Tensor, ...]]
+"""What the forward keeps for the backward, per layer in ``config.layers`` order, time-major:
+each layer's input ``(T, B, fan_in)`` and its activation's slope act'(a) ``(T, B, units)``."""
+
+
+def _linears(module: model.FRAE) -> list[nn.Linear]:
+    """The module's layers in ``config.layers`` order: the encoder's, then the decoder's."""
+    layers = [*module.encoder.layers.values(), *module.decoder.layers.values()]
+    return cast(list[nn.Linear], layers)  # a ModuleDict's values are typed as any Module
+
+
+def parameters_in_layer_order(module: model.FRAE) -> list[torch.Tensor]:
+    """Each layer's weight and then its bias, in ``config.layers`` order: the order of
+    ``module.parameters()`` and of the gradients ``reverse_loop`` returns."""
+    return [p for linear in _linears(module) for p in (linear.weight, linear.bias)]
+
+
+def _recorded_stack(
+    stack: model.DenseStack, table: tuple[Layer, ...], h: torch.Tensor
+) -> tuple[torch.Tensor, list[torch.Tensor], list[torch.Tensor]]:
+    """``stack(h)``, its layers described by ``table``, with each layer's input and act'(a)
+    recorded on the way."""
+    inputs, slopes = [], []
+    for linear, activation, layer in zip(
+        stack.layers.values(), stack.activations, table, strict=True
+    ):
+        # a copy: the scan forbids a recorded input that aliases another output
+        inputs.append(h.clone())
+        pre = linear(h)
+        h = activation(pre)
+        slopes.append(activation_slope(layer.activation, pre, h, torch.sigmoid, torch.ones_like))
+    return h, inputs, slopes
+
+
+def recorded_unroll(module: model.FRAE, x: torch.Tensor) -> tuple[torch.Tensor, Records]:
+    """The forward for the hand-written backward: x̂ time-major ``(T, B, F)`` and the records.
+
+    The cell is ``module.step``'s, its layers ``module``'s, stepped by the scan from
+    x̂₀ = 0; only the records are added, two more outputs per layer and step.
+    """
+    config = module.config
+
+    def step(
+        feedback: torch.Tensor, x_t: torch.Tensor
+    ) -> tuple[torch.Tensor, tuple[torch.Tensor, list[torch.Tensor], list[torch.Tensor]]]:
+        code, encoder_inputs, encoder_slopes = _recorded_stack(
+            module.encoder, config.encoder_layers, torch.cat([x_t, feedback], dim=-1)
+        )
+        output, decoder_inputs, decoder_slopes = _recorded_stack(
+            module.decoder, config.decoder_layers, torch.cat([code, feedback], dim=-1)
+        )
+        return output.clone(), (
+            output.clone(),
+            encoder_inputs + decoder_inputs,
+            encoder_slopes + decoder_slopes,
+        )
+
+    feedback = x.new_zeros(x.shape[0], config.input_dim)
+    _, (outputs, inputs, slopes) = scan(step, feedback, x.transpose(0, 1))
+    return outputs, (tuple(inputs), tuple(slopes))
+
+
+def reverse_loop(
+    module: model.FRAE, d_outputs: torch.Tensor, slopes: tuple[torch.Tensor, ...]
+) -> list[torch.Tensor]:
+    """Each layer's d loss / d a (its d_pre) at every step, ``(T, B, units)`` in
+    ``config.layers`` order, from ``d_outputs`` = d loss / d x̂ (``(T, B, F)``) and the
+    slopes the forward recorded.
+
+    One loop from t = T down to 1 carries only the feedback's gradient g = d loss / d x̂_t
+    (``(B, F)``, 0 after the last step): the gradient reaching x̂_t is d_outputs[t] + g, and
+    through each layer, last first, d_pre = d_out · act'(a) and d_in = d_pre @ kernelᵀ; the
+    decoder's d_in splits into the code's rows (on into the encoder) and the feedback's,
+    and the new g is the decoder's and the encoder's feedback rows summed.
+    """
+    config = module.config
+    linears = _linears(module)
+    encoder_depth = len(config.encoder_layers)
+
+    def back_through(
+        layers: range, d_out: torch.Tensor, slopes_t: tuple[torch.Tensor, ...]
+    ) -> tuple[torch.Tensor, list[torch.Tensor]]:
+        d_pres = []
+        for index in reversed(layers):
+            d_pre = d_out * slopes_t[index]
+            d_pres.append(d_pre)
+            kernel_t = linears[index].weight  # (units, fan_in): the kernel transposed
+            if index == 0:  # of the encoder's input, only the feedback's rows flow on
+                kernel_t = kernel_t[:, config.input_dim :]
+            d_out = d_pre @ kernel_t
+        return d_out, d_pres[::-1]
+
+    def step(
+        d_feedback: torch.Tensor, xs: tuple[torch.Tensor, tuple[torch.Tensor, ...]]
+    ) -> tuple[torch.Tensor, list[torch.Tensor]]:
+        d_output_t, slopes_t = xs
+        d_decoder_in, decoder_d_pres = back_through(
+            range(encoder_depth, len(linears)), d_output_t + d_feedback, slopes_t
+        )
+        d_encoder_feedback, encoder_d_pres = back_through(
+            range(encoder_depth), d_decoder_in[:, : config.latent_dim], slopes_t
+        )
+        d_feedback = d_decoder_in[:, config.latent_dim :] + d_encoder_feedback
+        return d_feedback, encoder_d_pres + decoder_d_pres
+
+    d_feedback = d_outputs.new_zeros(d_outputs.shape[1:])
+    _, d_pres = scan(step, d_feedback, (d_outputs, slopes), reverse=True)
+    return d_pres
+
+
+def weight_gradients(
+    d_pres: list[torch.Tensor], inputs: tuple[torch.Tensor, ...]
+) -> list[torch.Tensor]:
+    """Each layer's weight and bias gradients, in ``parameters_in_layer_order``, each one
+    product over all steps: d kernel = Σ_{t,b} input[t, b]ᵀ d_pre[t, b] and
+    d bias = Σ_{t,b} d_pre[t, b], where summing inside the loop would add ten gradients
+    per step."""
+    grads = []
+    for d_pre, layer_input in zip(d_pres, inputs, strict=True):
+        # (units, T·B) @ (T·B, fan_in): nn.Linear's (out, in), the kernel transposed
+        grads.append(d_pre.flatten(0, 1).T @ layer_input.flatten(0, 1))
+        grads.append(d_pre.sum(dim=(0, 1)))
+    return grads
+
+
+RecordedUnroll = Callable[[model.FRAE, torch.Tensor], tuple[torch.Tensor, Records]]
+"""``recorded_unroll``, compiled."""
+ReverseLoop = Callable[[model.FRAE, torch.Tensor, tuple[torch.Tensor, ...]], list[torch.Tensor]]
+"""``reverse_loop``, compiled."""
+
+
+class HandWrittenBPTT(torch.autograd.Function):
+    """mean((x̂ - y)²) over ``(B, T, F)`` whose backward is written by hand: autograd's
+    ``backward`` and ``grad`` on this loss run ``reverse_loop`` and ``weight_gradients``,
+    not a gradient derived by autograd or AOTAutograd.
+
+    ``apply(forward, backward, module, x, y, *parameters_in_layer_order(module))``, with
+    ``forward`` ``recorded_unroll`` and ``backward`` ``reverse_loop``, each compiled or
+    not: the parameters are passed so that autograd knows the leaves the loss depends on,
+    the loops read them from ``module``. x and y get no gradient. The loss and the weight
+    gradients' products are single operations outside the compiled loops: Inductor's C++
+    code guards a reduction on its size (at most 4096 elements or more), which would
+    compile the loops again for a large B·T.
+    """
+
+    @staticmethod
+    def forward(
+        ctx: torch.autograd.function.FunctionCtx,
+        forward: RecordedUnroll,
+        backward: ReverseLoop,
+        module: model.FRAE,
+        x: torch.Tensor,
+        y: torch.Tensor,
+        *parameters: torch.Tensor,
+    ) -> torch.Tensor:
+        outputs, (inputs, slopes) = forward(module, x)
+        error = outputs - y.transpose(0, 1)
+        ctx.save_for_backward(error, *inputs, *slopes)
+        ctx.backward, ctx.module = backward, module  # type: ignore[attr-defined]
+        return (error * error).mean()
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(
+        ctx: torch.autograd.function.FunctionCtx, d_loss: torch.Tensor
+    ) -> tuple[torch.Tensor | None, ...]:
+        error, *records = ctx.saved_tensors  # type: ignore[attr-defined]
+        depth = len(records) // 2
+        inputs, slopes = tuple(records[:depth]), tuple(records[depth:])
+        d_outputs = error * (2.0 * d_loss / error.numel())  # d loss / d x̂, time-major
+        d_pres = ctx.backward(ctx.module, d_outputs, slopes)  # type: ignore[attr-defined]
+        return (None, None, None, None, None, *weight_gradients(d_pres, inputs))
+
+
+def hand_written_loss(
+    forward: RecordedUnroll,
+    backward: ReverseLoop,
+    module: model.FRAE,
+    x: torch.Tensor,
+    y: torch.Tensor,
+) -> torch.Tensor:
+    """mean((x̂ - y)²), whose gradient autograd takes by ``HandWrittenBPTT.backward``."""
+    return HandWrittenBPTT.apply(
+        forward, backward, module, x, y, *parameters_in_layer_order(module)
+    )
+
+
+def _shapes_apart(function: Callable[..., Any]) -> Callable[..., Any]:
+    """``function`` called under ``shapes_apart``: the settings must hold when autograd
+    calls the backward, outside any ``with`` of the backend's."""
+
+    @functools.wraps(function)
+    def call(*args: Any) -> Any:
+        with shapes_apart():
+            return function(*args)
+
+    return call
+
+
+@functools.lru_cache(maxsize=64)
+def compiled_hand_written(config: FRAEConfig) -> tuple[RecordedUnroll, ReverseLoop]:
+    """``config``'s two loops for the hand-written backward, ``recorded_unroll`` and
+    ``reverse_loop``, each compiled by Inductor as its own scan graph with the Python
+    wrapper, shared by every backend of that config.
+
+    Each loop is compiled apart because the backward is ours, not AOTAutograd's: there is
+    no joint graph to compile, and ``torch.autograd.Function.backward`` runs the compiled
+    reverse loop. Inductor's C++ wrapper runs both loops faster but fails to compile a
+    one-step reverse loop in PyTorch 2.14 (a buffer declared twice), as it does the base's
+    gradient.
+    """
+    compile_ = functools.partial(
+        torch.compile, fullgraph=True, dynamic=True, options=dict(PYTHON_WRAPPER)
+    )
+    return _shapes_apart(compile_(recorded_unroll)), _shapes_apart(compile_(reverse_loop))
 
 
 class TorchScanBPTTBackend(TorchScanBackend):
     """``torch_scan`` with back-propagation through time written by hand.
 
     ``loss_and_grads`` (``torch.autograd.grad``) and ``fit`` (``loss.backward()`` and the
-    same ``torch.optim`` update) differentiate ``train.hand_written_loss``, whose
+    same ``torch.optim`` update, under DDP too) differentiate ``hand_written_loss``, whose
     ``torch.autograd.Function`` runs one reverse loop carrying only the feedback's gradient
     and forms each weight's gradient as one product over all steps. Inference, weights and
     the rollback are ``torch_scan``'s. The hand-written backward is the output-feedback
@@ -28,7 +252,4 @@ class TorchScanBPTTBackend(TorchScanBackend):
         feedback, its module an ``FRAE``), or ``torch_scan``'s (state feedback)."""
         if not isinstance(self.module, model.FRAE):
             return super()._tensor_loss(x, y)
-        functions = compiled_hand_written(self.config)
-        return train.hand_written_loss(
-            functions.recorded_unroll, functions.reverse_loop, self.module, x, y
-        )
+        return hand_written_loss(*compiled_hand_written(self.config), self.module, x, y)

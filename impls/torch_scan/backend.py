@@ -356,7 +356,7 @@ class TorchScanBackend(BaseBackend):
         The loss runs as ``data_parallel``'s forward and its gradient by ``backward()``, not
         ``torch.autograd.grad``, because DDP averages the gradients in hooks on the
         parameters' accumulation into ``.grad``, which only ``backward()`` runs; the
-        backward is the same compiled scan (or ``HandWrittenBPTT``) as with one device,
+        backward is the same as with one device (a compiled scan: ``_tensor_loss``),
         since DDP needs only that it end in the parameters' accumulation. The parts are
         equal, so the average of their mean losses' gradients is the mini-batch's.
 
@@ -383,15 +383,6 @@ class TorchScanBackend(BaseBackend):
             return total.item() / parts
 
         return step
-
-
-@dataclass(frozen=True)
-class HandWrittenFunctions:
-    """The two loops of ``train.HandWrittenBPTT``: ``recorded_unroll`` (the forward, with
-    each layer's input and act'(a) recorded) and ``reverse_loop`` (the backward)."""
-
-    recorded_unroll: train.RecordedUnroll
-    reverse_loop: train.ReverseLoop
 
 
 COMPILER_SETTINGS = threading.RLock()
@@ -452,35 +443,3 @@ def no_first_call_analysis() -> contextlib.AbstractContextManager[None]:
     under this.
     """
     return torch._functorch.config.patch(check_custom_op_aliasing=False)
-
-
-def _shapes_apart(function: Callable[..., Any]) -> Callable[..., Any]:
-    """``function`` called under ``shapes_apart``: the settings must hold when autograd
-    calls the backward, outside any ``with`` of the backend's."""
-
-    @functools.wraps(function)
-    def call(*args: Any) -> Any:
-        with shapes_apart():
-            return function(*args)
-
-    return call
-
-
-@functools.lru_cache(maxsize=64)
-def compiled_hand_written(config: FRAEConfig) -> HandWrittenFunctions:
-    """``config``'s two loops for the hand-written backward, each compiled by Inductor as
-    its own scan graph with the Python wrapper, shared by every backend of that config.
-
-    Each loop is compiled apart because the backward is ours, not AOTAutograd's: there is
-    no joint graph to compile, and ``torch.autograd.Function.backward`` runs the compiled
-    reverse loop. Inductor's C++ wrapper runs both loops faster but fails to compile a
-    one-step reverse loop in PyTorch 2.14 (a buffer declared twice), as it does the base's
-    gradient.
-    """
-    compile_ = functools.partial(
-        torch.compile, fullgraph=True, dynamic=True, options=dict(PYTHON_WRAPPER)
-    )
-    return HandWrittenFunctions(
-        recorded_unroll=_shapes_apart(compile_(train.recorded_unroll)),
-        reverse_loop=_shapes_apart(compile_(train.reverse_loop)),
-    )
