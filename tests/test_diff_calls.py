@@ -208,7 +208,7 @@ def test_fail_slower_fails_a_port_made_one_and_a_half_times_slower(
     call of it 1.5× longer: ``frae diff --fail-slower 1.2`` calls each measurement slower,
     by 1.5×, and exits 1; the run against itself passes the gate. The slowed run is the real
     one scaled, not a second run: on this machine two processes of the same code can differ
-    by 1.5–2× for a while (docs/performance.md), which a timed test would take for the
+    by 1.5–2× for a while (docs/benchmark.md), which a timed test would take for the
     diff's error; the diff's verdict on a real run's calls is what is tested here."""
     from bench import diff
     from bench.cli import main
