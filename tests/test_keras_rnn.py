@@ -34,13 +34,15 @@ state model the weights' transfer runs on (each case compiles anew on each Keras
 @pytest.mark.nested
 @pytest.mark.parametrize("keras_backend", list(KERAS_BACKENDS))
 def test_parity_suite_passes_on_keras_backend(keras_backend: str) -> None:
-    """The kit and keras_rnn's own tests, in a process whose Keras runs on ``keras_backend``."""
+    """The kit, keras_rnn's own tests and the benchmark's, in a process whose Keras runs on
+    ``keras_backend``."""
     if keras.backend.backend() == keras_backend:
         pytest.skip(f"this process runs Keras on {keras_backend}: the main run covers it")
     if importlib.util.find_spec(KERAS_BACKENDS[keras_backend]) is None:
         pytest.skip(f"{keras_backend} is not installed")
     command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "parity_tests"]
-    command += [str(Path(__file__).resolve().relative_to(ROOT))]
+    # and the benchmark's view of keras_rnn (its defaults baseline), on this Keras backend too
+    command += [str(Path(__file__).resolve().relative_to(ROOT)), "tests/test_bench_keras_rnn.py"]
     command += ["--backend", "keras_rnn", "-k", "not test_parity_suite_passes_on_keras_backend"]
     # weights and streams cross to the reference here; to every other framework in the main
     # run, where Keras keeps the same variables on TensorFlow
@@ -260,55 +262,3 @@ def test_canonical_gru_weights_map_onto_keras_gru_cell() -> None:
     swapped = {name: reset_and_update_swapped(value) for name, value in weights.items()}
     difference = np.abs(_stock_gru_steps(gru, swapped, codes) - expected).max()
     assert difference > 1000 * TOLERANCES["outputs"].atol, difference
-
-
-def test_keras_defaults_baseline_equals_the_compiled_backend() -> None:
-    x = frae.data.multi_sine(batch=3, steps=15, seed=4)
-    baseline = frae.create("bench.baselines.keras_defaults:KerasDefaultsBackend", seed=5)
-    compiled = frae.create("keras_rnn", seed=5)
-    assert_close("outputs", baseline.predict(x), compiled.predict(x))
-    losses = baseline.fit(x, epochs=3, optimizer="sgd", learning_rate=0.5)["loss"]
-    expected = compiled.fit(x, epochs=3, optimizer="sgd", learning_rate=0.5)["loss"]
-    assert_close("sgd", np.float32(losses), np.float32(expected))
-
-
-def _tensorflow_gradient_hlo(through_the_outputs: bool) -> str:
-    """The optimized HLO of keras_rnn's gradient on TensorFlow at T = 37 (a length no weight
-    has): the backend's, or that of the mean over the autoencoder's stacked outputs."""
-    import tensorflow as tf
-
-    from impls.keras_rnn import train as keras_train
-
-    config = frae.FRAEConfig()
-    x = tf.constant(frae.data.multi_sine(batch=2, steps=37))
-    autoencoder, _, _ = keras_model.build_models(config)
-    if through_the_outputs:
-
-        @tf.function(jit_compile=True, autograph=False)
-        def gradients(x, y):  # type: ignore[no-untyped-def]
-            with tf.GradientTape() as tape:
-                outputs, _ = autoencoder([x, tf.zeros((2, config.feedback_dim))])
-                loss = tf.reduce_mean(tf.square(outputs - y))
-            return loss, tape.gradient(loss, autoencoder.trainable_variables)
-
-    else:
-        cell = autoencoder.get_layer("frae_rnn").cell
-        training = keras_train.squared_error_model(config, cell)
-        gradients = keras_train.gradient_function(training, jit_compile=True)
-    return gradients.experimental_get_compiler_ir(x, x)(stage="optimized_hlo")
-
-
-@pytest.mark.skipif(
-    keras.backend.backend() != "tensorflow", reason="the HLO of Keras on TensorFlow"
-)
-def test_the_gradient_loop_copies_no_time_long_array_on_tensorflow() -> None:
-    """Summing the squared error in the cell's state keeps a backward step's cost flat in T.
-
-    Differentiated through the stacked outputs ``[x̂, z]`` instead, XLA copies their T-long
-    gradient at every backward iteration (a training step's cost per step then grows with
-    T, docs/performance.md): the same check finds those copies there.
-    """
-    from bench.kernels import time_long_copies
-
-    assert time_long_copies(_tensorflow_gradient_hlo(through_the_outputs=False), 37) == []
-    assert time_long_copies(_tensorflow_gradient_hlo(through_the_outputs=True), 37)

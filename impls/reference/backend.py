@@ -1,4 +1,4 @@
-"""``ReferenceBackend``: the contract in float64 NumPy with hand-written gradients."""
+"""``ReferenceBackend``: the contract in float64 NumPy, its gradients written out."""
 
 from __future__ import annotations
 
