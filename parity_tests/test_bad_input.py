@@ -13,6 +13,7 @@ import pytest
 import frae
 from frae.registry import REGISTRY, BackendEntry
 from parity_tests.cases import CASES
+from parity_tests.checks import assert_same_weights, masked_nan, with_entry
 from parity_tests.conftest import MakeBackend
 
 X = CASES["default"].inputs(seed=1)  # (3, 7, 2)
@@ -20,23 +21,23 @@ Z = np.zeros((3, 7, 1), np.float32)
 
 
 def _with(value: float | np.floating, at: tuple[int, ...] = (1, 2, 0)) -> np.ndarray:
-    """X with one entry set to ``value``, in a dtype that holds it (float32 for a float)."""
-    x = X.astype(np.result_type(X, value))
-    x[at] = value
-    return x
+    return with_entry(X, at, value)
 
 
-def _masked(array: np.ndarray) -> np.ma.MaskedArray:
-    """``array`` with a NaN hidden under its mask: ``np.isfinite`` skips masked entries."""
-    masked = np.ma.masked_array(array.copy(), mask=np.zeros(array.shape, bool))
-    masked.data.flat[1], masked.mask.flat[1] = np.nan, True
-    return masked
+def _fit(**options: Any) -> Callable[[Any], object]:
+    """The call ``fit(X, **options)`` of a model."""
+    return lambda m: m.fit(X, **options)
 
 
 def _weights(change: Callable[[dict[str, np.ndarray]], None]) -> dict[str, np.ndarray]:
     weights = frae.initial_weights(frae.FRAEConfig(), seed=11)
     change(weights)
     return weights
+
+
+def _set_entry(name: str, value: Callable[[np.ndarray], object]) -> Callable[[Any], object]:
+    """The call ``set_weights`` of initial weights whose entry ``name`` is ``value`` of it."""
+    return lambda m: m.set_weights(_weights(lambda w: w.update({name: value(w[name])})))
 
 
 BAD_CALLS: dict[str, tuple[Callable[[Any], object], type[Exception], str]] = {
@@ -49,7 +50,7 @@ BAD_CALLS: dict[str, tuple[Callable[[Any], object], type[Exception], str]] = {
     "predict inf": (lambda m: m.predict(_with(-np.inf)), ValueError, "x"),
     "predict integers": (lambda m: m.predict(X.astype(np.int64)), TypeError, "x"),
     "predict a list": (lambda m: m.predict(X.tolist()), TypeError, "x"),
-    "predict a masked array": (lambda m: m.predict(_masked(X)), TypeError, "x"),
+    "predict a masked array": (lambda m: m.predict(masked_nan(X)), TypeError, "x"),
     "predict longdouble beyond float64": (
         lambda m: m.predict(_with(np.longdouble("1e400"))),
         ValueError,
@@ -66,47 +67,31 @@ BAD_CALLS: dict[str, tuple[Callable[[Any], object], type[Exception], str]] = {
     "decode T = 0": (lambda m: m.decode(Z[:, :0]), ValueError, "z"),
     "decode inf": (lambda m: m.decode(Z + np.inf), ValueError, "z"),
     "decode integers": (lambda m: m.decode(Z.astype(np.int32)), TypeError, "z"),
-    "decode a masked array": (lambda m: m.decode(_masked(Z)), TypeError, "z"),
+    "decode a masked array": (lambda m: m.decode(masked_nan(Z)), TypeError, "z"),
     "loss y shape": (lambda m: m.loss_and_grads(X, X[:, :-1]), ValueError, "y"),
     "loss y NaN": (lambda m: m.loss_and_grads(X, _with(np.nan)), ValueError, "y"),
     "loss y integers": (lambda m: m.loss_and_grads(X, X.astype(np.int64)), TypeError, "y"),
     "loss x NaN": (lambda m: m.loss_and_grads(_with(np.nan)), ValueError, "x"),
-    "loss y masked": (lambda m: m.loss_and_grads(X, _masked(X)), TypeError, "y"),
+    "loss y masked": (lambda m: m.loss_and_grads(X, masked_nan(X)), TypeError, "y"),
     "fit x NaN in the last batch": (
         lambda m: m.fit(_with(np.nan, at=(2, 6, 1)), batch_size=1),
         ValueError,
         "x",
     ),
     "fit y shape": (lambda m: m.fit(X, X[:2]), ValueError, "y"),
-    "fit epochs 0": (lambda m: m.fit(X, epochs=0), ValueError, "epochs"),
-    "fit epochs float": (lambda m: m.fit(X, epochs=2.0), TypeError, "epochs"),
-    "fit batch_size 0": (lambda m: m.fit(X, batch_size=0), ValueError, "batch_size"),
-    "fit batch_size > B": (lambda m: m.fit(X, batch_size=4), ValueError, "batch_size"),
-    "fit optimizer": (lambda m: m.fit(X, optimizer="rmsprop"), ValueError, "optimizer"),
-    "fit learning_rate < 0": (lambda m: m.fit(X, learning_rate=-0.1), ValueError, "learning_rate"),
-    "fit learning_rate NaN": (
-        lambda m: m.fit(X, learning_rate=np.nan),
-        ValueError,
-        "learning_rate",
-    ),
-    "fit learning_rate beyond float32": (
-        lambda m: m.fit(X, learning_rate=1e39),
-        ValueError,
-        "learning_rate",
-    ),
-    "fit learning_rate 0 in float32": (
-        lambda m: m.fit(X, learning_rate=1e-50),
-        ValueError,
-        "learning_rate",
-    ),
-    "fit learning_rate a string": (
-        lambda m: m.fit(X, learning_rate="1e-3"),
-        TypeError,
-        "learning_rate",
-    ),
-    "fit x masked": (lambda m: m.fit(_masked(X)), TypeError, "x"),
-    "fit shuffle": (lambda m: m.fit(X, shuffle="yes"), TypeError, "shuffle"),
-    "fit seed": (lambda m: m.fit(X, shuffle=True, seed=-1), ValueError, "seed"),
+    "fit epochs 0": (_fit(epochs=0), ValueError, "epochs"),
+    "fit epochs float": (_fit(epochs=2.0), TypeError, "epochs"),
+    "fit batch_size 0": (_fit(batch_size=0), ValueError, "batch_size"),
+    "fit batch_size > B": (_fit(batch_size=4), ValueError, "batch_size"),
+    "fit optimizer": (_fit(optimizer="rmsprop"), ValueError, "optimizer"),
+    "fit learning_rate < 0": (_fit(learning_rate=-0.1), ValueError, "learning_rate"),
+    "fit learning_rate NaN": (_fit(learning_rate=np.nan), ValueError, "learning_rate"),
+    "fit learning_rate beyond float32": (_fit(learning_rate=1e39), ValueError, "learning_rate"),
+    "fit learning_rate 0 in float32": (_fit(learning_rate=1e-50), ValueError, "learning_rate"),
+    "fit learning_rate a string": (_fit(learning_rate="1e-3"), TypeError, "learning_rate"),
+    "fit x masked": (lambda m: m.fit(masked_nan(X)), TypeError, "x"),
+    "fit shuffle": (_fit(shuffle="yes"), TypeError, "shuffle"),
+    "fit seed": (_fit(shuffle=True, seed=-1), ValueError, "seed"),
     "set_weights missing": (
         lambda m: m.set_weights(_weights(lambda w: w.pop("decoder/output/bias"))),
         ValueError,
@@ -118,42 +103,28 @@ BAD_CALLS: dict[str, tuple[Callable[[Any], object], type[Exception], str]] = {
         "extra",
     ),
     "set_weights transposed kernel": (
-        lambda m: m.set_weights(
-            _weights(lambda w: w.update({"decoder/output/kernel": w["decoder/output/kernel"].T}))
-        ),
+        _set_entry("decoder/output/kernel", np.transpose),
         ValueError,
         "decoder/output/kernel",
     ),
     "set_weights NaN in the last entry": (
-        lambda m: m.set_weights(
-            _weights(lambda w: w.update({"decoder/output/bias": np.array([0, np.nan], np.float32)}))
-        ),
+        _set_entry("decoder/output/bias", lambda _: np.array([0, np.nan], np.float32)),
         ValueError,
         "decoder/output/bias",
     ),
     "set_weights integers": (
-        lambda m: m.set_weights(
-            _weights(lambda w: w.update({"encoder/latent/bias": np.zeros(1, np.int32)}))
-        ),
+        _set_entry("encoder/latent/bias", lambda _: np.zeros(1, np.int32)),
         TypeError,
         "encoder/latent/bias",
     ),
     "set_weights not a dict": (lambda m: m.set_weights([1, 2]), TypeError, "weights"),
     "set_weights masked": (
-        lambda m: m.set_weights(
-            _weights(
-                lambda w: w.update({"encoder/dense_0/kernel": _masked(w["encoder/dense_0/kernel"])})
-            )
-        ),
+        _set_entry("encoder/dense_0/kernel", masked_nan),
         TypeError,
         "encoder/dense_0/kernel",
     ),
     "set_weights longdouble beyond float64": (
-        lambda m: m.set_weights(
-            _weights(
-                lambda w: w.update({"decoder/output/bias": np.array([0, "1e400"], np.longdouble)})
-            )
-        ),
+        _set_entry("decoder/output/bias", lambda _: np.array([0, "1e400"], np.longdouble)),
         ValueError,
         "decoder/output/bias",
     ),
@@ -168,9 +139,7 @@ def test_bad_input_raises_and_leaves_weights(make_backend: MakeBackend, call: st
     with pytest.raises(error) as raised:
         action(model)
     assert argument in str(raised.value), f"the message does not name {argument!r}: {raised.value}"
-    after = model.get_weights()
-    for name, value in before.items():
-        np.testing.assert_array_equal(after[name], value, err_msg=f"{call} changed {name}")
+    assert_same_weights(model.get_weights(), before, f"{call} changed")
 
 
 def _all_finite(result: object) -> bool:
@@ -218,8 +187,7 @@ def test_values_beyond_the_compute_dtype_are_refused(
         assert big < np.finfo(np.float64).max and call != "set_weights", "accepted"
         assert _all_finite(result), f"{call} computed with {big} in float32: not finite"
         return
-    for name, value in model.get_weights().items():
-        np.testing.assert_array_equal(value, before[name], err_msg=f"{call} changed {name}")
+    assert_same_weights(model.get_weights(), before, f"{call} changed")
 
 
 def test_messages_quote_a_summary_not_the_argument(make_backend: MakeBackend) -> None:

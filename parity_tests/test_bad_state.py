@@ -1,6 +1,5 @@
 """The contract's "Streaming" and "Bad input": a bad streaming state raises the named error,
-names the argument and changes nothing, neither the weights, nor the state given, nor the
-next call."""
+names the argument and changes nothing."""
 
 from __future__ import annotations
 
@@ -11,6 +10,7 @@ import numpy as np
 import pytest
 
 from parity_tests.cases import CASES
+from parity_tests.checks import assert_same_weights, masked_nan, with_entry
 from parity_tests.conftest import MakeBackend
 
 X = CASES["default"].inputs(seed=1)  # (3, 7, 2): S = F = 2
@@ -19,108 +19,75 @@ STATE = np.full((3, 2), 0.25, np.float32)
 
 
 def _state_with(value: float | np.floating) -> np.ndarray:
-    """STATE with one entry set to ``value``, in a dtype that holds it."""
-    state = STATE.astype(np.result_type(STATE, value))
-    state[1, 0] = value
-    return state
+    return with_entry(STATE, (1, 0), value)
 
 
-def _masked(array: np.ndarray) -> np.ma.MaskedArray:
-    """``array`` with a NaN hidden under its mask."""
-    masked = np.ma.masked_array(array.copy(), mask=np.zeros(array.shape, bool))
-    masked.data.flat[1], masked.mask.flat[1] = np.nan, True
-    return masked
+def _predict(state: object, sequences: np.ndarray = X) -> Callable[[Any], object]:
+    """The call ``predict(sequences, state=state)`` of a model."""
+    return lambda m: m.predict(sequences, state=state)
 
 
-BAD_STATES: dict[str, tuple[Callable[[Any], object], type[Exception], tuple[str, ...]]] = {
-    "predict rank 1 beside a batch": (
-        lambda m: m.predict(X, state=STATE[0]),
-        ValueError,
-        ("state",),
-    ),
-    "predict rank 3": (lambda m: m.predict(X, state=STATE[:, None]), ValueError, ("state",)),
-    "predict rank 2 beside one sequence": (
-        lambda m: m.predict(X[0], state=STATE[:1]),
-        ValueError,
-        ("state",),
-    ),
-    "predict 3 features": (
-        lambda m: m.predict(X, state=np.zeros((3, 3), np.float32)),
-        ValueError,
-        ("state", "3"),
-    ),
+BAD_STATES: dict[str, tuple[Any, ...]] = {
+    "predict rank 1 beside a batch": (_predict(STATE[0]), ValueError, "state"),
+    "predict rank 3": (_predict(STATE[:, None]), ValueError, "state"),
+    "predict rank 2 beside one sequence": (_predict(STATE[:1], X[0]), ValueError, "state"),
+    "predict 3 features": (_predict(np.zeros((3, 3), np.float32)), ValueError, "state", "3"),
     "predict 1 feature beside one sequence": (
-        lambda m: m.predict(X[0], state=np.zeros(1, np.float32)),
+        _predict(np.zeros(1, np.float32), X[0]),
         ValueError,
-        ("state",),
+        "state",
     ),
-    "predict a batch of 2 for 3 sequences": (
-        lambda m: m.predict(X, state=STATE[:2]),
-        ValueError,
-        ("state", "2", "3"),
-    ),
+    "predict a batch of 2 for 3 sequences": (_predict(STATE[:2]), ValueError, "state", "2", "3"),
     "predict a batch of 4 for 3 sequences": (
-        lambda m: m.predict(X, state=np.zeros((4, 2), np.float32)),
+        _predict(np.zeros((4, 2), np.float32)),
         ValueError,
-        ("state", "4", "3"),
+        "state",
+        "4",
+        "3",
     ),
-    "predict integers": (
-        lambda m: m.predict(X, state=np.zeros((3, 2), int)),
-        TypeError,
-        ("state",),
-    ),
-    "predict booleans": (
-        lambda m: m.predict(X, state=np.zeros((3, 2), bool)),
-        TypeError,
-        ("state",),
-    ),
-    "predict NaN": (lambda m: m.predict(X, state=_state_with(np.nan)), ValueError, ("state",)),
-    "predict inf": (lambda m: m.predict(X, state=_state_with(-np.inf)), ValueError, ("state",)),
+    "predict integers": (_predict(np.zeros((3, 2), int)), TypeError, "state"),
+    "predict booleans": (_predict(np.zeros((3, 2), bool)), TypeError, "state"),
+    "predict NaN": (_predict(_state_with(np.nan)), ValueError, "state"),
+    "predict inf": (_predict(_state_with(-np.inf)), ValueError, "state"),
     "predict longdouble beyond float64": (
-        lambda m: m.predict(X, state=_state_with(np.longdouble("1e400"))),
+        _predict(_state_with(np.longdouble("1e400"))),
         ValueError,
-        ("state",),
+        "state",
     ),
-    "predict masked": (lambda m: m.predict(X, state=_masked(STATE)), TypeError, ("state",)),
-    "predict a list": (lambda m: m.predict(X, state=STATE.tolist()), TypeError, ("state",)),
-    "predict a scalar": (lambda m: m.predict(X, state=0.0), TypeError, ("state",)),
+    "predict masked": (_predict(masked_nan(STATE)), TypeError, "state"),
+    "predict a list": (_predict(STATE.tolist()), TypeError, "state"),
+    "predict a scalar": (_predict(0.0), TypeError, "state"),
     "predict return_state a string": (
         lambda m: m.predict(X, return_state="yes"),
         TypeError,
-        ("return_state",),
+        "return_state",
     ),
-    "predict return_state 1": (
-        lambda m: m.predict(X, return_state=1),
-        TypeError,
-        ("return_state",),
-    ),
-    "encode a batch of 2": (lambda m: m.encode(X, state=STATE[:2]), ValueError, ("state",)),
-    "encode NaN": (lambda m: m.encode(X, state=_state_with(np.nan)), ValueError, ("state",)),
-    "encode masked": (lambda m: m.encode(X, state=_masked(STATE)), TypeError, ("state",)),
+    "predict return_state 1": (lambda m: m.predict(X, return_state=1), TypeError, "return_state"),
+    "encode a batch of 2": (lambda m: m.encode(X, state=STATE[:2]), ValueError, "state"),
+    "encode NaN": (lambda m: m.encode(X, state=_state_with(np.nan)), ValueError, "state"),
+    "encode masked": (lambda m: m.encode(X, state=masked_nan(STATE)), TypeError, "state"),
     "decode 3 features": (
         lambda m: m.decode(Z, state=np.zeros((3, 3), np.float32)),
         ValueError,
-        ("state",),
+        "state",
     ),
-    "decode inf": (lambda m: m.decode(Z, state=_state_with(np.inf)), ValueError, ("state",)),
-    "decode a list": (lambda m: m.decode(Z, state=STATE.tolist()), TypeError, ("state",)),
-    "initial_state batch 0": (lambda m: m.initial_state(0), ValueError, ("batch",)),
-    "initial_state batch a float": (lambda m: m.initial_state(2.0), TypeError, ("batch",)),
+    "decode inf": (lambda m: m.decode(Z, state=_state_with(np.inf)), ValueError, "state"),
+    "decode a list": (lambda m: m.decode(Z, state=STATE.tolist()), TypeError, "state"),
+    "initial_state batch 0": (lambda m: m.initial_state(0), ValueError, "batch"),
+    "initial_state batch a float": (lambda m: m.initial_state(2.0), TypeError, "batch"),
 }
 
 
 @pytest.mark.parametrize("call", list(BAD_STATES), ids=list(BAD_STATES))
 def test_bad_state_raises_and_changes_nothing(make_backend: MakeBackend, call: str) -> None:
-    action, error, named = BAD_STATES[call]
+    action, error, *named = BAD_STATES[call]
     model = make_backend(seed=4)
     before, outputs, state = model.get_weights(), model.predict(X, state=STATE), STATE.copy()
     with pytest.raises(error) as raised:
         action(model)
     for word in named:
         assert word in str(raised.value), f"the message does not name {word!r}: {raised.value}"
-    after = model.get_weights()
-    for name, value in before.items():
-        np.testing.assert_array_equal(after[name], value, err_msg=f"{call} changed {name}")
+    assert_same_weights(model.get_weights(), before, f"{call} changed")
     np.testing.assert_array_equal(model.predict(X, state=STATE), outputs, err_msg=call)
     np.testing.assert_array_equal(STATE, state, err_msg=f"{call} wrote into the state")
 
