@@ -1,10 +1,9 @@
 """Streaming mutants (the contract's "Streaming"), one realistic mistake each (see
-``parity_tests.mutants``): a chunk that restarts, a state one step late, a sender that hands
-back its encoder's feedback, two sequences' states exchanged, a state in a layout of its own,
-a state taken without its checks."""
+``parity_tests.mutants``)."""
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import numpy as np
@@ -13,20 +12,24 @@ from frae.backend import Array, Infer
 from parity_tests.mutants import Float32Reference
 
 
-class ChunkRestartsFromZero(Float32Reference):
+class _EveryCall(Float32Reference):
+    """A mutant that breaks predict, encode and decode alike, in ``_call``."""
+
+    def _call(self, infer: Infer, sequences: Array, state: Array) -> tuple[Array, Array]:
+        raise NotImplementedError
+
+    def _run(self, infer: Infer, *checked: Any) -> Any:
+        return super()._run(functools.partial(self._call, infer), *checked)
+
+
+class ChunkRestartsFromZero(_EveryCall):
     """Every call starts from the zero state whatever state it is given (the state argument
     accepted and dropped on the way to the loop)."""
 
     breaks = "streaming"
 
-    def _predict(self, x: Array, state: Array) -> tuple[Array, Array]:
-        return super()._predict(x, np.zeros_like(state))
-
-    def _encode(self, x: Array, state: Array) -> tuple[Array, Array]:
-        return super()._encode(x, np.zeros_like(state))
-
-    def _decode(self, z: Array, state: Array) -> tuple[Array, Array]:
-        return super()._decode(z, np.zeros_like(state))
+    def _call(self, infer: Infer, sequences: Array, state: Array) -> tuple[Array, Array]:
+        return infer(sequences, np.zeros_like(state))
 
 
 def _one_step_late(infer: Infer, sequences: Array, state: Array) -> tuple[Array, Array]:
@@ -37,19 +40,13 @@ def _one_step_late(infer: Infer, sequences: Array, state: Array) -> tuple[Array,
     return outputs, before.astype(outputs.dtype)
 
 
-class StateFromOneStepBeforeTheLast(Float32Reference):
+class StateFromOneStepBeforeTheLast(_EveryCall):
     """The state returned is the feedback entering the last step, not the one after it."""
 
     breaks = "streaming"
 
-    def _predict(self, x: Array, state: Array) -> tuple[Array, Array]:
-        return _one_step_late(super()._predict, x, state)
-
-    def _encode(self, x: Array, state: Array) -> tuple[Array, Array]:
-        return _one_step_late(super()._encode, x, state)
-
-    def _decode(self, z: Array, state: Array) -> tuple[Array, Array]:
-        return _one_step_late(super()._decode, z, state)
+    def _call(self, infer: Infer, sequences: Array, state: Array) -> tuple[Array, Array]:
+        return _one_step_late(infer, sequences, state)
 
 
 class EncodeReturnsTheEncodersFeedback(Float32Reference):
@@ -62,46 +59,26 @@ class EncodeReturnsTheEncodersFeedback(Float32Reference):
         return _one_step_late(super()._encode, x, state)
 
 
-class StatesOfTwoSequencesSwapped(Float32Reference):
+class StatesOfTwoSequencesSwapped(_EveryCall):
     """The states returned for the first two sequences of a batch are exchanged (a batch
     axis mixed up with the features when the state is packed)."""
 
     breaks = "streaming"
 
-    @staticmethod
-    def _swapped(streamed: tuple[Array, Array]) -> tuple[Array, Array]:
-        outputs, last = streamed
-        if len(last) > 1:
-            last = last[[1, 0, *range(2, len(last))]]
-        return outputs, last
-
-    def _predict(self, x: Array, state: Array) -> tuple[Array, Array]:
-        return self._swapped(super()._predict(x, state))
-
-    def _encode(self, x: Array, state: Array) -> tuple[Array, Array]:
-        return self._swapped(super()._encode(x, state))
-
-    def _decode(self, z: Array, state: Array) -> tuple[Array, Array]:
-        return self._swapped(super()._decode(z, state))
+    def _call(self, infer: Infer, sequences: Array, state: Array) -> tuple[Array, Array]:
+        outputs, last = infer(sequences, state)
+        return outputs, last[[1, 0, *range(2, len(last))]] if len(last) > 1 else last
 
 
-class StateInALayoutOfItsOwn(Float32Reference):
+class StateInALayoutOfItsOwn(_EveryCall):
     """The state is handed out with its features reversed and read back reversed: a stream
     continues on the same backend, but not on another (a framework's layout, not the
     contract's)."""
 
     breaks = "handoff"
 
-    def _predict(self, x: Array, state: Array) -> tuple[Array, Array]:
-        outputs, last = super()._predict(x, state[:, ::-1])
-        return outputs, last[:, ::-1].copy()
-
-    def _encode(self, x: Array, state: Array) -> tuple[Array, Array]:
-        codes, last = super()._encode(x, state[:, ::-1])
-        return codes, last[:, ::-1].copy()
-
-    def _decode(self, z: Array, state: Array) -> tuple[Array, Array]:
-        outputs, last = super()._decode(z, state[:, ::-1])
+    def _call(self, infer: Infer, sequences: Array, state: Array) -> tuple[Array, Array]:
+        outputs, last = infer(sequences, state[:, ::-1])
         return outputs, last[:, ::-1].copy()
 
 
