@@ -1,12 +1,5 @@
-"""Data-parallel training broken on purpose: each combines the devices' gradients wrongly.
-
-Each mutant is ``jax_scan`` whose data-parallel step (``train.data_parallel_train_step``:
-every device computes its shard's loss and gradients, then one collective combines them)
-combines them wrongly in one way. ``test_mutants.py`` runs the data-parallel tests against
-each: ``pytest parity_tests/test_data_parallel.py --backend
-parity_tests.data_parallel_mutants:GradientsSummedOverDevices``. ``CorrectlyAveraged``, the
-same code with the right combination, passes, so a failure is the mutation's doing.
-"""
+"""``jax_scan`` whose data-parallel step combines the devices' gradients wrongly, one way
+each; ``CorrectlyAveraged``, the same code with the mean, is their control."""
 
 from __future__ import annotations
 

@@ -1,10 +1,5 @@
-"""Exporters broken on purpose (the contract's "Exports"), one realistic mistake each.
-
-Each mutant is ``jax_scan`` whose StableHLO exporter errs in one way; ``test_mutants.py``
-runs the export tests against each (``pytest parity_tests/test_exports.py --backend
-parity_tests.export_mutants:StateInputIgnored``). ``CorrectlyExported``, the same backend
-unchanged, passes them, so a failure is the mutation's doing.
-"""
+"""``jax_scan`` with its StableHLO exporter broken on purpose (the contract's "Exports"), one
+realistic mistake each; ``CorrectlyExported``, the exporter unchanged, is their control."""
 
 from __future__ import annotations
 
@@ -44,10 +39,14 @@ class WeightsFromCreation(CorrectlyExported):
         return jax_export.write_stablehlo(self.config, self.created_with, folder)
 
 
-def _write(folder: Path, programs: Mapping[str, export.Exported]) -> str:
+def _write(
+    folder: Path, config: FRAEConfig, runs: Mapping[str, Run], batch: Any, steps: Any
+) -> str:
+    """Each of ``runs`` exported for sequences of ``(batch, steps, ·)`` into ``folder``."""
     target = folder / "stablehlo"
     target.mkdir()
-    for name, program in programs.items():
+    for name, run in runs.items():
+        program = export.export(jax.jit(run))(*_specs(config, name, batch, steps))
         (target / f"{name}.bin").write_bytes(program.serialize())
     return target.name
 
@@ -74,12 +73,7 @@ class StateInputIgnored(CorrectlyExported):
 
     def _export(self, format: str, folder: Path) -> str:
         runs = _runs(self.config, self._read_weights(), state=None)
-        batch, steps = export.symbolic_shape("B, T")
-        programs = {
-            name: export.export(jax.jit(run))(*_specs(self.config, name, batch, steps))
-            for name, run in runs.items()
-        }
-        return _write(folder, programs)
+        return _write(folder, self.config, runs, *export.symbolic_shape("B, T"))
 
 
 class UnrolledForOneT(CorrectlyExported):
@@ -91,11 +85,7 @@ class UnrolledForOneT(CorrectlyExported):
     def _export(self, format: str, folder: Path) -> str:
         runs = _runs(self.config, self._read_weights(), steps_per_iteration=self.steps)
         (batch,) = export.symbolic_shape("B")
-        programs = {
-            name: export.export(jax.jit(run))(*_specs(self.config, name, batch, self.steps))
-            for name, run in runs.items()
-        }
-        return _write(folder, programs)
+        return _write(folder, self.config, runs, batch, self.steps)
 
 
 def _specs(config: FRAEConfig, function: str, batch: Any, steps: Any) -> list[Any]:

@@ -1,6 +1,5 @@
 """Mutants of the state-feedback model's GRU, one realistic mistake each (see
-``parity_tests.mutants``): a gate applied at the wrong place, its sides exchanged, the state
-carried from before the GRU's step."""
+``parity_tests.mutants``)."""
 
 from __future__ import annotations
 

@@ -1,10 +1,7 @@
 """Implementations broken on purpose, one realistic mistake each, to prove the suite fails.
 
-``Float32Reference`` is the control: the oracle's maths with float32 results, as a correct
-float32 port returns them; it passes the whole suite. Each mutant changes one thing and
-names, in ``breaks``, the property (``parity_tests.properties``) whose tests must reject
-it. ``test_mutants.py`` runs that property's tests against each mutant in a subprocess:
-``pytest parity_tests --backend parity_tests.mutants:FeedbackCutOff``.
+Each mutant names in ``breaks`` the property (``parity_tests.properties``) whose tests must
+reject it; ``Float32Reference``, the reference with float32 results, is their control.
 """
 
 from __future__ import annotations

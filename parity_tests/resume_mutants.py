@@ -1,6 +1,5 @@
 """Resume mutants (the contract's "Training state"), one realistic mistake each (see
-``parity_tests.mutants``): Adam's step count restarted on resume, the moments swapped on the
-way in, the shuffle restarted at the first epoch."""
+``parity_tests.mutants``)."""
 
 from __future__ import annotations
 

@@ -1,9 +1,9 @@
-"""A torch_scan mutant (the contract's "Training state"): Adam's moments moved between the
-canonical layout and ``nn.Linear``'s without the transpose its weights get (reshaped to fit
-instead), both ways, so the backend resumes its own checkpoints and no other's. It imports
-PyTorch: ``tests/test_mutants.py`` names it without importing this module."""
+"""A torch_scan mutant (the contract's "Training state"), in a module of its own because it
+imports PyTorch."""
 
 from __future__ import annotations
+
+import dataclasses
 
 import numpy as np
 
@@ -30,19 +30,16 @@ def _out_of_torch_reshaped(moment: Weights) -> Weights:
 
 
 class MomentsInTorchsLayout(TorchScanBackend):
-    """torch_scan with the moments' transpose left out on the way in and out."""
+    """Adam's moments moved between the canonical layout and ``nn.Linear``'s reshaped, not
+    transposed as its weights are: the backend resumes its own checkpoints and no other's."""
 
     breaks = "resume"
 
     def _train_step(
         self, optimizer: str, learning_rate: float, start: TrainingState
     ) -> tuple[TrainStep, Moments]:
-        into = TrainingState(
-            start.optimizer,
-            start.step,
-            start.epoch,
-            _into_torch_reshaped(start.m),
-            _into_torch_reshaped(start.v),
+        into = dataclasses.replace(
+            start, m=_into_torch_reshaped(start.m), v=_into_torch_reshaped(start.v)
         )
         step, moments = super()._train_step(optimizer, learning_rate, into)
 
