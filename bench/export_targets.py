@@ -4,44 +4,25 @@ costs a frame at each side of a stream and a step of predict against the floor."
 from __future__ import annotations
 
 from bench.analysis import TARGET_SHAPE
-from bench.records import SIDES, STREAM
 from bench.roles import Role
-from bench.targets import STREAM_SHAPE, STREAMED, InMicroseconds, Target
+from bench.targets import InMicroseconds, Target, each_side_targets
 
 FRAME_US = 5.0
 FRAME_OVER_FLOOR = 2.0
 PREDICT_OVER_FLOOR = 1.5
 EXPORT_TARGETS = (
-    *(
-        Target(
-            f"{side}_frame_exported",
-            "the fastest exported artifact streams a frame in ≤ {limit:g} µs, one frame a "
-            f"call ({STREAMED})",
-            FRAME_US,
-            STREAM,
-            Role.EXPORTED,
-            InMicroseconds(),
-            every=False,
-            shape=STREAM_SHAPE,
-            side=side,
-            chunk=1,
-        )
-        for side in SIDES
+    *each_side_targets(
+        "frame_exported",
+        "the fastest exported artifact streams a frame in ≤ {limit:g} µs, one frame a call",
+        FRAME_US,
+        Role.EXPORTED,
+        InMicroseconds(),
     ),
-    *(
-        Target(
-            f"{side}_frame_exported_over_floor",
-            "the fastest exported artifact's frame ≤ {limit:g}× the floor's, one frame a call "
-            f"({STREAMED})",
-            FRAME_OVER_FLOOR,
-            STREAM,
-            Role.EXPORTED,
-            every=False,
-            shape=STREAM_SHAPE,
-            side=side,
-            chunk=1,
-        )
-        for side in SIDES
+    *each_side_targets(
+        "frame_exported_over_floor",
+        "the fastest exported artifact's frame ≤ {limit:g}× the floor's, one frame a call",
+        FRAME_OVER_FLOOR,
+        Role.EXPORTED,
     ),
     Target(
         "predict_exported",

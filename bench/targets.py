@@ -331,66 +331,61 @@ def origin_of(pivot: Pivot) -> str:
 STREAM_SHAPE = Shape(1, STREAM_FRAMES)
 """Where the stream's targets are judged: one sequence at B = 1."""
 STREAMED = "{side}, B=1, a sequence of " + str(STREAM_FRAMES) + " frames"
+
+
+def each_side_targets(
+    name: str,
+    statement: str,
+    limit: float,
+    role: Role | tuple[Role, ...] = ROUTES,
+    over: Over = OverFloor(),
+    every: bool = False,
+    chunk: int = 1,
+) -> tuple[Target, ...]:
+    """The stream's target ``name_…`` at each side (``{side}_{name}``), at ``STREAM_SHAPE``."""
+    return tuple(
+        Target(
+            f"{side}_{name}",
+            f"{statement} ({STREAMED})",
+            limit,
+            STREAM,
+            role,
+            over,
+            every=every,
+            shape=STREAM_SHAPE,
+            side=side,
+            chunk=chunk,
+        )
+        for side in SIDES
+    )
+
+
 STREAM_TARGETS = (
-    *(
-        Target(
-            f"{side}_frame_best",
-            "the best framework route streams a frame in ≤ {limit:g} µs, one frame a call "
-            f"({STREAMED})",
-            10.0,
-            STREAM,
-            ROUTES,
-            InMicroseconds(),
-            every=False,
-            shape=STREAM_SHAPE,
-            side=side,
-            chunk=1,
-        )
-        for side in SIDES
+    *each_side_targets(
+        "frame_best",
+        "the best framework route streams a frame in ≤ {limit:g} µs, one frame a call",
+        10.0,
+        over=InMicroseconds(),
     ),
-    *(
-        Target(
-            f"{side}_frame_every",
-            f"every compiled backend streams a frame in ≤ {{limit:g}} µs, one frame a call "
-            f"({STREAMED})",
-            100.0,
-            STREAM,
-            over=InMicroseconds(),
-            shape=STREAM_SHAPE,
-            side=side,
-            chunk=1,
-        )
-        for side in SIDES
+    *each_side_targets(
+        "frame_every",
+        "every compiled backend streams a frame in ≤ {limit:g} µs, one frame a call",
+        100.0,
+        Role.COMPILED,
+        InMicroseconds(),
+        every=True,
     ),
-    *(
-        Target(
-            f"{side}_frame_over_floor",
-            "the best framework route's frame ≤ {limit:g}× the floor's, one frame a call "
-            f"({STREAMED})",
-            2.0,
-            STREAM,
-            ROUTES,
-            every=False,
-            shape=STREAM_SHAPE,
-            side=side,
-            chunk=1,
-        )
-        for side in SIDES
+    *each_side_targets(
+        "frame_over_floor",
+        "the best framework route's frame ≤ {limit:g}× the floor's, one frame a call",
+        2.0,
     ),
-    *(
-        Target(
-            f"{side}_chunk_best",
-            "the best framework route's µs per frame ≤ {limit:g}× the floor's, in chunks of "
-            f"{{chunk}} frames ({STREAMED})",
-            3.0,
-            STREAM,
-            ROUTES,
-            every=False,
-            shape=STREAM_SHAPE,
-            side=side,
-            chunk=10,
-        )
-        for side in SIDES
+    *each_side_targets(
+        "chunk_best",
+        "the best framework route's µs per frame ≤ {limit:g}× the floor's, in chunks of "
+        "{chunk} frames",
+        3.0,
+        chunk=10,
     ),
 )
 """The stream's targets, judged on the run's first model whichever its feedback: each
