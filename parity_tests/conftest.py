@@ -1,14 +1,5 @@
-"""Backend selection for the parity suite.
-
-``pytest parity_tests --backend NAME_OR_PATH`` (repeatable) runs the suite against registered
-backends or any ``package.module:attribute`` that follows the contract. Without it, every
-registered backend whose framework is installed runs; the header names the others and why;
-and so do, for the training properties alone, the import paths of the ini option
-``training_only_backends`` (the project lists its hand-written-backward twins there).
-Modules are found in the directory pytest was started from too, so a port outside the
-repository needs no ``PYTHONPATH``; a backend that cannot be imported stops the run at
-start-up with the import error, instead of failing every test.
-"""
+"""Backend selection for the parity suite: ``--backend``, ``--other-backend``, ``--case`` and
+the ini option ``training_only_backends`` (``parity_tests/README.md``)."""
 
 from __future__ import annotations
 
@@ -27,7 +18,6 @@ load_triton_before_tensorflow()
 
 MakeBackend = Callable[..., frae.Backend]
 CASE_NAMES = {case.config: name for name, case in CASES.items()}
-"""Each case's config -> the case's name."""
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -78,15 +68,8 @@ def training_only_backends(config: pytest.Config) -> list[str]:
     return [spec for spec in config.getini(TRAINING_ONLY) if spec not in selected]
 
 
-PROCESSES = "processes"
-"""The marker of the kit's tests that start framework processes of their own (the
-data-parallel workers): minutes each, and faster where the run's compile caches on disk are
-already filled; a run may leave them out (``-m "not processes"``) or start them last."""
-
-
-SLOW = "slow"
-"""The marker of the kit's tests that compile configs no other test shares (the random
-configs): a quick run may leave them out (``-m "not slow"``)."""
+PROCESSES, SLOW = "processes", "slow"
+"""The markers a quick run leaves out: the data-parallel workers, and the random configs."""
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -104,8 +87,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def _check_importable(option: str, spec: str) -> None:
-    """A ``pytest.UsageError`` (exit status 4, one message) if ``spec`` cannot be imported:
-    a registered name whose framework is missing, or an import path that does not resolve."""
+    """A ``pytest.UsageError`` (exit status 4, one message) if ``spec`` cannot be imported."""
     reason = _import_failure(spec)
     if reason is not None:
         raise pytest.UsageError(f"{option} {spec!r} cannot be imported: {reason}")
@@ -125,19 +107,14 @@ def _import_failure(spec: str) -> str | None:
 
 TRAINING_ONLY = "training_only_backends"
 """The ini option naming the backends whose own part is their output-feedback gradient and
-the training it drives (the hand-written-backward twins: their inference, their state-feedback
-gradient and their data-parallel engine are their twin's, which the kit checks on the twin)."""
+the training it drives (the hand-written-backward twins)."""
 TRAINING_PROPERTIES = ("gradients", "sgd", "adam")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """With ``--backend``, run the contract's tests for those backends and nothing else;
-    with ``--case``, the tests of a case on the cases named alone; give the
-    ``training_only_backends`` only the tests of ``TRAINING_PROPERTIES`` on
-    output-feedback cases; under
-    ``pytest -n`` (``make test``), keep the tests of one backend on one config on one worker,
-    where its compiled functions of that config are cached (a torch_scan config's compilation
-    is the costliest), and let the configs of one backend spread over the workers."""
+    """Deselect the cases ``--case`` does not name, and for the ``training_only_backends``
+    all but the tests of ``TRAINING_PROPERTIES`` on output-feedback cases; under ``pytest -n``,
+    keep each backend's tests of one config on one worker, where that config is compiled."""
     from parity_tests.properties import PROPERTIES
 
     training = [PROPERTIES[key] for key in TRAINING_PROPERTIES]

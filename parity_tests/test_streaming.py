@@ -1,14 +1,5 @@
-"""The contract's "Streaming": the feedback in and out of every call.
-
-A stream is a sequence sent in chunks, down to one frame, each call starting from the state
-the previous one returned. Chained so, the chunks must give what one call over the whole
-sequence gives, for both models, for a batch, a batch of one and a single sequence; the
-sender's ``encode`` must end in the receiver's state; and the state is canonical, so a stream
-may move to another backend mid-sequence (``test_stream_moves_between_backends``).
-
-The cuts are drawn by hypothesis (``STREAM_EXAMPLES`` draws besides frame by frame) within
-sequences of ``STEPS`` steps: each chunk length is a shape a compiled backend compiles once.
-"""
+"""The contract's "Streaming": a sequence sent in chunks, each call starting from the state
+the previous one returned, gives what one call over the whole sequence gives."""
 
 from __future__ import annotations
 
@@ -20,12 +11,12 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-import frae
 from parity_tests.cases import BOTH_MODELS, Case
 from parity_tests.conftest import MakeBackend
 from parity_tests.tolerances import assert_close
 
 STEPS = 7
+"""Steps of a streamed sequence: each chunk length is a shape a compiled backend compiles once."""
 STREAM_EXAMPLES = max(1, int(os.environ.get("FRAE_HYPOTHESIS_EXAMPLES", "6")) // 2)
 LAYOUTS = {"B=3": 3, "B=1": 1, "one sequence": None}
 """How many sequences a stream carries; ``None``: one 2-D sequence, its state ``(S,)``."""
@@ -55,15 +46,16 @@ def stream_weights(case: Case) -> dict[str, np.ndarray]:
     }
 
 
+def _pair(make_backend: MakeBackend, reference: MakeBackend, case: Case) -> tuple:
+    """The backend under test and the reference, both holding ``stream_weights``."""
+    weights = stream_weights(case)
+    return make_backend(case.config, weights=weights), reference(case.config, weights=weights)
+
+
 def stream_inputs(case: Case, batch: int | None, seed: int = 32) -> np.ndarray:
     """``(batch, STEPS, F)`` uniform inputs, or one ``(STEPS, F)`` sequence for ``None``."""
     x = Case(case.config, batch or 1, STEPS).inputs(seed)
     return x if batch is not None else x[0]
-
-
-def whole(model: frae.Backend, method: str, sequences: np.ndarray) -> tuple:
-    """One call over the whole of ``sequences`` from the zero state, with its last state."""
-    return getattr(model, method)(sequences, return_state=True)
 
 
 @pytest.mark.parametrize("layout", LAYOUTS)
@@ -73,18 +65,10 @@ def test_chained_chunks_equal_one_call(
 ) -> None:
     """predict, encode and decode, cut at drawn points and chained through their states,
     equal one call of the reference over the whole sequence, outputs and last state."""
-    weights = stream_weights(case)
-    model, oracle = (
-        make_backend(case.config, weights=weights),
-        reference(case.config, weights=weights),
-    )
+    model, oracle = _pair(make_backend, reference, case)
     x = stream_inputs(case, LAYOUTS[layout])
-    z = oracle.encode(x).astype(np.float32)
-    expected = {
-        "predict": whole(oracle, "predict", x),
-        "encode": whole(oracle, "encode", x),
-        "decode": whole(oracle, "decode", z),
-    }
+    calls = {"predict": x, "encode": x, "decode": oracle.encode(x).astype(np.float32)}
+    expected = {m: getattr(oracle, m)(seq, return_state=True) for m, seq in calls.items()}
 
     @settings(
         max_examples=STREAM_EXAMPLES,
@@ -95,7 +79,7 @@ def test_chained_chunks_equal_one_call(
     @example(cuts=list(range(1, STEPS)))  # one frame per call
     @given(cuts=cut_points)
     def check(cuts: list[int]) -> None:
-        for method, sequences in (("predict", x), ("encode", x), ("decode", z)):
+        for method, sequences in calls.items():
             outputs, state = streamed(getattr(model, method), sequences, cuts)
             what = f"{method} in chunks cut at {cuts}"
             assert_close("outputs", outputs, expected[method][0], what)
@@ -110,11 +94,7 @@ def test_a_chunk_continues_from_the_state_it_is_given(
 ) -> None:
     """From a state that is not zero (another sequence's), a call equals the reference's from
     that state: the state given is the one used, row by row."""
-    weights = stream_weights(case)
-    model, oracle = (
-        make_backend(case.config, weights=weights),
-        reference(case.config, weights=weights),
-    )
+    model, oracle = _pair(make_backend, reference, case)
     _, start = oracle.predict(case.inputs(seed=33), return_state=True)
     start = start.astype(np.float32)
     x = case.inputs(seed=34)
@@ -150,9 +130,8 @@ def test_initial_state_is_the_zero_state(make_backend: MakeBackend, case: Case) 
     outputs, state = model.predict(x, return_state=True)
     assert state.dtype == outputs.dtype and np.issubdtype(batched.dtype, np.floating)
     assert not batched.any() and not single.any()
-    assert state.shape == (len(x), width) and model.predict(x[0], return_state=True)[1].shape == (
-        width,
-    )
+    assert state.shape == (len(x), width)
+    assert model.predict(x[0], return_state=True)[1].shape == (width,)
     np.testing.assert_array_equal(model.predict(x, state=batched), outputs)
     np.testing.assert_array_equal(model.predict(x, return_state=False), outputs)
     for value in (outputs, state, single, batched):
