@@ -106,6 +106,18 @@ def _by_hand(twin: str, backend: str, mechanism: str) -> Variant:
     )
 
 
+def _compiled(
+    name: str, about: str, settings: str, twin: str, mechanism: str
+) -> tuple[Variant, ...]:
+    """The registered backend ``name``, held to the targets, then its framework's defaults
+    (``_defaults``) and its backward written by hand (``_by_hand``, ``bench.twins.<name>``)."""
+    return (
+        Variant(name, name, Role.COMPILED, about, wide=TARGETED),
+        _defaults(name, name, settings),
+        _by_hand(name, f"bench.twins.{name}:{twin}", mechanism),
+    )
+
+
 RUNTIMES = {
     "litert": ("ai_edge_litert",),
     "stablehlo": ("jax",),
@@ -129,19 +141,6 @@ def _exported(exporter: str, format: str, factory: str, quick: bool) -> Variant:
         only_shapes=WIDE_SHAPES,
         quick=quick,
         exported_from=exporter.partition("[")[0],
-    )
-
-
-def _exports() -> tuple[Variant, ...]:
-    """The fastest artifact of each framework by the export matrix (docs/performance.md) in
-    the quick run; the others in the full grid."""
-    return (
-        _exported("tf_while", "litert", "TFWhileLiteRT", quick=True),
-        _exported("jax_scan", "stablehlo", "JaxScanStableHLO", quick=True),
-        _exported("torch_scan", "onnx", "TorchScanONNX", quick=True),
-        _exported("keras_rnn[tensorflow]", "onnx", "KerasONNX", quick=True),
-        _exported("tf_while", "onnx", "TFWhileONNX", quick=False),
-        _exported("tf_while", "saved_model", "TFWhileSavedModel", quick=False),
     )
 
 
@@ -210,35 +209,27 @@ VARIANTS = (
         wide=OPERATIONS,
         no_state_feedback="the matrix floor has no GRU (numba_floor and simd_floor have)",
     ),
-    Variant(
+    *_compiled(
         "tf_while",
-        "tf_while",
-        Role.COMPILED,
         "tf.while_loop + TensorArray under XLA",
-        wide=TARGETED,
+        "XLA loop folding",
+        "TFWhileBPTTBackend",
+        "tf.custom_gradient",
     ),
-    _defaults("tf_while", "tf_while", "XLA loop folding"),
-    _by_hand("tf_while", "bench.twins.tf_while:TFWhileBPTTBackend", "tf.custom_gradient"),
-    Variant(
+    *_compiled(
         "jax_scan",
-        "jax_scan",
-        Role.COMPILED,
         "jax.lax.scan over Flax NNX layers, jit",
-        wide=TARGETED,
+        "YNNPACK fusions turned off",
+        "JaxScanBPTTBackend",
+        "jax.custom_vjp",
     ),
-    _defaults("jax_scan", "jax_scan", "YNNPACK fusions turned off"),
-    _by_hand("jax_scan", "bench.twins.jax_scan:JaxScanBPTTBackend", "jax.custom_vjp"),
-    Variant(
+    *_compiled(
         "torch_scan",
-        "torch_scan",
-        Role.COMPILED,
         "PyTorch's scan operator over nn.Linear layers, torch.compile (Inductor's C++ wrapper; "
         "a one-step gradient through its Python wrapper)",
-        wide=TARGETED,
-    ),
-    _defaults("torch_scan", "torch_scan", "Inductor C++ wrapper: its Python wrapper throughout"),
-    _by_hand(
-        "torch_scan", "bench.twins.torch_scan:TorchScanBPTTBackend", "torch.autograd.Function"
+        "Inductor C++ wrapper: its Python wrapper throughout",
+        "TorchScanBPTTBackend",
+        "torch.autograd.Function",
     ),
     _keras("tensorflow"),
     _defaults(
@@ -272,7 +263,14 @@ VARIANTS = (
         quick=False,  # the quick run's three minutes hold the backends, not every baseline
         no_state_feedback="its loop over time is written for output feedback (x̂_{t-1} fed back)",
     ),
-    *_exports(),
+    # the fastest artifact of each framework by the export matrix (docs/performance.md) in
+    # the quick run; the others in the full grid
+    _exported("tf_while", "litert", "TFWhileLiteRT", quick=True),
+    _exported("jax_scan", "stablehlo", "JaxScanStableHLO", quick=True),
+    _exported("torch_scan", "onnx", "TorchScanONNX", quick=True),
+    _exported("keras_rnn[tensorflow]", "onnx", "KerasONNX", quick=True),
+    _exported("tf_while", "onnx", "TFWhileONNX", quick=False),
+    _exported("tf_while", "saved_model", "TFWhileSavedModel", quick=False),
     Variant(
         "reference",
         "reference",
