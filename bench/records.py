@@ -1,14 +1,10 @@
-"""The records of a benchmark run, one JSON line each in ``results.jsonl``.
-
-The worker writes a variant's facts and its measurements; the runner adds each variant's
-role, the run's facts first and a ``done`` / ``end`` line with the wall time; the report
-reads them back. Every line carries ``kind`` and the fields that are set; a measurement also
+"""The records of a benchmark run, one JSON line each in ``results.jsonl``: the run's facts,
+each variant's facts and measurements (from its worker), a ``done`` / ``end`` line with the
+wall time. Every line carries ``kind`` and the fields that are set; a measurement also
 carries the figures derived from its median, so the file reads without this module.
 
-A file's format is the run record's ``format`` (``FORMAT``; a file without one is format 1).
-``parse`` reads a file of any format from ``OLDEST`` on through its version: each format's
-lines are raised to the next one's by ``UPGRADES`` until they are today's, and only then made
-records; a file of an older format is refused, naming its format.
+A file's format is the run record's ``format`` (``FORMAT``; none: format 1); ``parse`` raises
+each format from ``OLDEST`` on to today's by ``UPGRADES`` and refuses an older one.
 """
 
 from __future__ import annotations
@@ -22,19 +18,15 @@ from typing import Any, ClassVar, NamedTuple
 from bench.machine import Machine
 
 OPERATIONS = ("predict", "loss_and_grads", "train_step")
-"""What the benchmark times at each (B, T): ``predict``, ``loss_and_grads`` and a training
-step through ``fit``."""
 STREAM = "stream"
-"""The stream (``bench.stream``): a sequence sent a chunk at a time through ``encode`` at the
-sender and ``decode`` at the receiver, the state carried from call to call."""
+"""A sequence sent a chunk at a time, the state carried from call to call (``bench.stream``)."""
 EVERY_OPERATION = (*OPERATIONS, STREAM)
 SENDER, RECEIVER = "sender", "receiver"
 SIDES = (SENDER, RECEIVER)
 """A stream's two sides: the sender encodes, the receiver decodes."""
 FORMAT = 2
-"""The results file's format: 1, the median and quartiles of each measurement; 2, every
-timed call (``ResultRecord.calls_s``), the threads and busy cores of each, and the round
-of each record where a run measured every variant more than once."""
+"""The results file's format: 2 added every timed call (``ResultRecord.calls_s``), the
+threads, the busy cores and the rounds to format 1's medians and quartiles."""
 DEFAULT_MODEL = "default"
 """The label of the model a run measures unless told otherwise (``bench.grid``)."""
 
@@ -47,10 +39,8 @@ class Shape(NamedTuple):
 
 
 class Key(NamedTuple):
-    """What one measurement is, whatever its round or its run: which variant ran which
-    operation on which model at which shape (and, for the stream, at which side and chunk
-    length). It pairs a measurement's rounds (``bench.rounds``), indexes a run's
-    measurements (``bench.analysis.Pivot``) and pairs them across runs (``bench.diff``)."""
+    """What one measurement is, whatever its round or its run: it pairs the rounds
+    (``bench.rounds``) and the runs (``bench.diff``) and indexes a ``bench.analysis.Pivot``."""
 
     variant: str
     operation: str
@@ -58,9 +48,8 @@ class Key(NamedTuple):
     batch: int
     steps: int
     side: str | None = None
-    """The stream's side (``SIDES``); ``None`` for every other operation."""
+    """The stream's side (``SIDES``) and frames per call; ``None`` for every other operation."""
     chunk: int | None = None
-    """The stream's frames per call; ``None`` for every other operation."""
 
     @property
     def shape(self) -> Shape:
@@ -72,11 +61,10 @@ class Key(NamedTuple):
 
 
 class Point(NamedTuple):
-    """One model and input shape of the grid, and what is measured on it. JSON writes it as
-    a list, ``[model, B, T, operations]``; ``from_json`` reads it back into a ``Point``."""
+    """One model (its label in ``RunRecord.models``) and input shape of the grid, and what is
+    measured on it; JSON writes it as a list, ``[model, B, T, operations]``."""
 
     model: str
-    """The model's label in ``RunRecord.models``."""
     batch: int
     steps: int
     operations: tuple[str, ...]
@@ -84,9 +72,8 @@ class Point(NamedTuple):
 
 @dataclass(frozen=True)
 class Settings:
-    """How long each measurement runs (see ``bench.worker``), and which part of the grid a
-    slow variant gets: a run's (``RunRecord.settings``), handed to each worker in its job
-    (``bench.job.Job``)."""
+    """How long each measurement runs (``bench.worker``), and which part of the grid a slow
+    variant gets."""
 
     repeats: int = 7
     min_time_s: float = 0.5
@@ -101,21 +88,18 @@ class Settings:
     slow_max_steps: int = 1000
     """Longest T a slow variant gets."""
     slow_max_batch: int | None = 32
-    """Largest B a slow variant gets (``None``: every B); at B = 256 the six slow variants
-    would take more of the full grid's 20-minute budget than it can hold."""
+    """Largest B a slow variant gets (``None``: every B): at B = 256 the slow variants would
+    take more than the full grid's budget."""
     slow_operations: tuple[str, ...] | None = None
     """The operations a slow variant gets, of those it offers (``None``: all of them)."""
     wide_roles: tuple[str, ...] | None = None
-    """The roles of the variants that measure the models after the grid's first, of those
-    with a width axis (``Variant.wide``; ``None``: all of them)."""
+    """The roles that measure the grid's later models (``Variant.wide``; ``None``: all)."""
     stream_repeats: int | None = None
-    """The least timed samples of the stream (``None``: ``repeats``); each is already the
-    mean of a whole sequence's calls."""
+    """The least timed samples of the stream (``None``: ``repeats``)."""
     threads: int = 1
     """The cores and threads every variant runs on (``bench.threads``)."""
     rounds: int = 1
-    """How many times the run measures every variant, each time in a fresh process, the
-    variants taking turns (``bench.rounds``)."""
+    """How many times the run measures every variant, each in a fresh process (``bench.rounds``)."""
 
     def for_stream(self) -> Settings:
         """These settings with the stream's least number of samples."""
@@ -132,13 +116,9 @@ class Listing:
     env: dict[str, str] = field(default_factory=dict)
     slow: bool = False
     twin_of: str | None = None
-    """The variant this one is with its backward pass written by hand (role ``by_hand``)."""
     devices: int | None = None
-    """The devices it trains data-parallel on (role ``devices``)."""
     of: str | None = None
-    """The variant it is, on one device (role ``devices``)."""
     no_stream: str | None = None
-    """Why it does not stream (``None``: it does)."""
 
 
 @dataclass(frozen=True)
@@ -155,11 +135,8 @@ class RunRecord:
     models: dict[str, dict[str, Any]] = field(default_factory=dict)
     """Label -> the ``FRAEConfig`` fields of each model measured (``to_dict``)."""
     format: int = FORMAT
-    """The file's format (``FORMAT`` when written, raised to it by ``parse``)."""
     roofline: dict[str, Any] | None = None
-    """The machine's peaks measured at the run's start on the variants' threads
-    (``bench.roofline.Peak`` as a dict), ``{"error": ...}`` where that failed; ``None`` in
-    a file from before the roofline."""
+    """The machine's peaks (``bench.roofline.Peak`` as a dict), or ``{"error": ...}``."""
 
 
 @dataclass(frozen=True)
@@ -174,13 +151,12 @@ class VariantRecord:
     import_s: float | None = None
     threads: dict[str, Any] | None = None
     routes: list[str] | None = None
-    """The framework settings its backend ran with (``frae.routes``: each as
-    ``option=value (who chose it)``); ``None`` in a file from before them."""
+    """The framework settings its backend ran with (``frae.routes``)."""
     peak_rss_mb: float | None = None
     skipped: str | None = None
     error: str | None = None
     round: int | None = None
-    """Which of the run's rounds (``bench.rounds``) its process was; ``None``: the only one."""
+    """Which of the run's rounds (``bench.rounds``) it was; ``None``: the only one."""
 
 
 @dataclass(frozen=True)
@@ -197,11 +173,8 @@ class ResultRecord:
     steps: int
     role: str | None = None
     model: str = DEFAULT_MODEL
-    """The label of the model measured (``RunRecord.models`` has its config)."""
     side: str | None = None
-    """The stream's side (``SIDES``); ``None`` for every other operation."""
     chunk: int | None = None
-    """The frames per call of the stream; ``None`` for every other operation."""
     create_s: float | None = None
     first_call_s: float | None = None
     """The first call on this shape, which traces and compiles."""
@@ -212,26 +185,19 @@ class ResultRecord:
     q1_s: float | None = None
     q3_s: float | None = None
     calls_s: list[float] | None = None
-    """Seconds of every timed call, in the order made (each holds ``steps_per_sample``
-    optimizer steps); ``None`` where none was timed."""
+    """Seconds of every timed call, in the order made."""
     threads: int | None = None
-    """The threads the variant ran on (``bench.threads``)."""
     cores_busy: float | None = None
-    """The process's CPU time over the wall time of the timed calls: how many cores worked,
-    on average (at most ``threads``)."""
+    """CPU time over wall time of the timed calls: how many cores worked, on average."""
     peak_rss_mb: float | None = None
-    """The process's peak so far, after this measurement."""
     artifact_kib: float | None = None
-    """The size of the artifact the variant runs (an exported model's: its ``create_s``
-    holds the export); ``None`` for every other variant."""
+    """An exported model's size (its ``create_s`` holds the export)."""
     error: str | None = None
     unsupported: str | None = None
     round: int | None = None
-    """Which of the run's rounds (``bench.rounds``) measured it; ``None``: the only one."""
 
     @property
     def key(self) -> Key:
-        """What this measurement is, whatever its round."""
         r = self
         return Key(r.variant, r.operation, r.model, r.batch, r.steps, r.side, r.chunk)
 
@@ -289,8 +255,7 @@ def to_json(record: Record) -> str:
 
 
 def from_json(line: str) -> Record:
-    """The record on one line of today's format, as ``to_json`` wrote it; unknown keys are
-    ignored (a derived figure, or a field of a later version)."""
+    """The record on one line of today's format; unknown keys (a derived figure) are ignored."""
     return _record(json.loads(line))
 
 
@@ -309,8 +274,7 @@ def _record(data: dict[str, Any]) -> Record:
 
 
 def _typed[T: (Machine, Settings)](kind: type[T], data: dict[str, Any]) -> T:
-    """A record within the run's from its JSON object: keys it does not know ignored (a field
-    of a later version), the lists JSON made of tuples made tuples again."""
+    """A record within the run's from JSON: unknown keys ignored, lists made tuples again."""
     known = {f.name for f in fields(kind)}
     values: dict[str, Any] = {
         k: tuple(v) if isinstance(v, list) else v for k, v in data.items() if k in known
@@ -319,9 +283,8 @@ def _typed[T: (Machine, Settings)](kind: type[T], data: dict[str, Any]) -> T:
 
 
 def parse(lines: Iterable[str]) -> list[Record]:
-    """The records of a results file's lines, of any format from ``OLDEST`` to ``FORMAT``:
-    the run's line (the first) gives the format, and every line is raised through
-    ``UPGRADES`` to today's.
+    """The records of a results file's lines, of any format from ``OLDEST`` to ``FORMAT``,
+    the run's line (the first) giving it.
 
     Raises:
         ValueError: the file's format is older than ``OLDEST`` or newer than ``FORMAT``.
