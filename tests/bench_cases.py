@@ -40,31 +40,37 @@ STATE_LABEL = "2-4-3-1-gru8-3-2"
 """The label of ``STATE_CONFIG`` in the results."""
 
 
-def sequences(config: frae.FRAEConfig, seed: int) -> np.ndarray:
-    """Three sequences of seven steps of ``config``'s features."""
-    return multi_sine(batch=3, steps=7, features=config.input_dim, seed=seed)
+def sequences(config: frae.FRAEConfig, seed: int, batch: int = 3, steps: int = 7) -> np.ndarray:
+    """``batch`` sequences of ``steps`` steps of ``config``'s features."""
+    return multi_sine(batch=batch, steps=steps, features=config.input_dim, seed=seed)
 
 
-def check_forward(model: frae.Backend, config: frae.FRAEConfig) -> None:
+def check_forward(
+    model: frae.Backend, config: frae.FRAEConfig, batch: int = 3, steps: int = 7
+) -> None:
     """``predict``, ``encode`` and ``decode`` of ``model`` against the reference."""
     oracle = frae.create("reference", config, seed=3)
-    x = sequences(config, seed=1)
+    x = sequences(config, 1, batch, steps)
     assert_close("outputs", model.predict(x), oracle.predict(x), "predict")
     assert_close("outputs", model.encode(x), oracle.encode(x), "encode")
     z = oracle.encode(x)
     assert_close("outputs", model.decode(z), oracle.decode(z), "decode")
 
 
-def check_gradients(model: frae.Backend, config: frae.FRAEConfig) -> None:
-    """Loss and every gradient of ``model`` against the reference, with y ≠ x."""
+def check_gradients(
+    model: frae.Backend, config: frae.FRAEConfig, batch: int = 3, steps: int = 7
+) -> None:
+    """Loss and every gradient of ``model``, all in one precision, against the reference,
+    with y ≠ x."""
     oracle = frae.create("reference", config, seed=3)
-    x, y = sequences(config, seed=1), sequences(config, seed=2)
+    x, y = sequences(config, 1, batch, steps), sequences(config, 2, batch, steps)
     loss, grads = model.loss_and_grads(x, y)
     expected_loss, expected = oracle.loss_and_grads(x, y)
     dtype = next(iter(grads.values())).dtype  # the loss is compared in the model's precision
     assert_close("loss", np.asarray(loss, dtype), np.asarray(expected_loss))
     assert grads.keys() == expected.keys()
     for name in expected:
+        assert grads[name].dtype == dtype, name
         assert_close("gradients", grads[name], expected[name], name)
 
 

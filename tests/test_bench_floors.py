@@ -1,21 +1,8 @@
-"""The floors compute the model.
-
-- The Numba floor (``bench.baselines.numba_floor``), in float64, equals the reference's
-  outputs, codes, loss and gradients to float64 rounding, on the default config, on one
-  with other sizes and activations and on the parity suite's three state-feedback configs
-  (the GRU between the encoder and the decoder, the contract's "State feedback"); in
-  float32, as the benchmark runs it, within the float32 tolerances.
-- The floor's flat layout reads the concatenation directly and places the GRU.
-- The C forward (``bench.baselines.c_forward``) equals the reference's outputs (skipped
-  without ``cc``); the floors without a GRU refuse a state-feedback model.
-- The contract's "Streaming": both floors, from a state given, in chunks chained through
-  the states they return, equal the reference's one call (the C forward for ``predict``, its
-  one operation); the state is an argument of the compiled loop, so a new state value
-  compiles nothing.
-- The C floors build in temporary folders that their process removes when it exits.
-
-Each check is shown to reject a deliberately broken floor.
-"""
+"""The floors compute the model: the Numba floor equals the reference (to float64 rounding
+in float64, within the float32 tolerances in float32), with and without a GRU; its flat
+layout places every block; the C forward equals the reference's predict; both stream in
+chunks as one call and compile once for every state; the C floors keep the process's
+subnormals and leave no build folder. Each check rejects a deliberately broken floor."""
 
 from __future__ import annotations
 
@@ -226,6 +213,37 @@ def test_the_c_floors_leave_no_build_folder(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr[-3000:]
     assert result.stdout.split()[-1] == "2", "both folders while the process ran"
     assert list(tmp_path.iterdir()) == []
+
+
+KEEPS_SUBNORMALS = """
+import importlib, sys, numpy as np, frae
+module, name = sys.argv[1].split(":")
+backend = getattr(importlib.import_module(module), name)(frae.FRAEConfig(), seed=0)
+backend.predict(np.ones((1, 2, 2), np.float32))
+print(np.float32(1e-38) * np.float32(1e-3) > 0)
+"""
+
+
+@needs_cc
+@pytest.mark.parametrize(
+    "backend",
+    [
+        "bench.baselines.matrix_floor:MatrixFloorBackend",
+        "bench.baselines.simd_floor:SimdFloorBackend",
+    ],
+    ids=["matrix", "simd"],
+)
+def test_loading_a_fast_math_floor_keeps_subnormals_in_the_process(backend: str) -> None:
+    """In a fresh process, after the library is loaded, 1e-38 · 1e-3 stays 1e-41 in float32 (a
+    library linked with -ffast-math would flush every subnormal in the process to zero)."""
+    result = subprocess.run(
+        [sys.executable, "-c", KEEPS_SUBNORMALS, backend],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    )
+    assert result.stdout.strip() == "True", result.stdout
 
 
 @needs_cc

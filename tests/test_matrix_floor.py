@@ -1,20 +1,8 @@
-"""The matrix floor (``bench.baselines.matrix_floor``) computes the model.
-
-Its outputs, codes, decoded sequences, loss, gradients and training losses equal the float64
-reference's within the float32 tolerances of ``parity_tests.tolerances``, at B = 1, at B = 37
-(not a multiple of the rows of a block, so every remainder loop runs: T·B is odd too) and at
-B = 256, on the default config, on a wide one (64 units, a latent code of 16: products of
-whole vectors), on two deep ones (two or three hidden layers a side, widths that fill no
-whole vector, tanh, sigmoid and a linear output) and on one without hidden layers. Fast
-math's rounding (sums reassociated, glibc's vector exp and tanh) fits the same tolerances as
-every float32 backend. Each check is shown to reject a floor built from ``matrix_floor.c`` with one
-deliberate mistake. Loading the library leaves the process's floating-point environment alone.
-Without a C compiler the checks are skipped.
-
-The contract's "Streaming": predict, encode and decode from a random state, in chunks
-chained through the states returned, equal the reference's one call, outputs and last state;
-the state is an argument of the C loop, so two states and two chunk lengths build the library
-once.
+"""The matrix floor (``bench.baselines.matrix_floor``) equals the float64 reference within
+the suite's float32 tolerances, outputs to training losses, at B = 1, 37 (every remainder
+loop) and 256, on default, wide, deep and hidden-less configs; it streams in chunks as one
+call and splits its products over threads to the same bits. Each check rejects a floor built
+from ``matrix_floor.c`` with one deliberate mistake.
 """
 
 from __future__ import annotations
@@ -30,9 +18,9 @@ import numpy as np
 import pytest
 
 import frae
-from frae.data import multi_sine
 from parity_tests.tolerances import assert_close
-from tests.bench_cases import broken_floor, check_streaming
+from tests import bench_cases
+from tests.bench_cases import broken_floor, check_streaming, sequences
 
 numba = pytest.importorskip("numba", reason="the floors need numba: pip install 'frae[bench]'")
 
@@ -66,31 +54,8 @@ BATCHES = (1, 37, 256)
 STEPS = 13
 
 
-def _data(config: frae.FRAEConfig, batch: int, seed: int) -> np.ndarray:
-    return multi_sine(batch=batch, steps=STEPS, features=config.input_dim, seed=seed)
-
-
-def check_forward(model: frae.Backend, config: frae.FRAEConfig, batch: int) -> None:
-    """``predict``, ``encode`` and ``decode`` against the reference's."""
-    reference = frae.create("reference", config, seed=3)
-    x = _data(config, batch, seed=1)
-    assert_close("outputs", model.predict(x), reference.predict(x), "predict")
-    codes = reference.encode(x)
-    assert_close("outputs", model.encode(x), codes, "encode")
-    decoded = reference.decode(codes)
-    assert_close("outputs", model.decode(codes.astype(np.float32)), decoded, "decode")
-
-
-def check_gradients(model: frae.Backend, config: frae.FRAEConfig, batch: int) -> None:
-    """The loss and every gradient against the reference's, with y ≠ x."""
-    x, y = _data(config, batch, seed=1), _data(config, batch, seed=2)
-    loss, grads = model.loss_and_grads(x, y)
-    expected_loss, expected = frae.create("reference", config, seed=3).loss_and_grads(x, y)
-    assert_close("loss", np.float32(loss), np.float64(expected_loss))
-    assert grads.keys() == expected.keys()
-    for name in expected:
-        assert grads[name].dtype == np.float32, name
-        assert_close("gradients", grads[name], expected[name], name)
+check_forward = partial(bench_cases.check_forward, steps=STEPS)
+check_gradients = partial(bench_cases.check_gradients, steps=STEPS)
 
 
 broken = partial(broken_floor, MatrixFloorBackend, SOURCE, compile_matrix)
@@ -156,7 +121,7 @@ def test_the_matrix_floor_equals_the_reference(config: frae.FRAEConfig, batch: i
 @pytest.mark.parametrize("optimizer", ["adam", "sgd"])
 def test_the_matrix_floor_trains_as_the_reference(optimizer: str) -> None:
     """``fit`` in mini-batches of 37 of 74 sequences: the remainder rows in training too."""
-    config, x = WIDE_CONFIG, _data(WIDE_CONFIG, 74, seed=1)
+    config, x = WIDE_CONFIG, sequences(WIDE_CONFIG, 1, 74, STEPS)
     options = {"epochs": 10, "batch_size": 37, "optimizer": optimizer, "learning_rate": 1e-2}
     losses = MatrixFloorBackend(config, seed=3).fit(x, **options)["loss"]
     expected = frae.create("reference", config, seed=3).fit(x, **options)["loss"]
@@ -175,21 +140,6 @@ def test_the_checks_reject_a_broken_matrix_floor(
 
 
 @needs_cc
-def test_loading_the_matrix_floor_keeps_subnormals_in_the_process() -> None:
-    """In a fresh process: 1e-38 · 1e-3 stays 1e-41 in float32 after the library is loaded."""
-    probe = (
-        "import numpy as np, frae\n"
-        "from bench.baselines.matrix_floor import MatrixFloorBackend\n"
-        "MatrixFloorBackend(frae.FRAEConfig(), seed=0).predict(np.ones((1, 2, 2), np.float32))\n"
-        "print(np.float32(1e-38) * np.float32(1e-3) > 0)\n"
-    )
-    result = subprocess.run(
-        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=120
-    )
-    assert result.stdout.strip() == "True", result.stdout
-
-
-@needs_cc
 @pytest.mark.parametrize("batch", [1, 37])
 @pytest.mark.parametrize("config", [frae.FRAEConfig(), WIDE_CONFIG], ids=["default", "wide"])
 def test_the_matrix_floor_streams_in_chunks_as_one_call(
@@ -205,7 +155,7 @@ def test_the_matrix_floor_compiles_once_for_every_state() -> None:
     config = frae.FRAEConfig(input_dim=3, encoder_units=(20,), latent_dim=4, decoder_units=(18,))
     misses = compile_matrix.cache_info().misses
     model = MatrixFloorBackend(config, seed=3)
-    x = _data(config, 37, seed=1)
+    x = sequences(config, 1, 37, STEPS)
     first = model.predict(x, state=np.full((37, 3), 0.5))
     second = model.predict(x, state=np.full((37, 3), -0.5))
     model.decode(model.encode(x[:, :3], state=np.zeros((37, 3))))

@@ -1,33 +1,13 @@
 """The SIMD floor (``bench.baselines.simd_floor``) computes what the scalar floor computes.
 
-Its outputs, codes, decoded sequences, loss, gradients and training losses equal the float32
-Numba floor's (``numba_floor``, fastmath off) within float32 rounding, at B = 1, at B = 37
-(not a multiple of the 8 or 16 lanes of a vector, so every remainder loop runs) and at
-B = 256, on the default config and on a wider one with other activations. Both floors start
-from the same weights and read the same data, so a difference is rounding alone: fast math
-contracts and reassociates the sums of each layer and evaluates exp and tanh with glibc's
-vector variants, accurate to a few ulp. Each check is shown to reject a deliberately broken
-SIMD floor. Loading the library leaves the process's floating-point environment alone (a
-library linked with -ffast-math would flush every subnormal in the process to zero). Without
-a C compiler the checks are skipped, and the benchmark skips the variant, saying why.
-
-With state feedback (the contract's "State feedback") the SIMD floor runs the GRU: its
-outputs, codes, decoded sequences, loss and gradients equal the float64 reference's within
-the suite's float32 tolerances, at the same three batch sizes, on the three state configs of
-the parity suite, and it trains as the scalar floor does; each GRU check is shown to reject a
-floor built from ``simd_floor.c`` with one deliberate mistake in the GRU.
-
-The contract's "Streaming": for both models, at B = 1 and B = 37, predict, encode and
-decode from a random state, in chunks chained through the states returned, equal the
-reference's one call, outputs and last state; each check rejects a floor that drops the state
-given or returns the state from before the last step. The state is an argument of the C loop:
-two states and two chunk lengths build the library once.
+Without state feedback it equals the float32 Numba floor within float32 rounding (fast math:
+sums reassociated, glibc's vector exp and tanh), outputs to training losses; with a GRU it
+equals the float64 reference within the suite's float32 tolerances; it streams in chunks as
+one call. Batches of 1, 37 (every remainder loop) and 256; each check rejects a broken floor.
 """
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
@@ -36,10 +16,9 @@ import numpy as np
 import pytest
 
 import frae
-from frae.data import multi_sine
-from parity_tests.cases import CASES
-from parity_tests.tolerances import Tolerance, assert_close
-from tests.bench_cases import broken_floor, check_streaming
+from parity_tests.tolerances import Tolerance
+from tests import bench_cases
+from tests.bench_cases import STATE_CONFIGS, broken_floor, check_streaming, sequences
 
 numba = pytest.importorskip("numba", reason="the floors need numba: pip install 'frae[bench]'")
 
@@ -62,8 +41,6 @@ WIDE_CONFIG = frae.FRAEConfig(
 )
 """Wider layers than the default (16 units), other sizes everywhere, tanh and sigmoid."""
 CONFIGS = {"default": frae.FRAEConfig(), "wide": WIDE_CONFIG}
-STATE_CONFIGS = {name: CASES[name].config for name in ("state", "state_deep", "state_no_hidden")}
-"""The parity suite's state-feedback configs: H = 8, 11 and 9, two depths and none."""
 BATCHES = (1, 37, 256)
 STEPS = 60
 
@@ -108,14 +85,10 @@ def assert_within(quantity: str, actual: np.ndarray, expected: np.ndarray, what:
     np.testing.assert_allclose(actual, expected, tolerance.rtol, atol, err_msg=what)
 
 
-def _data(config: frae.FRAEConfig, batch: int, seed: int) -> np.ndarray:
-    return multi_sine(batch=batch, steps=STEPS, features=config.input_dim, seed=seed)
-
-
 def check_forward(model: frae.Backend, config: frae.FRAEConfig, batch: int) -> None:
     """``predict``, ``encode`` and ``decode`` against the scalar floor's."""
     scalar = NumbaFloorBackend(config, seed=3)
-    x = _data(config, batch, seed=1)
+    x = sequences(config, 1, batch, STEPS)
     assert_within("outputs", model.predict(x), scalar.predict(x), "predict")
     codes = scalar.encode(x)
     assert_within("outputs", model.encode(x), codes, "encode")
@@ -124,7 +97,7 @@ def check_forward(model: frae.Backend, config: frae.FRAEConfig, batch: int) -> N
 
 def check_gradients(model: frae.Backend, config: frae.FRAEConfig, batch: int) -> None:
     """The loss and every gradient against the scalar floor's, with y ≠ x."""
-    x, y = _data(config, batch, seed=1), _data(config, batch, seed=2)
+    x, y = sequences(config, 1, batch, STEPS), sequences(config, 2, batch, STEPS)
     loss, grads = model.loss_and_grads(x, y)
     expected_loss, expected = NumbaFloorBackend(config, seed=3).loss_and_grads(x, y)
     assert_within("loss", np.float64(loss), np.float64(expected_loss), "loss")
@@ -168,7 +141,7 @@ def test_the_simd_floor_equals_the_scalar_floor(config: frae.FRAEConfig, batch: 
 @pytest.mark.parametrize("optimizer", ["adam", "sgd"])
 def test_the_simd_floor_trains_as_the_scalar_floor(optimizer: str) -> None:
     """``fit`` in mini-batches of 37 of 74 sequences: the remainder lanes in training too."""
-    config, x = WIDE_CONFIG, _data(WIDE_CONFIG, 74, seed=1)
+    config, x = WIDE_CONFIG, sequences(WIDE_CONFIG, 1, 74, STEPS)
     options = {"epochs": 10, "batch_size": 37, "optimizer": optimizer, "learning_rate": 1e-2}
     losses = SimdFloorBackend(config, seed=3).fit(x, **options)["loss"]
     expected = NumbaFloorBackend(config, seed=3).fit(x, **options)["loss"]
@@ -196,20 +169,8 @@ def test_the_checks_reject_a_broken_simd_floor(
 def check_against_the_reference(model: frae.Backend, config: frae.FRAEConfig, batch: int) -> None:
     """``predict``, ``encode``, ``decode``, the loss and every gradient against the float64
     reference's, within the suite's float32 tolerances."""
-    reference = frae.create("reference", config, seed=3)
-    x, y = _data(config, batch, seed=1), _data(config, batch, seed=2)
-    assert_close("outputs", model.predict(x), reference.predict(x), "predict")
-    codes = reference.encode(x)
-    assert_close("outputs", model.encode(x), codes, "encode")
-    decoded = reference.decode(codes)
-    assert_close("outputs", model.decode(codes.astype(np.float32)), decoded, "decode")
-    loss, grads = model.loss_and_grads(x, y)
-    expected_loss, expected = reference.loss_and_grads(x, y)
-    assert_close("loss", np.float32(loss), np.float64(expected_loss))
-    assert grads.keys() == expected.keys()
-    for name in expected:
-        assert grads[name].dtype == np.float32, name
-        assert_close("gradients", grads[name], expected[name], name)
+    bench_cases.check_forward(model, config, batch, STEPS)
+    bench_cases.check_gradients(model, config, batch, STEPS)
 
 
 broken = partial(broken_floor, SimdFloorBackend, SOURCE, compile_simd)
@@ -268,7 +229,7 @@ def test_the_simd_floor_with_a_gru_equals_the_reference(
 def test_the_simd_floor_with_a_gru_trains_as_the_scalar_floor(optimizer: str) -> None:
     """``fit`` in mini-batches of 37 of 74 sequences, on the deep state config."""
     config = STATE_CONFIGS["state_deep"]
-    x = _data(config, 74, seed=1)
+    x = sequences(config, 1, 74, STEPS)
     options = {"epochs": 10, "batch_size": 37, "optimizer": optimizer, "learning_rate": 1e-2}
     losses = SimdFloorBackend(config, seed=3).fit(x, **options)["loss"]
     expected = NumbaFloorBackend(config, seed=3).fit(x, **options)["loss"]
@@ -285,21 +246,6 @@ def test_the_gru_checks_reject_a_broken_simd_floor(
     config = STATE_CONFIGS["state_deep"]
     with pytest.raises(AssertionError):
         check_against_the_reference(broken(tmp_path, *edits)(config, seed=3), config, batch)
-
-
-@needs_cc
-def test_loading_the_simd_floor_keeps_subnormals_in_the_process() -> None:
-    """In a fresh process: 1e-38 · 1e-3 stays 1e-41 in float32 after the library is loaded."""
-    probe = (
-        "import numpy as np, frae\n"
-        "from bench.baselines.simd_floor import SimdFloorBackend\n"
-        "SimdFloorBackend(frae.FRAEConfig(), seed=0).predict(np.ones((1, 2, 2), np.float32))\n"
-        "print(np.float32(1e-38) * np.float32(1e-3) > 0)\n"
-    )
-    result = subprocess.run(
-        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=120
-    )
-    assert result.stdout.strip() == "True", result.stdout
 
 
 def test_without_a_compiler_the_floor_is_refused_and_the_benchmark_says_why(
@@ -359,7 +305,7 @@ def test_the_simd_floor_compiles_once_for_every_state(config: frae.FRAEConfig) -
     not again for two states, another chunk length, encode or decode."""
     misses = compile_simd.cache_info().misses
     model = SimdFloorBackend(config, seed=3)
-    x = _data(config, 37, seed=1)
+    x = sequences(config, 1, 37, STEPS)
     first = model.predict(x, state=np.full((37, config.feedback_dim), 0.5))
     second = model.predict(x, state=np.full((37, config.feedback_dim), -0.5))
     model.decode(model.encode(x[:, :3], state=np.zeros((37, config.feedback_dim))))
