@@ -38,21 +38,6 @@ from frae.config import FRAEConfig
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def job_of(
-    variant: Variant, points: list[Point], models: dict[str, FRAEConfig], settings: Settings
-) -> Job:
-    """What ``variant``'s worker measures."""
-    return Job(
-        variant=variant.name,
-        backend=variant.backend,
-        settings=settings,
-        points=tuple(points),
-        models=models,
-        frameworks=tuple(frameworks(variant)),
-        devices=variant.devices,
-    )
-
-
 def run_variant(
     variant: Variant,
     points: list[Point],
@@ -63,12 +48,17 @@ def run_variant(
     round_: int | None = None,
 ) -> None:
     """Run one variant's worker; pass each record it prints to ``on_record``, marked with
-    ``round_``, the run's round (``None``: the run has one).
-
-    A worker that fails or runs past ``settings.timeout_s`` yields a ``variant`` record with
-    the error and the tail of its log; the run goes on with the next variant.
-    """
-    job = job_of(variant, points, models, settings)
+    ``round_``. A worker that fails or times out yields a ``variant`` record with the error
+    and the tail of its log."""
+    job = Job(
+        variant.name,
+        variant.backend,
+        settings,
+        tuple(points),
+        models,
+        tuple(frameworks(variant)),
+        variant.devices,
+    )
     env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", **environment(settings.threads)}
     env |= variant.env
     if ":" in variant.backend:  # a port by import path is found where the run was started
@@ -104,17 +94,7 @@ def run_variant(
 
 def listing(variant: Variant) -> Listing:
     """``variant`` as the run's first record lists it."""
-    return Listing(
-        variant.backend,
-        variant.role,
-        variant.about,
-        variant.env,
-        variant.slow,
-        twin_of=variant.twin_of,
-        devices=variant.devices,
-        of=variant.of,
-        no_stream=variant.no_stream,
-    )
+    return Listing(**{name: getattr(variant, name) for name in Listing.__dataclass_fields__})
 
 
 class Planned(NamedTuple):
@@ -151,22 +131,24 @@ def run(
     progress: bool = True,
     models: dict[str, FRAEConfig] | None = None,
 ) -> list[Record]:
-    """Measure every variant over ``grid``; write ``out/results.jsonl``; return the records.
-
-    ``models`` maps the labels in the grid's points to their configs (default: the default
-    model as ``"default"``).
-
-    The first record (``RunRecord``) holds the machine's facts and peaks (``bench.roofline``,
-    measured first, on the variants' threads), the grid and the settings; then, per
-    variant, its facts (or why it was skipped) and one record per measurement.
-    """
+    """Measure every variant over ``grid``, its points' models by label in ``models``; write
+    ``out/results.jsonl`` (the run's record first, then each variant's facts or why it was
+    skipped and its measurements); return the records."""
     (out / "logs").mkdir(parents=True, exist_ok=True)
     variants, grid = list(variants), list(grid)
     models = models or {DEFAULT_MODEL: FRAEConfig()}
     first = _run_record(variants, grid, settings, models, out / "logs")
     planned = plan(variants, grid, settings, models)
     measurements = sum(p.measurements for p in planned if p.skipped is None)
-    bar = _progress_bar(measurements * settings.rounds, progress)
+    from tqdm import tqdm  # type: ignore[import-untyped, unused-ignore]
+
+    bar = tqdm(
+        total=measurements * settings.rounds,
+        unit="measurement",
+        file=sys.stderr,
+        dynamic_ncols=True,
+        disable=not progress,
+    )
     records: list[Record] = []
     with (out / "results.jsonl").open("w") as results:
 
@@ -209,8 +191,7 @@ def _run_record(
     models: dict[str, FRAEConfig],
     logs: Path,
 ) -> RunRecord:
-    """The run's first record: when and how it was started, on what, over which grid, and
-    the machine's peaks on the run's threads (``measure_roofline``)."""
+    """The run's first record: when and how it was started, on what, over which grid."""
     return RunRecord(
         started=datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
         command=" ".join(sys.orig_argv),
@@ -228,10 +209,8 @@ ROOFLINE_TIMEOUT_S = 60.0
 
 
 def measure_roofline(threads: int, logs: Path) -> dict[str, Any]:
-    """The machine's peaks (``bench.roofline.measure``) from a process of their own, pinned
-    and sized as a variant's worker on ``threads`` is, as a dict (``Peak.to_dict``); or
-    ``{"error": ...}`` saying why there are none. Its standard error goes to
-    ``logs/roofline.log``."""
+    """The machine's peaks (``bench.roofline``) from a process pinned and sized as a worker on
+    ``threads`` is, as a dict; or ``{"error": ...}`` saying why there are none."""
     env = {**os.environ, **environment(threads)}
     command = [sys.executable, "-m", "bench.roofline", str(threads)]
     try:
@@ -252,28 +231,6 @@ def measure_roofline(threads: int, logs: Path) -> dict[str, Any]:
 def _file_name(name: str) -> str:
     """A variant's name as a file name (an import path's ``:`` and ``/`` replaced)."""
     return "".join(c if c.isalnum() or c in "._-[]" else "_" for c in name)
-
-
-class _Silent:
-    """Stands in for a tqdm bar when there is none."""
-
-    def update(self, _: int) -> None: ...
-
-    def set_description(self, _: str) -> None: ...
-
-    def set_postfix_str(self, _: str) -> None: ...
-
-    def close(self) -> None: ...
-
-
-def _progress_bar(total: int, show: bool) -> Any:
-    if show:
-        try:
-            from tqdm import tqdm  # type: ignore[import-untyped, unused-ignore]
-        except ImportError:
-            return _Silent()
-        return tqdm(total=total, unit="measurement", file=sys.stderr, dynamic_ncols=True)
-    return _Silent()
 
 
 def default_out() -> Path:
