@@ -4,15 +4,9 @@
         --devices 4 --cpu-devices 4 --out run.json [--processes 2 --process-id 0 \\
         --coordinator localhost:PORT] [--models output]
 
-Starts the framework as ``examples.data_parallel`` does (``frae.devices.start_devices``:
-virtual CPU devices, the cluster), then, for each model of ``MODELS`` (output and state
-feedback; ``--models``: those named), trains the same weights on the same data twice, on
-one device (``devices=None``; in the first process only) and on ``--devices``: two SGD
-steps, then four shuffled Adam steps, and writes both runs' losses, weights and
-predictions to ``--out`` (JSON, by model), with the errors the contract names: devices
-beyond those present, and a mini-batch that does not split (with whether that call left the
-weights as they were). A backend that refuses ``devices`` in ``create`` writes only the
-refusal.
+For each model it trains the same weights on the same data on one device (in the first
+process only) and on ``--devices``, and writes both runs, and the contract's errors, to
+``--out`` as JSON.
 """
 
 from __future__ import annotations
@@ -34,9 +28,8 @@ MODELS = {"output": frae.FRAEConfig(), "state": frae.FRAEConfig(feedback="state"
 
 
 def train(model: frae.Backend, x: np.ndarray) -> dict[str, Any]:
-    """Two SGD steps, four Adam steps over shuffled mini-batches, and two more resumed from
-    their training state (the contract's "Training state"); the results, and Adam's moments
-    after."""
+    """Two SGD steps, four Adam steps over shuffled mini-batches and two more resumed from
+    their training state; the results, and Adam's moments after."""
     sgd = model.fit(x, batch_size=8, optimizer="sgd", learning_rate=0.5)["loss"]
     options = {"batch_size": 8, "shuffle": True, "seed": 3, "learning_rate": 1e-2}
     adam = model.fit(x, epochs=2, **options)
@@ -84,8 +77,7 @@ def runs(
 
 PROCESS_SETUP = "FRAE_KIT_PROCESS_SETUP"
 """An environment variable naming a function (``package.module:function``) that each worker
-calls once its framework has started, before it builds a model: how a test run shares its
-settings with the processes the kit starts (``conftest.py`` at the root: the compile caches)."""
+calls once its framework has started (``parity_tests/README.md``)."""
 
 
 def prepare_process() -> None:

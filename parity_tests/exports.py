@@ -1,12 +1,6 @@
 """What the export tests run: the requests an artifact answers in a process of its own, the
 reference's answers to them, and the count of loops in an artifact (the contract's
-"Exports").
-
-The requests cover two B and two T from one artifact, each function from a state that is not
-zero, and a sequence cut into chunks, each chunk from the reference's state at its cut: the
-outputs and last state of each chunk must be the reference's, as a stream chained through
-the artifact's states would give.
-"""
+"Exports")."""
 
 from __future__ import annotations
 
@@ -64,9 +58,8 @@ def expected(oracle: Any, asked: dict[str, Request]) -> dict[str, tuple[np.ndarr
 
 def run_in_own_process(artifact: Path, asked: dict[str, Request], folder: Path) -> dict:
     """Each request run on ``artifact`` by ``frae/runtimes.py`` as a script in a fresh
-    process (``-P``: the script's folder is not on the path, so ``frae`` is not importable
-    there unless something asks for it by path); the answers by key, and the top-level
-    modules the process imported beyond those that importing its runtime alone imports."""
+    process (``-P``: ``frae`` is not on its path); the answers by key, and the top-level
+    modules the process imported beyond those its runtime's import alone brings."""
     request_file, results_file = folder / "requests.npz", folder / "results.npz"
     arrays = {}
     for key, (function, sequences, state) in asked.items():

@@ -1,11 +1,7 @@
 """``create(..., devices=N)``: data-parallel training equals training on one device.
 
-Each configuration runs in its own processes (``data_parallel_worker.py``), since a framework
-fixes its devices and its cluster when it starts: four virtual CPU devices in one process,
-and two processes on localhost with one device each, joined by the framework's own
-multi-process engine. Each run's losses, weights and predictions on N devices must equal
-those on one within float32 summation order (``TOLERANCES["devices"]``); a backend that has
-no engine must refuse ``devices`` with the contract's ``ValueError``.
+Each run has processes of its own (``data_parallel_worker.py``): a framework fixes its devices
+and its cluster when it starts.
 """
 
 from __future__ import annotations
@@ -26,6 +22,7 @@ import frae
 from frae.devices import framework_of
 from frae.registry import REGISTRY, _load
 from parity_tests import data_parallel_worker
+from parity_tests.checks import assert_same_weights
 from parity_tests.tolerances import assert_close
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -33,15 +30,12 @@ VIRTUAL_DEVICES = 4
 """Devices of the one-process run: more than two, so a mean over two would not pass."""
 
 MODELS = tuple(data_parallel_worker.MODELS)
-"""The models a data-parallel worker trains (output and state feedback)."""
-
 ENGINES = {"jax": "jax.sharding", "tensorflow": "tf.distribute", "torch": "DDP"}
-"""The frameworks with a data-parallel engine, and what it is."""
 
 
 def framework(backend: str) -> str:
-    """The framework ``backend`` trains on; for an import path, that of the registered
-    backend it derives from (``"none"`` if it derives from none)."""
+    """The framework ``backend`` trains on: for an import path, that of the registered
+    backend it derives from, or ``"none"``."""
     if backend in REGISTRY:
         return framework_of(backend)
     cls = _load(backend)
@@ -56,8 +50,7 @@ def framework(backend: str) -> str:
 
 
 def has_engine(backend: str) -> bool:
-    """Whether ``backend`` is expected to train on several devices (its framework has an
-    engine, and Keras runs on JAX or TensorFlow)."""
+    """Whether ``backend`` is expected to train on several devices (Keras: on JAX or TF)."""
     return framework(backend) in ENGINES and not (
         framework_of("keras_rnn") == "torch" and backend == "keras_rnn"
     )
@@ -113,8 +106,8 @@ def float32(run: dict[str, Any], quantity: str) -> np.ndarray:
 
 
 def assert_same_training(result: dict[str, Any], devices: int, first: dict[str, Any]) -> None:
-    """For each model (output and state feedback), N devices' run equals one device's (made
-    by the ``first`` process) within summation order; the contract's errors."""
+    """For each model, N devices' run equals one device's (made by the ``first`` process);
+    the contract's errors."""
     assert "refused" not in result, result.get("refused")
     assert set(result) & set(MODELS), "no model trained"
     for model in set(result) & set(MODELS):
@@ -150,12 +143,9 @@ def test_data_parallel_equals_one_device(backend_spec: str, tmp_path: Path) -> N
 def test_data_parallel_across_processes(
     backend_spec: str, tmp_path: Path, training_only: bool
 ) -> None:
-    """Two processes on localhost, one device each, through the framework's multi-process
-    engine; both end where one process on one device ends (for a training-only backend, its
-    twin's engine: only where the one-process test could not check its gradient). Where
-    the one-process test trained both models on four devices, the cluster trains the output
-    model alone: what differs between the models is checked there, and what the cluster adds
-    (the processes joined, the gradients reduced across them) is the same for both."""
+    """Two processes on localhost, one device each, joined by the framework's engine, end
+    where one process on one device ends. Where the one-process test trained both models,
+    the cluster trains the output model alone: what it adds is the same for both."""
     if not has_engine(backend_spec):
         pytest.skip("no data-parallel engine: test_devices_refused_without_engine")
     if training_only and framework(backend_spec) != "torch":
@@ -169,9 +159,7 @@ def test_data_parallel_across_processes(
 
 
 def takes_devices(backend: str) -> bool:
-    """Whether ``backend``'s class or factory takes ``devices`` (by name, or through
-    ``**kwargs``): the contract makes the parameter optional, and ``create`` refuses any
-    ``devices`` for a factory without it."""
+    """Whether ``backend``'s class or factory takes ``devices`` (by name or ``**kwargs``)."""
     factory = _load(REGISTRY[backend].target if backend in REGISTRY else backend)
     return any(
         parameter.name == "devices" or parameter.kind is inspect.Parameter.VAR_KEYWORD
@@ -180,18 +168,15 @@ def takes_devices(backend: str) -> bool:
 
 
 def test_devices_refused_without_engine(backend_spec: str) -> None:
-    """A backend without an engine refuses ``devices`` > 1 with a ``ValueError`` that names
-    ``devices``, the weights it was given left as they were; it takes 1 if its factory takes
-    ``devices``, and refuses it too (the same error) if not. The contract fixes the error's
-    type and what it names, not its wording."""
+    """A backend without an engine refuses ``devices`` > 1 with a ``ValueError`` naming
+    ``devices``, the weights given untouched; ``devices=1`` only if its factory takes it."""
     if has_engine(backend_spec):
         pytest.skip("has a data-parallel engine: test_data_parallel_equals_one_device")
     weights = frae.create(backend_spec, seed=1).get_weights()
     given = {name: value.copy() for name, value in weights.items()}
     with pytest.raises(ValueError, match=r"\bdevices\b"):
         frae.create(backend_spec, weights=given, devices=2)
-    for name, value in weights.items():
-        np.testing.assert_array_equal(given[name], value, err_msg=name)
+    assert_same_weights(given, weights)
     if takes_devices(backend_spec):
         assert frae.create(backend_spec, devices=1).get_weights().keys()
     else:

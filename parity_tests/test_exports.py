@@ -1,14 +1,5 @@
-"""The contract's "Exports": every format a backend lists, run by its runtime alone.
-
-For each backend and each format in its ``export_formats``, on both models, with weights
-that are not the initial ones: ``frae.export`` writes one artifact, and a fresh process
-that imports only the format's runtime (asserted: not ``frae``, Flax, optax nor Keras) runs
-every function at two B and two T, from states that are not zero, and a stream cut into
-chunks; each answer equals the reference's, outputs and last state. The artifact keeps the
-time loop a loop (at least one ``While``/``Loop``/``Scan`` per function), and
-``frae.load_exported`` gives the same answers behind the backend interface. Bad requests to
-``frae.export`` are clear errors that leave nothing behind.
-"""
+"""The contract's "Exports": every format a backend lists, run by its runtime alone, equals
+the reference; bad requests to ``frae.export`` are clear errors that leave nothing behind."""
 
 from __future__ import annotations
 
@@ -22,6 +13,7 @@ import frae
 from frae import runtimes
 from parity_tests import exports
 from parity_tests.cases import BOTH_MODELS, Case
+from parity_tests.checks import assert_same_weights
 from parity_tests.conftest import MakeBackend
 from parity_tests.test_streaming import stream_weights
 from parity_tests.tolerances import assert_close
@@ -71,10 +63,8 @@ def test_the_formats_listed_are_the_contracts(make_backend: MakeBackend) -> None
 def test_a_format_it_cannot_make_is_refused_and_nothing_written(
     make_backend: MakeBackend, format: object, tmp_path: Path
 ) -> None:
-    """An unknown format, or one the backend does not list, is a ``ValueError`` naming its
-    cause, and nothing is written: the format refused, or, for a port without ``export``
-    (an optional member), that it has none. The contract fixes the error's type and what it
-    names, not its wording."""
+    """An unknown format, or one the backend does not list, is a ``ValueError`` naming the
+    format (or, for a port without ``export``, that it has none), and nothing is written."""
     model = make_backend(frae.FRAEConfig())
     if format == "not made":
         unmade = [f for f in frae.FORMATS if f not in exports.formats_of(model)]
@@ -123,6 +113,5 @@ def test_a_model_exported_is_not_changed(make_backend: MakeBackend, tmp_path: Pa
     before, x = model.get_weights(), case.inputs(seed=3)
     outputs = model.predict(x)
     frae.export(model, os.fspath(tmp_path / "artifact"), format=listed[0])
-    after = model.get_weights()
-    assert all(np.array_equal(before[name], after[name]) for name in before)
+    assert_same_weights(model.get_weights(), before)
     np.testing.assert_array_equal(model.predict(x), outputs)

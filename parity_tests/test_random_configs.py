@@ -1,14 +1,7 @@
 """Property-based: configs and sizes drawn by hypothesis, each backend against the reference.
 
-Examples per backend: ``FRAE_HYPOTHESIS_EXAMPLES`` (default 2) for output feedback, besides
-the two written out below, and a third as many (at least one) for state feedback, whose GRU
-width H is drawn too. Each new config compiles anew in the compiled backends (torch_scan's for
-longest), so the count sets most of this file's cost and a large part of ``make test``'s;
-the fixed cases of ``cases.py`` (four output-feedback configs and three state-feedback
-ones of three depths) check every other property on chosen configs, and the draws add
-configs no one chose (a draw costs torch_scan a compilation of the config, and the others a
-few seconds). Under ``CI`` the draw is derandomized, so a CI run is repeatable;
-elsewhere each run draws anew.
+``FRAE_HYPOTHESIS_EXAMPLES`` (default 2) draws for output feedback, a third as many for state
+feedback; each draw compiles a new config. Under ``CI`` the draw is derandomized.
 """
 
 from __future__ import annotations

@@ -1,12 +1,5 @@
 """The contract's "Training state": ``fit`` resumes from a ``TrainingState``, through a
-checkpoint file, on the backend that made it or any other, as if it had never stopped.
-
-k steps on A, the checkpoint written and read, k more on a fresh object of B equal 2k
-uninterrupted steps on B and the reference's 2k steps: every loss and the final weights,
-within the Adam trajectory tolerance. Mini-batches and shuffle on, so the resumed fit must
-draw the permutations the uninterrupted one would; SGD and Adam; both models. A state the
-fit cannot continue is refused, with the weights untouched.
-"""
+checkpoint file, on the backend that made it or any other, as if it had never stopped."""
 
 from __future__ import annotations
 
@@ -19,6 +12,7 @@ import pytest
 import frae
 from frae.data import multi_sine
 from parity_tests.cases import BOTH_MODELS, Case
+from parity_tests.checks import assert_same_weights
 from parity_tests.conftest import MakeBackend
 from parity_tests.tolerances import assert_close
 
@@ -45,14 +39,13 @@ def _resumed(
     first: MakeBackend, second: MakeBackend, case: Case, options: dict, tmp_path
 ) -> tuple[list[float], dict, frae.TrainingState]:
     """k steps on ``first``, its checkpoint written and read, k more on a fresh ``second``:
-    the 2k losses, the weights and the state after. Each object is dropped as soon as it is
-    done with (a backend may reuse a dropped object's compiled functions)."""
+    the 2k losses, the weights and the state after."""
     x = multi_sine(batch=4, steps=case.steps, seed=20, features=case.config.input_dim)
     before = first(case.config, seed=22)
     history = before.fit(x, **options)
     path = tmp_path / "checkpoint.safetensors"
     frae.save_checkpoint(path, before.get_weights(), history["training_state"])
-    del before
+    del before  # a backend may reuse a dropped object's compiled functions
     weights, state = frae.load_checkpoint(path, case.config)
     after = second(case.config, weights=weights)
     resumed = after.fit(x, **options, training_state=state)
@@ -97,9 +90,8 @@ def test_a_checkpoint_resumes_fit_where_it_stopped(
     case: Case,
     tmp_path,
 ) -> None:
-    """Both ways between the backend under test and a partner (a second object of itself,
-    or the reference): k steps on one, k on the other, against 2k uninterrupted steps on
-    the one that finished and on the reference; between backends, the crossing test below."""
+    """k steps on one of the backend and a partner (itself or the reference), k on the
+    other, both ways, equal 2k steps of the one that finished and of the reference."""
     partner = make_backend if partner_name == "itself" else reference
     options = _options(optimizer, learning_rate)
     oracle = _uninterrupted(reference, case, options)
@@ -123,11 +115,7 @@ def test_a_checkpoint_crosses_to_each_other_backend(
     tmp_path,
 ) -> None:
     """Adam's k steps here and k on another backend (``--other-backend``; by default every
-    installed backend not under test), both ways, against the reference's 2k steps: a
-    port's checkpoints resume on the registered backends, and theirs on it. Run on every
-    backend, this is the resume matrix: every ordered pair of the backends in one process,
-    and Keras on each of its other backends both ways with the reference, through which any
-    checkpoint of the contract's format passes."""
+    installed backend not under test), both ways, equal the reference's 2k steps."""
     options = _options("adam", 1e-2)
     oracle = _uninterrupted(reference, case, options)
     for first, second, what in (
@@ -205,7 +193,6 @@ def test_a_state_fit_cannot_continue_is_refused_with_the_weights_untouched(
     with pytest.raises((ValueError, TypeError)) as raised:
         model.fit(x, epochs=1, learning_rate=1e-2, training_state=corrupt(state))
     assert named in str(raised.value), str(raised.value)
-    for name, value in model.get_weights().items():
-        np.testing.assert_array_equal(value, before[name], err_msg=f"{bad}: {name} changed")
+    assert_same_weights(model.get_weights(), before, f"{bad} changed")
     # and the model still trains from that state's good original
     assert len(model.fit(x, epochs=1, learning_rate=1e-2, training_state=state)["loss"]) == 1
