@@ -21,7 +21,9 @@ def parameters_without_gradient(grads: Mapping[str, object]) -> list[str]:
 def assert_same_weights(actual: Mapping[str, object], expected: Mapping, what: str = "") -> None:
     """Every weight of ``expected`` bit for bit in ``actual``."""
     for name, value in expected.items():
-        np.testing.assert_array_equal(actual[name], value, err_msg=f"{what}: {name}")
+        np.testing.assert_array_equal(
+            actual[name], value, err_msg=f"{what}: {name}" if what else name
+        )
 
 
 def with_entry(array: np.ndarray, at: tuple[int, ...], value: float | np.floating) -> np.ndarray:

@@ -1,9 +1,5 @@
-"""Every property the parity suite checks: its tests, its tolerance and why.
-
-This table is the suite's index: ``parity_tests/README.md`` prints it (a test keeps the two
-equal), and the mutant test runs each property's tests against implementations broken on
-purpose to show that each property's check can fail.
-"""
+"""Every property the parity suite checks: its tests, its tolerance and why; the suite's
+index, printed in ``parity_tests/README.md`` and run against the mutants."""
 
 from __future__ import annotations
 

@@ -70,29 +70,19 @@ def test_gradients_equal_the_reference(
 
 @pytest.mark.parametrize("case", BOTH_MODELS)
 @pytest.mark.parametrize(
-    ("optimizer", "learning_rate", "batch_size", "shuffle"),
-    [("sgd", 0.5, None, False), ("adam", 1e-2, 2, True)],
+    "options",
+    [
+        dict(optimizer="sgd", learning_rate=0.5, batch_size=None, shuffle=False, epochs=50),
+        dict(optimizer="adam", learning_rate=1e-2, batch_size=2, shuffle=True, epochs=25),
+    ],
     ids=["sgd", "adam"],
 )
 def test_training_follows_the_reference_step_by_step(
-    make_backend: MakeBackend,
-    reference: MakeBackend,
-    optimizer: str,
-    learning_rate: float,
-    batch_size: int | None,
-    shuffle: bool,
-    case: Case,
+    make_backend: MakeBackend, reference: MakeBackend, options: dict, case: Case
 ) -> None:
-    """50 optimizer steps; the loss of every step and the final weights match."""
+    """50 optimizer steps (Adam's on shuffled mini-batches); every loss and the final weights."""
     x = multi_sine(batch=4, steps=case.steps, seed=5)
-    options = {
-        "optimizer": optimizer,
-        "learning_rate": learning_rate,
-        "batch_size": batch_size,
-        "shuffle": shuffle,
-        "seed": 6,
-        "epochs": 50 if batch_size is None else 25,
-    }
+    optimizer, options = options["optimizer"], {**options, "seed": 6}
     model, oracle = make_backend(case.config, seed=5), reference(case.config, seed=5)
     history, expected = model.fit(x, **options), oracle.fit(x, **options)
     assert len(history["loss"]) == len(expected["loss"]) == 50
@@ -126,11 +116,8 @@ def test_fit_changes_the_weights_and_each_call_starts_a_fresh_optimizer(
     model.fit(x, epochs=2, learning_rate=1e-2)
     model.fit(x, epochs=2, learning_rate=1e-2)
     twin.fit(x, epochs=4, learning_rate=1e-2)  # one optimizer across four steps differs
-    changed, fresh, continued = (
-        model.get_weights(),
-        frae.initial_weights(model.config, 8),
-        twin.get_weights(),
-    )
+    changed, continued = model.get_weights(), twin.get_weights()
+    fresh = frae.initial_weights(model.config, 8)
     assert all(not np.array_equal(changed[k], fresh[k]) for k in changed), "fit left weights"
     assert any(not np.allclose(changed[k], continued[k], rtol=1e-3) for k in changed)
 

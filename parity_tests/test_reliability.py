@@ -15,6 +15,7 @@ import pytest
 
 import frae
 from parity_tests.cases import BOTH_MODELS, CASES, Case
+from parity_tests.checks import assert_same_weights
 from parity_tests.conftest import MakeBackend
 
 X = CASES["default"].inputs(seed=3) * 3.0  # (3, 7, 2)
@@ -30,11 +31,6 @@ DIVERGING = {
     "output": (None, DIVERGES_MID_RUN),
     "state": (STATE_DIVERGES, {**DIVERGES_MID_RUN, "learning_rate": 1e5}),
 }
-
-
-def _assert_weights_equal(actual: dict, expected: dict, what: str) -> None:
-    for name, value in expected.items():
-        np.testing.assert_array_equal(actual[name], value, err_msg=f"{what}: {name}")
 
 
 @pytest.mark.parametrize("feedback", list(DIVERGING))
@@ -58,7 +54,7 @@ def test_diverged_fit_holds_the_weights_before_the_previous_step(
     options = {**diverges, "epochs": k - 2}
     replay = make_backend(config, weights=start)
     replay.fit(X, **options)
-    _assert_weights_equal(model.get_weights(), replay.get_weights(), "not W_{k-1}")
+    assert_same_weights(model.get_weights(), replay.get_weights(), "not W_{k-1}")
     try:
         history = make_backend(config, weights=start).fit(X, **{**options, "epochs": k - 1})["loss"]
     except frae.TrainingDiverged as last_update_overflowed:  # W_k itself may not be finite
@@ -80,7 +76,7 @@ def test_overflowing_last_update_holds_the_weights_before_it(
     assert (error.step, error.restored_step) == (2, 1)
     assert len(error.history) == 1 and math.isfinite(error.history[0])
     assert "after the last step" in str(error), str(error)
-    _assert_weights_equal(model.get_weights(), start, "not W₁")
+    assert_same_weights(model.get_weights(), start, "not W₁")
     # the model is usable: it predicts, saves and trains again
     assert np.isfinite(model.predict(X)).all()
     assert math.isfinite(model.fit(X, epochs=1)["loss"][0])
@@ -138,6 +134,6 @@ def test_calls_from_threads_take_turns(make_backend: MakeBackend, case: Case) ->
     errors = _run_together([swap_weights, predict, predict, other_calls])
     assert not errors, [f"{type(error).__name__}: {error}" for error in errors]
     assert not lost, f"set_weights undone by another thread's call at swaps {lost}"
-    _assert_weights_equal(model.get_weights(), versions[23 % 3], "the last swap")
+    assert_same_weights(model.get_weights(), versions[23 % 3], "the last swap")
     torn = [i for i, out in enumerate(seen) if not any(np.array_equal(out, o) for o in outputs)]
     assert not torn, f"predict calls {torn} match no whole set of weights"

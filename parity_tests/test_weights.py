@@ -6,56 +6,48 @@ import numpy as np
 import pytest
 
 import frae
+from parity_tests.checks import assert_same_weights
 from parity_tests.conftest import MakeBackend
+
+Layout = list[tuple[str, tuple[int, ...]]]
+
+
+def _dense(layer: str, rows: int, units: int) -> Layout:
+    return [(f"{layer}/kernel", (rows, units)), (f"{layer}/bias", (units,))]
+
 
 # The contract's "Canonical parameters", written out by hand: the order in which initial
 # weights are drawn.
 DEFAULT_LAYOUT = [
-    ("encoder/dense_0/kernel", (4, 4)),
-    ("encoder/dense_0/bias", (4,)),
-    ("encoder/dense_1/kernel", (4, 3)),
-    ("encoder/dense_1/bias", (3,)),
-    ("encoder/latent/kernel", (3, 1)),
-    ("encoder/latent/bias", (1,)),
-    ("decoder/dense_0/kernel", (3, 3)),
-    ("decoder/dense_0/bias", (3,)),
-    ("decoder/output/kernel", (3, 2)),
-    ("decoder/output/bias", (2,)),
+    *_dense("encoder/dense_0", 4, 4),
+    *_dense("encoder/dense_1", 4, 3),
+    *_dense("encoder/latent", 3, 1),
+    *_dense("decoder/dense_0", 3, 3),
+    *_dense("decoder/output", 3, 2),
 ]
-# input_dim=3, encoder_units=(5,), latent_dim=2, decoder_units=(4, 6): no dense_1 in the
-# encoder, two hidden decoder layers, and a code read together with 3 feedback features.
+# no dense_1 in the encoder, two hidden decoder layers, and a code read together with 3
+# feedback features
 OTHER_CONFIG = frae.FRAEConfig(input_dim=3, encoder_units=(5,), latent_dim=2, decoder_units=(4, 6))
 OTHER_LAYOUT = [
-    ("encoder/dense_0/kernel", (6, 5)),
-    ("encoder/dense_0/bias", (5,)),
-    ("encoder/latent/kernel", (5, 2)),
-    ("encoder/latent/bias", (2,)),
-    ("decoder/dense_0/kernel", (5, 4)),
-    ("decoder/dense_0/bias", (4,)),
-    ("decoder/dense_1/kernel", (4, 6)),
-    ("decoder/dense_1/bias", (6,)),
-    ("decoder/output/kernel", (6, 3)),
-    ("decoder/output/bias", (3,)),
+    *_dense("encoder/dense_0", 6, 5),
+    *_dense("encoder/latent", 5, 2),
+    *_dense("decoder/dense_0", 5, 4),
+    *_dense("decoder/dense_1", 4, 6),
+    *_dense("decoder/output", 6, 3),
 ]
 # The contract's "State feedback", H = 5: the encoder reads [x_t, s_{t-1}] (F + H rows), the
-# GRU's K, U, b_K, b_U come between the sides, each 3H wide, and the decoder reads s_t (H
-# rows).
+# GRU's K, U, b_K, b_U come between the sides, each 3H wide, and the decoder reads s_t.
 STATE_CONFIG = frae.FRAEConfig(feedback="state", state_dim=5)
 STATE_LAYOUT = [
-    ("encoder/dense_0/kernel", (7, 4)),
-    ("encoder/dense_0/bias", (4,)),
-    ("encoder/dense_1/kernel", (4, 3)),
-    ("encoder/dense_1/bias", (3,)),
-    ("encoder/latent/kernel", (3, 1)),
-    ("encoder/latent/bias", (1,)),
+    *_dense("encoder/dense_0", 7, 4),
+    *_dense("encoder/dense_1", 4, 3),
+    *_dense("encoder/latent", 3, 1),
     ("decoder/gru/kernel", (1, 15)),
     ("decoder/gru/recurrent_kernel", (5, 15)),
     ("decoder/gru/bias", (15,)),
     ("decoder/gru/recurrent_bias", (15,)),
-    ("decoder/dense_0/kernel", (5, 3)),
-    ("decoder/dense_0/bias", (3,)),
-    ("decoder/output/kernel", (3, 2)),
-    ("decoder/output/bias", (2,)),
+    *_dense("decoder/dense_0", 5, 3),
+    *_dense("decoder/output", 3, 2),
 ]
 LAYOUTS = [
     pytest.param(None, DEFAULT_LAYOUT, id="default"),
@@ -64,7 +56,7 @@ LAYOUTS = [
 ]
 
 
-def _spec_rule(layout: list[tuple[str, tuple[int, ...]]], seed: int) -> dict[str, np.ndarray]:
+def _spec_rule(layout: Layout, seed: int) -> dict[str, np.ndarray]:
     rng = np.random.default_rng(seed)
     return {name: rng.normal(0.0, 0.05, size=shape).astype(np.float32) for name, shape in layout}
 
@@ -88,8 +80,7 @@ def test_get_weights_returns_copies(make_backend: MakeBackend) -> None:
     snapshot = {name: value.copy() for name, value in first.items()}
     for value in first.values():
         value += 1.0
-    for name, value in model.get_weights().items():
-        np.testing.assert_array_equal(value, snapshot[name], err_msg=name)
+    assert_same_weights(model.get_weights(), snapshot)
 
 
 def test_set_weights_copies_its_input(make_backend: MakeBackend) -> None:
@@ -98,15 +89,12 @@ def test_set_weights_copies_its_input(make_backend: MakeBackend) -> None:
     model.set_weights(given)
     for value in given.values():
         value *= 2.0
-    for name, value in model.get_weights().items():
-        np.testing.assert_array_equal(value, _spec_rule(DEFAULT_LAYOUT, 5)[name], err_msg=name)
+    assert_same_weights(model.get_weights(), _spec_rule(DEFAULT_LAYOUT, 5))
 
 
 def test_weights_given_to_create_are_used(make_backend: MakeBackend) -> None:
     given = _spec_rule(DEFAULT_LAYOUT, seed=9)
-    weights = make_backend(seed=0, weights=given).get_weights()
-    for name, value in given.items():
-        np.testing.assert_array_equal(weights[name], value, err_msg=name)
+    assert_same_weights(make_backend(seed=0, weights=given).get_weights(), given)
 
 
 def test_npz_round_trip(tmp_path) -> None:
@@ -115,8 +103,7 @@ def test_npz_round_trip(tmp_path) -> None:
     frae.save_weights(path, weights)
     loaded = frae.load_weights(path)
     assert list(loaded) == list(weights)
-    for name, value in weights.items():
-        np.testing.assert_array_equal(loaded[name], value, err_msg=name)
+    assert_same_weights(loaded, weights)
     assert list(tmp_path.iterdir()) == [path], "the temporary file of the atomic save remains"
 
 
