@@ -18,6 +18,7 @@ from bench.baselines.numba_floor.layers import (
     dense_backward,
     dense_forward,
     in_turn,
+    inlined,
 )
 from frae.config import FRAEConfig
 
@@ -36,38 +37,40 @@ class Kernels(NamedTuple):
     """``(theta, grads, m, v, rate, β₁, β₂, ε, t)``, in place."""
 
 
-def _forward(layout: Plan, encoder: Kernel, decoder: Kernel) -> Kernel:
-    """The time loop around one step: the ``encoder`` layers, then the ``decoder`` layers."""
+def _forward(layout: Plan, encoder: Kernel, middle: Kernel, decoder: Kernel) -> Kernel:
+    """The time loop around one step: the ``encoder`` layers, the ``middle`` (the GRU with
+    state feedback), the ``decoder`` layers; what the step feeds back (x̂_t or s_t) copied
+    into the next step's feedback rows."""
     features, latent = layout.features, layout.latent
     code_row, output_row = layout.code_row, layout.output_row
-    feedback_a, feedback_d = layout.feedback_rows
+    fed, width, targets = layout.fed_back_row, layout.feedback_width, layout.feedback_rows
 
     @compiled
     def forward(inputs, initial, codes_given, theta, work, slopes, outputs, codes, final):  # type: ignore[no-untyped-def]
-        """Step the recurrence from x̂₀ = ``initial`` (B, F) over time-major ``inputs``
+        """Step the recurrence from the feedback ``initial`` (B, S) over time-major ``inputs``
         (T, width, B): x, or with ``codes_given`` the codes z for the decoder alone.
 
         ``work`` and ``slopes`` are (S, rows, B): with S = T step t keeps its workspace (and
         its slopes, in the recording kernel) for the backward pass; with S = 1 one workspace
         is reused.
-        Writes ``outputs`` (T, F, B), ``codes`` (T, L, B) and x̂_T into ``final`` (B, F).
+        Writes ``outputs`` (T, F, B), ``codes`` (T, L, B) and the last feedback into ``final``.
         """
-        steps, width, batch = inputs.shape
+        steps, inputs_width, batch = inputs.shape
         span = work.shape[0]
         input_row = code_row if codes_given else 0
         for t in range(steps):
             h = work[t % span]
             previous = work[(t - 1) % span]
-            for f in range(features):
-                for b in range(batch):
-                    fed = previous[output_row + f, b] if t > 0 else initial[b, f]
-                    h[feedback_a + f, b] = fed
-                    h[feedback_d + f, b] = fed
-            for w in range(width):
+            for i in range(width):
+                for target in targets:
+                    for b in range(batch):
+                        h[target + i, b] = previous[fed + i, b] if t > 0 else initial[b, i]
+            for w in range(inputs_width):
                 for b in range(batch):
                     h[input_row + w, b] = inputs[t, w, b]
             if not codes_given:
                 encoder(h, slopes[t % span], theta)
+            middle(h, theta)
             decoder(h, slopes[t % span], theta)
             for f in range(features):
                 for b in range(batch):
@@ -76,11 +79,16 @@ def _forward(layout: Plan, encoder: Kernel, decoder: Kernel) -> Kernel:
                 for b in range(batch):
                     codes[t, c, b] = h[code_row + c, b]
         last = work[(steps - 1) % span]
-        for f in range(features):
+        for i in range(width):
             for b in range(batch):
-                final[b, f] = last[output_row + f, b]
+                final[b, i] = last[fed + i, b]
 
     return forward
+
+
+@inlined
+def _nothing(h, theta):  # type: ignore[no-untyped-def]
+    """The middle of a step with output feedback: nothing between encoder and decoder."""
 
 
 def _backward(layout: Plan, layers: Kernel, zero: Any) -> Kernel:
@@ -114,48 +122,6 @@ def _backward(layout: Plan, layers: Kernel, zero: Any) -> Kernel:
                     carry[f, b] = delta[feedback_a + f, b] + delta[feedback_d + f, b]
 
     return backward
-
-
-def _state_forward(layout: Plan, encoder: Kernel, gru: Kernel, decoder: Kernel) -> Kernel:
-    """``_forward`` with state feedback: the ``encoder`` layers, the ``gru``, the ``decoder``
-    layers, s_t fed back into the encoder input (where the GRU reads s_{t-1} too)."""
-    assert layout.gru is not None
-    features, latent, state = layout.features, layout.latent, layout.gru.state
-    code_row, output_row = layout.code_row, layout.output_row
-    previous, new = layout.gru.previous_row, layout.gru.state_row
-
-    @compiled
-    def forward(inputs, initial, codes_given, theta, work, slopes, outputs, codes, final):  # type: ignore[no-untyped-def]
-        """``_forward``'s arguments and results, from s₀ = ``initial`` (B, H) to s_T in
-        ``final`` (B, H)."""
-        steps, width, batch = inputs.shape
-        span = work.shape[0]
-        input_row = code_row if codes_given else 0
-        for t in range(steps):
-            h = work[t % span]
-            last = work[(t - 1) % span]
-            for i in range(state):
-                for b in range(batch):
-                    h[previous + i, b] = last[new + i, b] if t > 0 else initial[b, i]
-            for w in range(width):
-                for b in range(batch):
-                    h[input_row + w, b] = inputs[t, w, b]
-            if not codes_given:
-                encoder(h, slopes[t % span], theta)
-            gru(h, theta)
-            decoder(h, slopes[t % span], theta)
-            for f in range(features):
-                for b in range(batch):
-                    outputs[t, f, b] = h[output_row + f, b]
-            for c in range(latent):
-                for b in range(batch):
-                    codes[t, c, b] = h[code_row + c, b]
-        last = work[(steps - 1) % span]
-        for i in range(state):
-            for b in range(batch):
-                final[b, i] = last[new + i, b]
-
-    return forward
 
 
 def _state_backward(
@@ -218,45 +184,27 @@ def kernels(config: FRAEConfig, dtype_name: str) -> Kernels:
     layout = plan(config)
     zero, one = dtype(0.0), dtype(1.0)
     activate = activation(one)
-
-    if layout.gru is not None:
-        return _state_kernels(layout, activate, zero, one)
-
-    def loop(record: bool) -> Kernel:
-        layers = [dense_forward(layer, record, activate) for layer in layout.layers]
-        encoder, decoder = layers[: layout.encoder_layers], layers[layout.encoder_layers :]
-        return _forward(layout, in_turn(encoder, 3), in_turn(decoder, 3))
-
-    backward = [dense_backward(layer) for layer in reversed(layout.layers)]
-    return Kernels(
-        forward=loop(record=False),
-        forward_recorded=loop(record=True),
-        backward=_backward(layout, in_turn(backward, 5), zero),
-        adam=_adam,
-    )
-
-
-def _state_kernels(layout: Plan, activate: Kernel, zero: Any, one: Any) -> Kernels:
-    """``kernels`` of a state-feedback model: the GRU between the encoder and the decoder."""
-    assert layout.gru is not None
-    split = layout.encoder_layers
-    gru_step = gru_forward(layout.gru, layout.latent, layout.code_row, one)
+    split, gru = layout.encoder_layers, layout.gru
+    middle = _nothing if gru is None else gru_forward(gru, layout.latent, layout.code_row, one)
 
     def loop(record: bool) -> Kernel:
         layers = [dense_forward(layer, record, activate) for layer in layout.layers]
-        encoder, decoder = in_turn(layers[:split], 3), in_turn(layers[split:], 3)
-        return _state_forward(layout, encoder, gru_step, decoder)
+        return _forward(layout, in_turn(layers[:split], 3), middle, in_turn(layers[split:], 3))
 
     backward = [dense_backward(layer) for layer in layout.layers]
+    if gru is None:
+        back = _backward(layout, in_turn(backward[::-1], 5), zero)
+    else:
+        back = _state_backward(
+            layout,
+            in_turn(backward[split:][::-1], 5),
+            gru_backward(gru, layout.latent, layout.code_row, one),
+            in_turn(backward[:split][::-1], 5),
+            zero,
+        )
     return Kernels(
         forward=loop(record=False),
         forward_recorded=loop(record=True),
-        backward=_state_backward(
-            layout,
-            in_turn(backward[split:][::-1], 5),
-            gru_backward(layout.gru, layout.latent, layout.code_row, one),
-            in_turn(backward[:split][::-1], 5),
-            zero,
-        ),
+        backward=back,
         adam=_adam,
     )
