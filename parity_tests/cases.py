@@ -1,8 +1,5 @@
-"""Model configs and input sizes shared by the parity tests.
-
-Batch, time, features and code width are all different in every case, so a swapped axis
-changes a shape or a value and fails.
-"""
+"""Model configs and input sizes shared by the parity tests: batch, time, features and code
+width differ in every case, so a swapped axis fails."""
 
 from __future__ import annotations
 

@@ -51,11 +51,7 @@ def _state_unroll(
     carry_new_state: bool = True,
 ) -> tuple[Array, Array, Array]:
     """The state-feedback recurrence with ``cell`` for the GRU from ``state``, float32 out:
-    ``(x̂, z, s_T)``.
-
-    Without ``carry_new_state`` the state carried to the next step is the one from before the
-    GRU, s_{t-1} (a scan cell returning its input carry), so ``state`` is fed back throughout.
-    """
+    ``(x̂, z, s_T)``; without ``carry_new_state``, ``state`` is fed back throughout."""
     assert config.gru is not None
     outputs, codes = [], []
     for t in range(sequences.shape[1]):

@@ -1,8 +1,5 @@
-"""``create(..., devices=N)``: data-parallel training equals training on one device.
-
-Each run has processes of its own (``data_parallel_worker.py``): a framework fixes its devices
-and its cluster when it starts.
-"""
+"""``create(..., devices=N)``: data-parallel training equals training on one device, each run
+in processes of its own (``data_parallel_worker.py``), as a framework fixes its devices."""
 
 from __future__ import annotations
 

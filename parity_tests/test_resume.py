@@ -24,15 +24,15 @@ HALF = 2
 of one sequence), so k = 4 steps a half, and the shuffle's permutation differs each epoch."""
 
 
-def _options(optimizer: str, learning_rate: float, epochs: int = HALF) -> dict[str, object]:
-    return {
-        "optimizer": optimizer,
-        "learning_rate": learning_rate,
-        "batch_size": 3,
-        "shuffle": True,
-        "seed": 21,
-        "epochs": epochs,
-    }
+def _options(optimizer: str, learning_rate: float) -> dict[str, object]:
+    return dict(
+        optimizer=optimizer,
+        learning_rate=learning_rate,
+        batch_size=3,
+        shuffle=True,
+        seed=21,
+        epochs=HALF,
+    )
 
 
 def _resumed(
