@@ -1,13 +1,20 @@
-"""The records of a run survive their JSON lines."""
+"""The records of a run survive their JSON lines; a file of a format this version does not
+read is refused, naming its format."""
 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
+from bench import diff
 from bench.job import QUICK_SETTINGS
 from bench.records import (
+    FORMAT,
+    OLDEST,
+    RECEIVER,
+    STREAM,
     DoneRecord,
     EndRecord,
     Listing,
@@ -16,9 +23,10 @@ from bench.records import (
     RunRecord,
     VariantRecord,
     from_json,
+    parse,
     to_json,
 )
-from tests.bench_cases import measured, run_record
+from tests.bench_cases import measured, run_record, streamed
 
 
 def test_records_survive_a_json_line_with_their_derived_figures() -> None:
@@ -37,6 +45,7 @@ def test_records_survive_a_json_line_with_their_derived_figures() -> None:
         VariantRecord("torch_eager", "baseline", skipped="needs torch"),
         measured("reference", "baseline", "predict", 3, 20, us_per_step=50.0),
         ResultRecord("reference", "train_step", 3, 20, error="ValueError: no"),
+        streamed("jax_scan", "compiled", RECEIVER, 10, us_per_frame=4.0),
         DoneRecord("reference", 1.5),
         EndRecord(2.5),
     ]
@@ -45,16 +54,38 @@ def test_records_survive_a_json_line_with_their_derived_figures() -> None:
     assert line["kind"] == "result"
     assert line["us_per_step"] == pytest.approx(50.0)
     assert line["sequence_steps_per_s"] == pytest.approx(3 * 1e6 / 50.0)
+    stream = json.loads(to_json(records[5]))  # a stream's side and chunk length are fields
+    assert (stream["operation"], stream["side"], stream["chunk"]) == (STREAM, RECEIVER, 10)
+    assert stream["us_per_step"] == pytest.approx(4.0)  # per frame
+
+
+RUN = {"kind": "run", "started": "then", "command": "c", "machine": {}, "settings": {}}
+RUN |= {"grid": [["default", 1, 10, ["predict"]]], "variants": {}}
+RESULT = {"kind": "result", "variant": "reference", "operation": "predict", "batch": 1}
+RESULT |= {"steps": 10, "samples": 7, "median_s": 0.04, "q1_s": 0.039, "q3_s": 0.041}
+FORMAT_1 = [json.dumps(RUN), json.dumps(RESULT)]
+"""A file of format 1: its run line has no ``format``, its measurement no calls."""
 
 
 def test_a_format_this_version_does_not_know_is_refused() -> None:
     """A file of today's format reads as written; one of a later format is refused rather
-    than misread (a format before ``OLDEST``: tests/test_bench_old_results.py)."""
-    from bench.records import FORMAT, OLDEST, parse
-
-    run = {"kind": "run", "started": "then", "command": "c", "machine": {}, "settings": {}}
-    run |= {"grid": [["default", 1, 10, ["predict"]]], "variants": {}, "format": FORMAT}
-    (today,) = parse([json.dumps(run)])
+    than misread, and one of format 1, which kept no timed calls and set no threads, with its
+    format named (no upgrade can fill either in)."""
+    (today,) = parse([json.dumps(RUN | {"format": FORMAT})])
     assert isinstance(today, RunRecord) and today.format == FORMAT
     with pytest.raises(ValueError, match=f"format must be {OLDEST} to {FORMAT}, got {FORMAT + 1}$"):
-        parse([json.dumps(run | {"format": FORMAT + 1})])
+        parse([json.dumps(RUN | {"format": FORMAT + 1})])
+    with pytest.raises(ValueError, match="got 1: format 1 kept no timed calls"):
+        parse(FORMAT_1)
+
+
+def test_frae_diff_refuses_a_file_of_format_1_naming_the_argument(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    old = tmp_path / "results.jsonl"
+    old.write_text("\n".join(FORMAT_1) + "\n")
+    with pytest.raises(SystemExit) as stopped:
+        diff.main([str(old), str(old)])
+    assert stopped.value.code == 2
+    error = capsys.readouterr().err.splitlines()[-1]
+    assert "OLD must be a benchmark's results.jsonl" in error and "got 1: format 1" in error

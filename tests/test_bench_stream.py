@@ -1,20 +1,9 @@
 """The benchmark's stream: one sequence sent a chunk at a time through ``encode`` at the
-sender and ``decode`` at the receiver, the state carried from call to call.
-
-- The worker measures it on the reference (a tiny job): one record per side and chunk
-  length, the side and chunk as fields of the record; the runs it times carry the state
-  (chained, they end where one whole call ends).
-- The pivot keys a measurement by its side and chunk length; the table, the split into per
-  call and per frame, the plot's panels and the targets' verdicts follow hand-made records.
-- The grid streams every variant that can, and a variant that does not says why.
-- A results file written before the stream reads, and reports no stream.
-
-No framework compiles here and no timing is asserted.
-"""
+sender and ``decode`` at the receiver, the state carried from call to call. The worker's
+records of it, the pivot, tables, plot, targets, grid, diff and report that follow them; a
+run without it reports none. No framework compiles here and no timing is asserted."""
 
 from __future__ import annotations
-
-import json
 
 import numpy as np
 import pytest
@@ -32,8 +21,6 @@ from bench.records import (
     Point,
     Record,
     ResultRecord,
-    from_json,
-    to_json,
 )
 from bench.targets import STREAM_TARGETS, Target
 from frae.data import multi_sine
@@ -104,14 +91,6 @@ def test_the_streamed_runs_carry_the_state_from_call_to_call() -> None:
 
 
 # The records and the pivot -------------------------------------------------------------------
-
-
-def test_a_streams_side_and_chunk_length_are_fields_of_its_record() -> None:
-    record = streamed("jax_scan", "compiled", RECEIVER, 10, us_per_frame=4.0)
-    line = json.loads(to_json(record))
-    assert (line["operation"], line["side"], line["chunk"]) == (STREAM, RECEIVER, 10)
-    assert line["us_per_step"] == pytest.approx(4.0)  # per frame
-    assert from_json(to_json(record)) == record
 
 
 STREAMS: list[Record] = [
