@@ -1,16 +1,6 @@
-"""``frae diff``: the comparison of two benchmark runs (``bench.diff``), on synthetic
-``results.jsonl`` files.
-
-- A clear slowdown or speedup of the calls kept is called so, and ``--fail-slower`` sets the
-  exit status from its ratio; a large ratio on too few calls to tell passes the gate. The
-  rank test's verdicts have tests of their own (tests/test_diff_calls.py).
-- Bad arguments exit with status 2 and name the argument.
-- Measurements in one run only, or not timed in one, are listed with the reason; differing
-  library versions and machine facts are printed; the terminal output fits 100 columns.
-- ``frae diff`` reaches it through ``frae.cli.main``.
-
-No benchmark is run: every figure is written by the test.
-"""
+"""``frae diff`` (``bench.diff``) on synthetic ``results.jsonl`` files: the exit status of
+``--fail-slower``, what is unmatched and why, what differs between the runs, the argument
+errors and the output's width (the rank test's verdicts: tests/test_diff_calls.py)."""
 
 from __future__ import annotations
 
@@ -212,13 +202,6 @@ def test_markdown_prints_github_tables(tmp_path: Path, capsys: pytest.CaptureFix
     assert any(line.startswith("| jax_scan") and "slower" in line for line in lines)
 
 
-def test_a_report_folder_reads_as_its_results_file(tmp_path: Path) -> None:
-    write_run(tmp_path / "old", [result((98, 100, 103))])
-    write_run(tmp_path / "new", [result((196, 200, 206))])
-    status = diff.main([str(tmp_path / "old"), str(tmp_path / "new"), "--fail-slower", "1.5"])
-    assert status == 1
-
-
 @pytest.mark.parametrize(
     ("arguments", "named"),
     [
@@ -258,11 +241,12 @@ def test_bad_arguments_exit_with_status_2_naming_the_argument(
     assert f"error: {named} must be" in error
 
 
-def test_frae_diff_runs_through_the_frae_command(
+def test_frae_diff_runs_through_the_frae_command_on_report_folders(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    old_path = write_run(tmp_path / "old", [result((98, 100, 103))])
-    new_path = write_run(tmp_path / "new", [result((196, 200, 206))])
+    """A report folder reads as its results file."""
+    old_path = write_run(tmp_path / "old", [result((98, 100, 103))]).parent
+    new_path = write_run(tmp_path / "new", [result((196, 200, 206))]).parent
     for threshold, status in [("1.5", 1), ("2.5", 0)]:
         with pytest.raises(SystemExit) as stopped:
             frae_main(["diff", str(old_path), str(new_path), "--fail-slower", threshold])
