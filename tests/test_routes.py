@@ -9,6 +9,7 @@ import json
 import os
 import subprocess
 import sys
+from typing import Any
 
 import numpy as np
 import pytest
@@ -97,10 +98,12 @@ print(json.dumps({"routes": [str(s) for s in model.routes],
 """
 
 
-def _folded_loops(**environment: str) -> dict[str, object]:
+def _fresh(script: str, *args: str, **environment: str) -> dict[str, Any]:
+    """What ``script`` prints last, as JSON, run in a fresh process with ``environment`` over
+    this one's, less its XLA flags."""
     env = {k: v for k, v in os.environ.items() if k not in ("XLA_FLAGS", routes.BEFORE)}
     run = subprocess.run(
-        [sys.executable, "-c", FOLDED_LOOPS],
+        [sys.executable, "-c", script, *args],
         env={**env, **environment},
         capture_output=True,
         text=True,
@@ -127,9 +130,9 @@ def test_tf_while_s_gradient_loops_fold_on_its_route_alone(
     """The optimized HLO of tf_while's gradient: both loops (forward and backward) hoisted
     into one call each on the route, none under the defaults or a user's small threshold."""
     pytest.importorskip("tensorflow")
-    seen = _folded_loops(**environment)
+    seen = _fresh(FOLDED_LOOPS, **environment)
     assert seen["folded"] == folded
-    assert [f"({by})" in setting for setting in seen["routes"]] == [True]  # type: ignore[union-attr]
+    assert [f"({by})" in setting for setting in seen["routes"]] == [True]
 
 
 def test_a_compiler_option_is_passed_unless_the_user_or_the_defaults_say_otherwise() -> None:
@@ -172,16 +175,7 @@ print(json.dumps(results))
 
 
 def _route_results(backend: str, **environment: str) -> dict[str, np.ndarray]:
-    env = {k: v for k, v in os.environ.items() if k not in ("XLA_FLAGS", routes.BEFORE)}
-    run = subprocess.run(
-        [sys.executable, "-c", ROUTE_RUN, backend],
-        env={**env, **environment},
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=True,
-    )
-    return {k: np.asarray(v) for k, v in json.loads(run.stdout.splitlines()[-1]).items()}
+    return {k: np.asarray(v) for k, v in _fresh(ROUTE_RUN, backend, **environment).items()}
 
 
 @pytest.mark.slow
@@ -227,30 +221,18 @@ print(json.dumps(results))
 """
 
 
-def _remat_run(**environment: str) -> dict[str, object]:
-    run = subprocess.run(
-        [sys.executable, "-c", REMAT_RUN],
-        env={**os.environ, "KERAS_BACKEND": "jax", **environment},
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=True,
-    )
-    return dict(json.loads(run.stdout.splitlines()[-1]))
-
-
 @pytest.mark.slow
 def test_keras_on_jax_recomputes_from_b_64_on_its_route_alone_with_the_same_bits() -> None:
     """On its route Keras on JAX runs a gradient's step under ``keras.remat`` from B = 64 (not
     at B = 1), under the defaults never; loss and gradients equal on both; its routes list
     that and YNNPACK's fusions off, each as this package's or as the framework's default."""
     pytest.importorskip("jax")
-    best = _remat_run()
-    defaults = _remat_run(**{routes.ROUTES: routes.DEFAULTS})
+    best = _fresh(REMAT_RUN, KERAS_BACKEND="jax")
+    defaults = _fresh(REMAT_RUN, KERAS_BACKEND="jax", **{routes.ROUTES: routes.DEFAULTS})
     assert (best["B=1 recomputed"], best["B=64 recomputed"]) == (False, True)
     assert (defaults["B=1 recomputed"], defaults["B=64 recomputed"]) == (False, False)
     for option in ("keras.remat", "ynn_fusion_type"):
-        assert any(option in s and "(frae)" in s for s in best["routes"])  # type: ignore[attr-defined]
-        assert any(option in s and "(framework default)" in s for s in defaults["routes"])  # type: ignore[attr-defined]
+        assert any(option in s and "(frae)" in s for s in best["routes"])
+        assert any(option in s and "(framework default)" in s for s in defaults["routes"])
     for name in ("B=1 loss", "B=1 gradients", "B=64 loss", "B=64 gradients"):
         np.testing.assert_allclose(best[name], defaults[name], rtol=1e-6, atol=0, err_msg=name)
