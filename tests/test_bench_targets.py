@@ -46,137 +46,84 @@ def test_targets_find_the_variants_by_role_not_by_name() -> None:
         assert outcome.met is not None, outcome
 
 
-# Each case: a target (by its name in TARGETS), records, the verdict and whether it is met.
-VERDICTS = {
-    "every-missed-by-the-worst": (
-        "predict_every",
-        [
-            measured("floor", "floor", "predict", 1, 1000, 1.0),
-            measured("a", "compiled", "predict", 1, 1000, 2.0),
-            measured("b", "compiled", "predict", 1, 1000, 4.0),
-        ],
-        "missed by 1.33×",
-        False,
-    ),
-    "best-met-by-the-best": (
-        "predict_best",
-        [
-            measured("floor", "floor", "predict", 1, 1000, 1.0),
-            measured("a", "compiled", "predict", 1, 1000, 1.2),
-            measured("b", "compiled", "predict", 1, 1000, 4.0),
-        ],
-        "met, 1.25× to spare",
-        True,
-    ),
-    "every-met-only-by-those-measured": (
-        "predict_every",
-        [
-            measured("floor", "floor", "predict", 1, 1000, 1.0),
-            measured("a", "compiled", "predict", 1, 1000, 2.0),
-            VariantRecord("b", "compiled", skipped="not installed"),
-        ],
-        "met by those measured, 1.50× to spare",
-        None,
-    ),
-    "training-over-the-floor-gradient": (
-        "train_every",
-        [
-            measured("floor", "floor", "loss_and_grads", 1, 1000, 1.0),
-            measured("floor", "floor", "train_step", 1, 1000, 100.0),  # not the divisor
-            measured("a", "compiled", "train_step", 1, 1000, 8.0),
-        ],
-        "missed by 1.33×",
-        False,
-    ),
-    "speed-up-over-the-textbook-fix": (
-        "predict_textbook",
-        [
-            measured("fix", "textbook", "predict", 1, 1000, 200.0),
-            measured("a", "compiled", "predict", 1, 1000, 1.0),
-        ],
-        "missed by 1.50×",
-        False,
-    ),
-    "batching-judges-the-fastest-at-the-large-batch": (
-        "batching",
-        [
-            measured("a", "compiled", "predict", 1, 1000, 1.0),
-            measured("a", "compiled", "predict", 256, 1000, 64.0),  # 4× its throughput at B=1
-            measured("b", "compiled", "predict", 1, 1000, 100.0),
-            measured("b", "compiled", "predict", 256, 1000, 100.0),  # 256×, but slower
-        ],
-        "missed by 2.00×",
-        False,
-    ),
-    "floor-check-at-every-shape": (
-        "floor_check",
-        [
-            measured("floor", "floor", "predict", 1, 100, 1.0),
-            measured("floor", "floor", "predict", 1, 1000, 2.0),
-            measured("c", "check", "predict", 1, 100, 1.0),
-            measured("c", "check", "predict", 1, 1000, 1.0),
-        ],
-        "missed by 1.33×",
-        False,
-    ),
-    "linear-in-T-against-its-own-T=1000": (
-        "linear_B1",
-        [
-            measured("a", "compiled", "train_step", 1, 1000, 2.0),
-            measured("a", "compiled", "train_step", 1, 10_000, 2.2),
-            measured("b", "compiled", "train_step", 1, 1000, 1.0),
-            measured("b", "compiled", "train_step", 1, 10_000, 1.0),
-        ],
-        "met, 1.05× to spare",
-        True,
-    ),
-    "linear-in-T-missed-by-the-worst-at-B=256": (
-        "linear_B256",
-        [
-            measured("a", "compiled", "train_step", 256, 1000, 10.0),
-            measured("a", "compiled", "train_step", 256, 10_000, 30.0),
-            measured("b", "compiled", "train_step", 256, 1000, 1.0),
-            measured("b", "compiled", "train_step", 256, 10_000, 1.0),
-        ],
-        "missed by 2.61×",
-        False,
-    ),
-    "best-predict-at-B=256-over-the-simd-floor-not-the-scalar": (
-        "predict_best_batched",
-        [
-            measured("scalar", "floor", "predict", 256, 1000, 10.0),
-            measured("vector", "simd_floor", "predict", 256, 1000, 4.0),
-            measured("a", "compiled", "predict", 256, 1000, 9.0),
-            measured("b", "compiled", "predict", 256, 1000, 12.0),
-        ],
-        "missed by 1.12×",
-        False,
-    ),
-    "best-training-at-B=256-over-the-simd-floors-forward-and-bptt": (
-        "train_best_batched",
-        [
-            measured("vector", "simd_floor", "loss_and_grads", 256, 1000, 4.0),
-            measured("vector", "simd_floor", "train_step", 256, 1000, 40.0),
-            measured("a", "compiled", "train_step", 256, 1000, 11.0),
-            measured("b", "compiled", "train_step", 256, 1000, 30.0),
-        ],
-        "met, 1.09× to spare",
-        True,
-    ),
-    "not-measured-without-a-floor": (
-        "predict_every",
-        [measured("a", "compiled", "predict", 1, 1000, 2.0)],
-        "not measured",
-        None,
-    ),
+# Each case, (id, target by its name in TARGETS, verdict, met): its records, as
+# ``measured``'s arguments (variant, role, operation, B, T, µs per step) or a record.
+VERDICTS: dict[tuple[str, str, str, bool | None], list] = {
+    ("every-missed-by-the-worst", "predict_every", "missed by 1.33×", False): [
+        ("floor", "floor", "predict", 1, 1000, 1.0),
+        ("a", "compiled", "predict", 1, 1000, 2.0),
+        ("b", "compiled", "predict", 1, 1000, 4.0),
+    ],
+    ("best-met-by-the-best", "predict_best", "met, 1.25× to spare", True): [
+        ("floor", "floor", "predict", 1, 1000, 1.0),
+        ("a", "compiled", "predict", 1, 1000, 1.2),
+        ("b", "compiled", "predict", 1, 1000, 4.0),
+    ],
+    ("met-by-those-measured", "predict_every", "met by those measured, 1.50× to spare", None): [
+        ("floor", "floor", "predict", 1, 1000, 1.0),
+        ("a", "compiled", "predict", 1, 1000, 2.0),
+        VariantRecord("b", "compiled", skipped="not installed"),
+    ],
+    ("training-over-the-floor-gradient", "train_every", "missed by 1.33×", False): [
+        ("floor", "floor", "loss_and_grads", 1, 1000, 1.0),
+        ("floor", "floor", "train_step", 1, 1000, 100.0),  # not the divisor
+        ("a", "compiled", "train_step", 1, 1000, 8.0),
+    ],
+    ("speed-up-over-the-textbook-fix", "predict_textbook", "missed by 1.50×", False): [
+        ("fix", "textbook", "predict", 1, 1000, 200.0),
+        ("a", "compiled", "predict", 1, 1000, 1.0),
+    ],
+    ("batching-judges-the-fastest-at-B=256", "batching", "missed by 2.00×", False): [
+        ("a", "compiled", "predict", 1, 1000, 1.0),
+        ("a", "compiled", "predict", 256, 1000, 64.0),  # 4× its throughput at B=1
+        ("b", "compiled", "predict", 1, 1000, 100.0),
+        ("b", "compiled", "predict", 256, 1000, 100.0),  # 256×, but slower
+    ],
+    ("floor-check-at-every-shape", "floor_check", "missed by 1.33×", False): [
+        ("floor", "floor", "predict", 1, 100, 1.0),
+        ("floor", "floor", "predict", 1, 1000, 2.0),
+        ("c", "check", "predict", 1, 100, 1.0),
+        ("c", "check", "predict", 1, 1000, 1.0),
+    ],
+    ("linear-in-T-against-its-own-T=1000", "linear_B1", "met, 1.05× to spare", True): [
+        ("a", "compiled", "train_step", 1, 1000, 2.0),
+        ("a", "compiled", "train_step", 1, 10_000, 2.2),
+        ("b", "compiled", "train_step", 1, 1000, 1.0),
+        ("b", "compiled", "train_step", 1, 10_000, 1.0),
+    ],
+    ("linear-in-T-missed-by-the-worst-at-B=256", "linear_B256", "missed by 2.61×", False): [
+        ("a", "compiled", "train_step", 256, 1000, 10.0),
+        ("a", "compiled", "train_step", 256, 10_000, 30.0),
+        ("b", "compiled", "train_step", 256, 1000, 1.0),
+        ("b", "compiled", "train_step", 256, 10_000, 1.0),
+    ],
+    ("best-predict-B=256-over-the-simd-floor", "predict_best_batched", "missed by 1.12×", False): [
+        ("scalar", "floor", "predict", 256, 1000, 10.0),
+        ("vector", "simd_floor", "predict", 256, 1000, 4.0),
+        ("a", "compiled", "predict", 256, 1000, 9.0),
+        ("b", "compiled", "predict", 256, 1000, 12.0),
+    ],
+    ("best-training-B=256-over-simd-bptt", "train_best_batched", "met, 1.09× to spare", True): [
+        ("vector", "simd_floor", "loss_and_grads", 256, 1000, 4.0),
+        ("vector", "simd_floor", "train_step", 256, 1000, 40.0),
+        ("a", "compiled", "train_step", 256, 1000, 11.0),
+        ("b", "compiled", "train_step", 256, 1000, 30.0),
+    ],
+    ("not-measured-without-a-floor", "predict_every", "not measured", None): [
+        ("a", "compiled", "predict", 1, 1000, 2.0),
+    ],
 }
 
 
-@pytest.mark.parametrize(("name", "records", "verdict", "met"), VERDICTS.values(), ids=VERDICTS)
-def test_a_targets_verdict_follows_the_figures(
-    name: str, records: list[Record], verdict: str, met: bool | None
-) -> None:
-    outcome = judge(named(TARGETS, name), Pivot.of(records))
+def records_of(rows: list) -> list[Record]:
+    """Each row a record: ``measured``'s arguments made one, a record kept."""
+    return [measured(*row) if isinstance(row, tuple) else row for row in rows]
+
+
+@pytest.mark.parametrize(("case", "rows"), VERDICTS.items(), ids=[key[0] for key in VERDICTS])
+def test_a_targets_verdict_follows_the_figures(case: tuple, rows: list) -> None:
+    _, name, verdict, met = case
+    outcome = judge(named(TARGETS, name), Pivot.of(records_of(rows)))
     assert (outcome.verdict, outcome.met) == (verdict, met), outcome
 
 
@@ -220,46 +167,32 @@ def test_a_state_feedback_model_is_judged_by_its_own_targets() -> None:
     assert not output.state_feedback and targets_of(output) == TARGETS
 
 
-# Each case: a state target (by its name in STATE_TARGETS), records, the ratio it judges (the
-# worst or the best) and whether it is met.
-STATE_VERDICTS = {
-    "every-predict-missed-by-the-worst": (
-        "predict_every",
-        [
-            measured("floor", "floor", "predict", 1, 1000, 1.0),
-            measured("a", "compiled", "predict", 1, 1000, 2.0),
-            measured("b", "compiled", "predict", 1, 1000, 10.0),
-        ],
-        "b 10×",
-        False,
-    ),
-    "best-training-over-the-simd-floors-gradient-at-B=256": (
-        "train_best_batched",
-        [
-            measured("scalar", "floor", "loss_and_grads", 256, 1000, 100.0),
-            measured("vector", "simd_floor", "loss_and_grads", 256, 1000, 10.0),
-            measured("a", "compiled", "train_step", 256, 1000, 11.0),
-            measured("b", "compiled", "train_step", 256, 1000, 90.0),
-        ],
-        "a 1.1×",
-        True,
-    ),
-    "not-measured-without-a-floor": (
-        "predict_best",
-        [measured("a", "compiled", "predict", 1, 1000, 2.0)],
-        "not measured in this run",
-        None,
-    ),
+# Each case, (id, state target by its name in STATE_TARGETS, the ratio it judges (the worst
+# or the best), met): its records, as in ``VERDICTS``.
+STATE_VERDICTS: dict[tuple[str, str, str, bool | None], list] = {
+    ("every-predict-missed-by-the-worst", "predict_every", "b 10×", False): [
+        ("floor", "floor", "predict", 1, 1000, 1.0),
+        ("a", "compiled", "predict", 1, 1000, 2.0),
+        ("b", "compiled", "predict", 1, 1000, 10.0),
+    ],
+    ("best-training-over-the-simd-floors-gradient", "train_best_batched", "a 1.1×", True): [
+        ("scalar", "floor", "loss_and_grads", 256, 1000, 100.0),
+        ("vector", "simd_floor", "loss_and_grads", 256, 1000, 10.0),
+        ("a", "compiled", "train_step", 256, 1000, 11.0),
+        ("b", "compiled", "train_step", 256, 1000, 90.0),
+    ],
+    ("not-measured-without-a-floor", "predict_best", "not measured in this run", None): [
+        ("a", "compiled", "predict", 1, 1000, 2.0),
+    ],
 }
 
 
 @pytest.mark.parametrize(
-    ("name", "records", "judged", "met"), STATE_VERDICTS.values(), ids=STATE_VERDICTS
+    ("case", "rows"), STATE_VERDICTS.items(), ids=[key[0] for key in STATE_VERDICTS]
 )
-def test_a_state_targets_verdict_follows_the_figures(
-    name: str, records: list[Record], judged: str, met: bool | None
-) -> None:
-    outcome = judge(named(STATE_TARGETS, name), Pivot.of(state_run(records)))
+def test_a_state_targets_verdict_follows_the_figures(case: tuple, rows: list) -> None:
+    _, name, judged, met = case
+    outcome = judge(named(STATE_TARGETS, name), Pivot.of(state_run(records_of(rows))))
     assert outcome.met is met and judged in outcome.measured, outcome
 
 
