@@ -1,21 +1,13 @@
 """The floor for wide layers: the forward and back-propagation through time as matrix products.
 
 The scalar and SIMD floors loop over single weights, which suits the default model (widths
-4-3-1-3) and no other: at 64 or 256 units a step is a few matrix products, and a framework
-calling a tuned dot kernel beats those loops. ``matrix_floor.c`` keeps each step batch-major,
-(B, units) per layer, and multiplies a block of 4 rows by each kernel row in turn, the
-innermost loop over contiguous units and a tile of sums in registers; training records
-every step, carries only d loss/d x̂ from step to step, and forms each weight's gradient as
-one product over all T·B rows, summed in the reverse loop a chunk of rows at a time while
-they are still in cache. It is compiled at run time as ``simd_floor.c`` is (``simd_floor.flags``:
-``-O3 -march=native -ffast-math -fopenmp-simd``, glibc's vector expf and tanhf) and linked
-without fast math, for the reason ``simd_floor.compile_simd`` gives; with ``-fopenmp`` too, so
-that a large product splits its rows over ``OMP_NUM_THREADS`` threads (the benchmark's
-``--threads``), each row summed by one thread: the same results on any number.
-
-``MatrixFloorBackend`` is ``NumbaFloorBackend`` with its forward and backward swapped for the
-C ones, which read and write the caller's batch-major arrays; the flat weights and the SGD
-and Adam updates are the Numba floor's. It has no GRU, and refuses a state-feedback model.
+4-3-1-3) and no other: at 64 or 256 units a framework's tuned dot kernel beats them.
+``matrix_floor.c`` keeps each step batch-major, (B, units) per layer, multiplying a block of 4
+rows by each kernel row in turn with a tile of sums in registers; training carries only
+d loss/d x̂ from step to step and forms each weight's gradient as one product over all T·B
+rows. It is built as ``simd_floor.c`` is (``simd_floor.build_fast``), with ``-fopenmp`` so
+that a large product splits its rows over the benchmark's ``--threads``, each row summed by
+one thread: the same results on any number. It has no GRU.
 """
 
 from __future__ import annotations
@@ -28,7 +20,7 @@ from typing import NamedTuple
 import numpy as np
 import numpy.typing as npt
 
-from bench.baselines.simd_floor import ForwardInC, build_fast
+from bench.baselines.simd_floor import DOUBLES, FLOATS, ForwardInC, build_fast
 from frae.backend import Array
 from frae.config import FRAEConfig
 from frae.params import Weights
@@ -41,17 +33,9 @@ def compile_matrix(config: FRAEConfig, source: Path = SOURCE) -> ctypes.CDLL:
     """Build ``source`` (``matrix_floor.c``, or a variant of it that the tests break on
     purpose) for ``config``; raises ``RuntimeError`` without a compiler."""
     loops = build_fast(source, config, openmp=True)
-    floats = np.ctypeslib.ndpointer(np.float32, flags="C_CONTIGUOUS")
-    doubles = np.ctypeslib.ndpointer(np.float64, flags="C_CONTIGUOUS")
-    # the outputs' and the codes' arrays: an address, or None (NULL) for the one not kept
-    nullable = [ctypes.c_void_p] * 2
-    # the state enters after the inputs and leaves after the codes
-    loops.frae_forward.argtypes = [floats, floats, ctypes.c_int, *[floats] * 3, *nullable]
-    loops.frae_forward.argtypes += [floats, *[ctypes.c_long] * 3]
-    loops.frae_loss_and_grads.argtypes = [*[floats] * 2, ctypes.c_float, *[floats] * 8, doubles]
+    loops.frae_loss_and_grads.argtypes = [*[FLOATS] * 2, ctypes.c_float, *[FLOATS] * 8, DOUBLES]
     loops.frae_loss_and_grads.argtypes += [ctypes.c_long] * 2
-    for function in (loops.frae_forward, loops.frae_loss_and_grads):
-        function.restype = None
+    loops.frae_loss_and_grads.restype = None
     return loops
 
 

@@ -1,20 +1,12 @@
 """The floor at every batch size: the Numba floor's loops in C, vectorised over the batch.
 
-At B = 1 the scalar floor (``numba_floor``) is the limit; at large B it is not, because it
-evaluates exp one lane at a time (Numba vectorises exp only with Intel's SVML, a package
-this suite does not install). ``simd_floor.c`` runs the same forward and back-propagation
-through time on the same arrays (``layout.plan``), every loop over the batch marked
-``#pragma omp simd`` and compiled at run time for the machine it runs on::
-
-    cc -O3 -march=native -ffast-math -fopenmp-simd [-mprefer-vector-width=512] ... -lm
-
-so glibc's vector expf and tanhf (libmvec) activate 8 or 16 lanes a call. A state-feedback
-model's header defines ``FRAE_GRU`` (``gru_header``), which compiles the GRU's forward and
-backward between the encoder and the decoder. Fast math allows
-what the frameworks and the scalar floor do not: sums reassociated, approximate vector exp
-and tanh, no NaN or infinity semantics. ``SimdFloorBackend`` is ``NumbaFloorBackend`` with its
-forward and backward swapped for the C ones; the workspaces, the sum of the per-lane
-gradients and the SGD and Adam updates are the Numba floor's.
+The scalar floor (``numba_floor``) evaluates exp one lane at a time (Numba vectorises it only
+with Intel's SVML), so at large B it is no limit. ``simd_floor.c`` runs the same loops on the
+same arrays (``layout.plan``), every loop over the batch ``#pragma omp simd``, compiled here
+with ``flags()`` so that glibc's vector expf and tanhf (libmvec) run 8 or 16 lanes a call; a
+state-feedback model's header defines ``FRAE_GRU``. Fast math allows what the frameworks and
+the scalar floor do not: sums reassociated, approximate exp and tanh, no NaN or infinity.
+``SimdFloorBackend`` is ``NumbaFloorBackend`` with its forward and backward in C.
 """
 
 from __future__ import annotations
@@ -94,10 +86,14 @@ def gru_header(gru: GRUPlan, encoder_reversed: str, decoder_reversed: str) -> li
     ]
 
 
+FLOATS = np.ctypeslib.ndpointer(np.float32, flags="C_CONTIGUOUS")
+DOUBLES = np.ctypeslib.ndpointer(np.float64, flags="C_CONTIGUOUS")
+
+
 def build_fast(source: Path, config: FRAEConfig, openmp: bool = False) -> ctypes.CDLL:
-    """``source`` (a C floor, which includes ``frae_activate.h`` from this folder and
-    ``frae_plan.h`` for ``config``) compiled with ``flags`` and loaded, with OpenMP's threads
-    where ``openmp``; raises ``RuntimeError`` without a compiler."""
+    """``source`` (a C floor, which includes ``frae_activate.h`` and ``frae_plan.h`` for
+    ``config``) compiled with ``flags`` and loaded, with OpenMP's threads where ``openmp``, its
+    ``frae_forward`` typed; raises ``RuntimeError`` without a compiler."""
     cc, folder = build_folder(source, simd_header(plan(config)))
     objects, library = folder / f"{source.stem}.o", folder / f"lib{source.stem}.so"
     # linked apart, without -ffast-math: GCC 12 links crtfastmath.o into a shared library
@@ -109,7 +105,14 @@ def build_fast(source: Path, config: FRAEConfig, openmp: bool = False) -> ctypes
     link = [cc, *LINK_FLAGS, *threads, "-o", str(library), str(objects), "-lm"]
     for command in (compile_only, link):
         subprocess.run(command, check=True, capture_output=True, text=True)
-    return ctypes.CDLL(str(library))
+    loops = ctypes.CDLL(str(library))
+    # the outputs' and the codes' arrays are an address, or None (NULL) for the one not kept;
+    # the state enters after the inputs and leaves after the codes
+    nullable = [ctypes.c_void_p] * 2
+    loops.frae_forward.argtypes = [FLOATS, FLOATS, ctypes.c_int, *[FLOATS] * 3, *nullable]
+    loops.frae_forward.argtypes += [FLOATS, *[ctypes.c_long] * 3]
+    loops.frae_forward.restype = None
+    return loops
 
 
 @functools.cache
@@ -117,17 +120,10 @@ def compile_simd(config: FRAEConfig, source: Path = SOURCE) -> ctypes.CDLL:
     """Build ``source`` (``simd_floor.c``, or a variant of it that the tests break on purpose)
     for ``config``; raises ``RuntimeError`` without a compiler."""
     loops = build_fast(source, config)
-    floats = np.ctypeslib.ndpointer(np.float32, flags="C_CONTIGUOUS")
-    doubles = np.ctypeslib.ndpointer(np.float64, flags="C_CONTIGUOUS")
-    # the outputs' and the codes' arrays: an address, or None (NULL) for the one not kept
-    nullable = [ctypes.c_void_p] * 2
-    # the state enters after the inputs and leaves after the codes
-    loops.frae_forward.argtypes = [floats, floats, ctypes.c_int, *[floats] * 3, *nullable]
-    loops.frae_forward.argtypes += [floats, *[ctypes.c_long] * 3]
-    loops.frae_forward_recorded.argtypes = [*[floats] * 4, ctypes.c_long, ctypes.c_long]
-    loops.frae_backward.argtypes = [*[floats] * 3, ctypes.c_float, *[floats] * 4, doubles]
+    loops.frae_forward_recorded.argtypes = [*[FLOATS] * 4, ctypes.c_long, ctypes.c_long]
+    loops.frae_backward.argtypes = [*[FLOATS] * 3, ctypes.c_float, *[FLOATS] * 4, DOUBLES]
     loops.frae_backward.argtypes += [ctypes.c_long] * 2
-    for function in (loops.frae_forward, loops.frae_forward_recorded, loops.frae_backward):
+    for function in (loops.frae_forward_recorded, loops.frae_backward):
         function.restype = None
     return loops
 
@@ -145,9 +141,7 @@ class ForwardInC(NumbaFloorBackend):
 
     def _forward(self, sequences: Array, state: Array, codes_given: bool, keep: str) -> Streamed:
         """x̂ (``keep="outputs"``) or z (``keep="codes"``), (B, T, ·), and the feedback after
-        the last step, (B, S), from ``state`` (B, S): one call of the C loop, which reads the
-        inputs and the state where they are and writes both results straight into the
-        arrays returned, batch-major."""
+        the last step, (B, S), from ``state`` (B, S): one call of the C loop, batch-major."""
         batch, steps, width = sequences.shape
         rows = self._plan.features if keep == "outputs" else self._plan.latent
         kept, final = np.empty((batch, steps, rows), np.float32), np.empty_like(state)
