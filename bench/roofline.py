@@ -1,18 +1,14 @@
 """The roofline: a limit on a time step that holds at every width, from the machine's peaks
 and the model's arithmetic.
 
-The floors (``bench.baselines``) bound a step by the same loops compiled without a
-framework; at wide layers and a large batch a framework's tuned matrix products beat them
-and they bound nothing. The roofline does not depend on how the step is written: a step
-of F floating-point operations that moves Q bytes to and from memory takes at least
+At wide layers and a large batch a framework's tuned matrix products beat the floors, which
+then bound nothing. A step of F floating-point operations that moves Q bytes takes at least
 
     t = max(F / peak, Q / bandwidth)
 
-on a machine whose float32 matrix product reaches ``peak`` FLOP/s and whose memory moves
-``bandwidth`` bytes/s. ``measure`` finds the two in the process it runs in (the runner
-starts it pinned and sized as the variants' workers are: ``python -m bench.roofline N``);
-``counts`` finds F and Q per time step from the model's layer table; a variant's ratio to
-the roofline is its µs per step over ``t``.
+however it is written, on a machine whose float32 matrix product reaches ``peak`` FLOP/s
+and whose memory moves ``bandwidth`` bytes/s: ``measure`` finds the two (in a process pinned
+and sized as the workers are: ``python -m bench.roofline N``), ``counts`` finds F and Q.
 """
 
 from __future__ import annotations
@@ -34,12 +30,11 @@ if TYPE_CHECKING:
     from bench.records import Key, RunRecord
 
 MATRIX = 1536
-"""The side of the square float32 matrices whose product measures the peak: large enough
-for the BLAS kernel's steady state (1024 and 2048 reach the same rate), 7 GFLOP a call."""
+"""The side of the square matrices whose product measures the peak: the BLAS kernel's steady
+state (1024 and 2048 reach the same rate)."""
 STREAM_FLOATS = 2**24
-"""The float32 elements of each of the three arrays that measure the bandwidth: 64 MiB
-each, past a core's caches. Larger arrays cost seconds to fault in; on a 2-core VM that
-reports 480 MiB of L3 the rate was the same from 16 to 512 MiB per array."""
+"""The float32 elements of each of the three arrays that measure the bandwidth: 64 MiB, past
+a core's caches (the rate was the same from 16 to 512 MiB on a VM reporting 480 MiB of L3)."""
 REPEATS = 3
 """Timed calls of each kernel, after one untimed: the best one is the peak."""
 FLOAT32 = 4
@@ -48,10 +43,8 @@ FLOAT32 = 4
 BIAS_FLOPS = 1
 """FLOPs per output unit of a layer for its bias: one addition."""
 ACTIVATION_FLOPS = 1
-"""FLOPs per output unit for its activation, whichever (swish, tanh, sigmoid, linear): one.
-A swish is an exponential, a division and two more operations; counting one keeps the
-bound a bound (fewer FLOPs can only lower it) and at the widths where the roofline binds
-each layer's product is hundreds of FLOPs per output unit."""
+"""FLOPs per output unit for its activation, whichever: counting one keeps the bound a bound,
+and where the roofline binds a layer's product is hundreds of FLOPs per output unit."""
 GRU_GATE_FLOPS = 14
 """FLOPs per state unit of the GRU besides its products and its three activations: the
 biases of a and c (6, over the 3H columns), a + c for the reset and update gates (2),
@@ -71,12 +64,10 @@ written."""
 
 
 class Counts(NamedTuple):
-    """A time step's work for the whole batch."""
+    """A time step's floating-point operations and bytes to and from memory, whole batch."""
 
     flops: float
-    """Floating-point operations per time step."""
     bytes: float
-    """Bytes to and from memory per time step."""
 
 
 def dense_flops(layer: Layer, batch: int) -> int:
@@ -109,16 +100,13 @@ def parameters(config: FRAEConfig) -> int:
 
 def counts(config: FRAEConfig, operation: str, batch: int, steps: int) -> Counts | None:
     """FLOPs and bytes per time step of ``operation`` on ``config`` at (B, T); ``None`` for
-    an operation without counts (the stream).
+    the stream.
 
-    The bytes are the traffic no implementation avoids, so that the roofline is a limit at
-    every width and batch: x_t read and x̂_t written each step (B·F each), the weights read
-    once a call and, for a gradient, their gradients written once a call (over its T
-    steps). A layer's activations, B × its width, and the feedback stay in the caches from
-    one layer and one step to the next; the weights stay there from step to step (read
-    from memory every step, the width-256 model's would bound its predict at B = 1 above
-    what the matrix floor takes); the values a backward pass keeps can be recomputed
-    instead of stored. None of them is counted.
+    The bytes are the traffic no implementation avoids: x_t read and x̂_t written each step
+    (B·F each), the weights read once a call and, for a gradient, written once a call. The
+    activations, the feedback and the weights stay in the caches from step to step (read
+    every step, the width-256 model's weights would bound its predict above what the matrix
+    floor takes), and what a backward pass keeps can be recomputed: none is counted.
 
     - ``predict``: the forward (``forward_flops``).
     - ``loss_and_grads``: the forward, the backward (``BACKWARD_OVER_FORWARD`` times the
@@ -144,20 +132,10 @@ def counts(config: FRAEConfig, operation: str, batch: int, steps: int) -> Counts
 
 @dataclass(frozen=True)
 class Peak:
-    """The machine's peaks as one process on ``threads`` threads measured them.
-
-    Attributes:
-        gflops: the best float32 matrix product, GFLOP/s.
-        gbps: the best STREAM add (z = x + y), GB/s of bytes read and written.
-        threads: the threads it was measured on, the variants' (``bench.threads``).
-        blas: the BLAS pools that ran the product, as ``threadpoolctl.threadpool_info``
-            reports them: ``internal_api``, ``version``, ``architecture`` (the kernel:
-            OpenBLAS's core type), ``num_threads``.
-        matrix: the side of the square matrices multiplied.
-        stream_mib: MiB of each of the three arrays added.
-        seconds: the measurement's wall time.
-        coretype: ``OPENBLAS_CORETYPE`` where the environment forces OpenBLAS's kernel.
-    """
+    """The machine's peaks as one process on ``threads`` threads measured them: the best
+    float32 matrix product (GFLOP/s) and STREAM add z = x + y (GB/s read and written); the
+    BLAS pools that ran the product (``threadpoolctl.threadpool_info``'s, the kernel as
+    ``architecture``); ``OPENBLAS_CORETYPE`` where the environment forces the kernel."""
 
     gflops: float
     gbps: float
@@ -173,8 +151,7 @@ class Peak:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any] | None) -> Peak | None:
-        """The peak a run recorded, or ``None`` where it has none (a file from before the
-        roofline, or a measurement that failed: ``{"error": ...}``)."""
+        """The peak a run recorded, or ``None`` (none, or ``{"error": ...}``)."""
         if not data or "error" in data:
             return None
         known = set(cls.__dataclass_fields__)
@@ -212,14 +189,9 @@ def best_rate(call: Any, work: float, repeats: int = REPEATS) -> float:
 
 
 def measure(threads: int) -> Peak:
-    """The float32 matrix product's peak and the memory's bandwidth in this process, its
-    BLAS held to ``threads`` threads (``threadpoolctl``), about a second in all.
-
-    The peak: a ``MATRIX``² product ``np.matmul(a, b, out=c)``, 2n³ FLOPs. The bandwidth:
-    ``np.add(x, y, out=z)`` over arrays of ``STREAM_FLOATS``, 3 × 4 bytes per element
-    (two read, one written, as STREAM counts them; the write's cache-line fill is not
-    counted). Each the best of ``REPEATS``.
-    """
+    """The float32 matrix product's peak (``MATRIX``², 2n³ FLOPs) and the memory's bandwidth
+    (``np.add`` over ``STREAM_FLOATS``, 3 × 4 bytes an element as STREAM counts them) in this
+    process, its BLAS held to ``threads`` threads; each the best of ``REPEATS``."""
     from threadpoolctl import (  # type: ignore[import-untyped, unused-ignore]
         threadpool_info,
         threadpool_limits,

@@ -1,14 +1,5 @@
 """The benchmark's targets, as data, and where they come from (``bench.verdicts`` judges a
-run by them).
-
-A target holds a ratio of one figure (``metric`` of ``operation`` at ``shape``, and for the
-stream at a side and chunk length) of the variants of a role to a divisor (``over``): the
-fastest floor at the same shape (``OverFloor``), the first variant of another role
-(``OverRole``), the same variant at another shape (``OverItself``), or none, the figure
-itself in µs (``InMicroseconds``). The state-feedback model's targets are the output model's
-over the floor, with the limits of ``STATE_LIMITS``; the stream's (``STREAM_TARGETS``) are
-judged on either model. The prose saying where the limits come from is formatted from the
-same targets.
+run by them). The prose saying where the limits come from is formatted from the same targets.
 """
 
 from __future__ import annotations
@@ -23,11 +14,9 @@ from bench.roles import ROUTES, Role
 
 @dataclass(frozen=True)
 class OverFloor:
-    """The fastest floor measured at the same shape, and side and chunk length for the
-    stream (``Pivot.floor_of``), µs per step."""
+    """The fastest floor at the same shape (``Pivot.floor_of``), of ``operation`` if given."""
 
     operation: str | None = None
-    """The floor's operation, if not the target's."""
 
 
 @dataclass(frozen=True)
@@ -46,15 +35,13 @@ class OverItself:
 
 @dataclass(frozen=True)
 class InMicroseconds:
-    """No divisor: the figure itself, µs per step (per frame, for the stream), its limit
-    in µs."""
+    """No divisor: the figure itself, its limit in µs."""
 
 
 @dataclass(frozen=True)
 class OverRoofline:
-    """The roofline (``bench.roofline``) at the same shape, µs per step, of the model
-    labelled ``model``: a pivot of another model has none, and the target is not measured
-    there (``None``: whichever model the pivot holds)."""
+    """The roofline (``bench.roofline``) at the same shape, on the model labelled ``model``
+    alone (``None``: any)."""
 
     model: str | None = None
 
@@ -70,19 +57,13 @@ class Target:
     ``limit``.
 
     Attributes:
-        name: what the target is called in this module (``STATE_LIMITS``, the origins).
-        over: what its ratio divides by; over the floor, the metric is µs per step.
-        statement: its text; ``{limit}``, ``{at}`` ("B=…, T=…"), ``{B}``, ``{T}``,
-            ``{over_B}`` (``OverItself``'s B), ``{side}`` and ``{chunk}`` are filled in.
-        role: the role of the variants judged, or several (``bench.roles.ROUTES``).
+        statement: its text, ``{limit}``, ``{at}`` ("B=…, T=…"), ``{B}``, ``{T}``, ``{over_B}``
+            (``OverItself``'s B), ``{side}`` and ``{chunk}`` filled in.
         at_most: the ratio must be ≤ ``limit``, else ≥.
         every: every variant of ``role`` must meet it, else the best one.
         shape: where it is judged; ``None``: at every shape both were measured.
         fastest: only the variant of ``role`` fastest at ``shape`` is judged.
-        side: the stream's side; ``None`` for every other operation.
-        chunk: the stream's frames per call; ``None`` for every other operation.
-        variant: the one variant of ``role`` judged (a framework's own limit); ``None``:
-            every variant of the role.
+        variant: the one variant judged (a framework's own limit); ``None``: every one.
     """
 
     name: str
@@ -133,8 +114,7 @@ ROUTE_LIMITS = {
     "torch_scan": 60.0,
 }
 """Each framework's training step on its best route (``frae.routes``) over the floor at
-B = 1, T = 1000: limits set from what its route measured against its defaults
-(docs/performance.md, "The settings that matter"), each framework held to its own."""
+B = 1, T = 1000, set from what it measured (docs/performance.md, "The settings that matter")."""
 GRADIENT = OverFloor("loss_and_grads")
 """A training step over the floor's forward + BPTT, which has no optimizer."""
 FASTER = "every compiled backend's {} ≥ {{limit:g}}× faster per step than the textbook fix ({{at}})"
@@ -265,10 +245,8 @@ STATE_TARGETS = tuple(
     for target in TARGETS
     if isinstance(target.over, OverFloor) and target.variant is None
 )
-"""The state-feedback model's targets: the output model's over the floor (predict and a
-training step at its two shapes), over the floors with the GRU. The output model's other
-targets are not repeated: the textbook fix, batching and length measure the loop, which the
-GRU does not change."""
+"""The state-feedback model's targets: the output model's over the floor, over the floors with
+the GRU (the textbook fix, batching and length measure the loop, which the GRU leaves as is)."""
 
 
 def output_origin(t: tuple[Target, ...]) -> str:
@@ -318,8 +296,7 @@ STATE_TARGETS_ORIGIN = state_origin(STATE_TARGETS, TARGETS)
 
 
 def targets_of(pivot: Pivot) -> tuple[Target, ...]:
-    """The targets of the pivot's model: ``STATE_TARGETS`` for a state-feedback model, else
-    ``TARGETS``."""
+    """The targets of the pivot's model, by its feedback."""
     return STATE_TARGETS if pivot.state_feedback else TARGETS
 
 
@@ -446,8 +423,7 @@ ROOFLINE_TARGETS = tuple(
         ("train", "train_step", "training step"),
     )
 )
-"""The roofline's targets, judged on ``ROOFLINE_MODEL`` alone, where the floors bound
-nothing: its wide layers at B = 256 are products a tuned BLAS runs faster than any floor."""
+"""The roofline's targets, judged on ``ROOFLINE_MODEL`` alone, where the floors bound nothing."""
 
 
 def roofline_origin(t: tuple[Target, ...]) -> str:

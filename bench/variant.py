@@ -15,45 +15,26 @@ class Variant:
     Attributes:
         name: its label in the results.
         backend: a registered name or ``"module:attribute"`` for ``frae.create``.
-        role: what it is to the report (``bench.roles.Role``): a floor, whose figures
-            divide the others; the C check of the floor; a compiled backend, held to the
-            targets; a hand-written backward beside its autodiff twin; a data-parallel
-            run; the textbook fix; or another baseline.
+        role: what it is to the report (``bench.roles.Role``).
         about: one line for the report.
         env: environment variables of its process.
-        needs: modules that must be importable (beyond what the registry checks): the
-            frameworks of a backend given by import path.
-        needs_compiler: it compiles C when the model is created, so it cannot run without
-            a C compiler.
-        slow: it interprets every time step (the reference, graph mode without XLA, eager
-            PyTorch), so it gets only part of the grid (``Settings.slow_max_steps``,
-            ``slow_max_batch``).
-        operations: what it offers (every operation of the grid by default); one that
-            leaves out the stream says why in ``no_stream``.
-        optional: it runs only when named in ``--variants`` (keras_rnn[torch], Keras' eager
-            loop on torch: outside the full grid's time budget).
-        quick: it runs in ``--quick`` (keras_rnn[torch] does not, nor do the hand-written
-            backward passes: outside the quick run's few minutes).
+        needs: modules that must be importable beyond what the registry checks.
+        needs_compiler: it compiles C when the model is created.
+        slow: it interprets every time step, so it gets only part of the grid
+            (``Settings.slow_max_steps``, ``slow_max_batch``).
+        operations: what it offers; one that leaves out the stream says why in ``no_stream``.
+        optional: it runs only when named in ``--variants``.
+        quick: it runs in ``--quick``.
         only_shapes: the (B, T) it runs, of the grid's (``None``: every one).
-        wide: the operations it runs on the width axis (``wide_models``): predict and a
-            training step for the compiled backends (the targets' operations), all three
-            for the matrix floor (whose gradient divides a training step); none for the
-            rest (the loop floors, one multiply-add at a time, would take minutes a call
-            there and bound nothing).
-        no_state_feedback: why it cannot run a state-feedback model (the contract's "State
-            feedback"), whose points a run leaves out of its part, saying so
-            (``state_points``);
-            ``None``: it runs both feedbacks.
-        twin_of: the registered backend whose backward this one writes by hand (role
-            ``BY_HAND``), for the report's price of autodiff.
-        devices: data-parallel on this many devices (``create(..., devices=N)``), virtual
-            CPU devices where the machine has no accelerators (``frae.devices.start``).
+        wide: the operations it runs on the width axis (``wide_models``): none for the loop
+            floors, one multiply-add at a time, which bound nothing there.
+        no_state_feedback: why it cannot run a state-feedback model (``None``: it can).
+        twin_of: the registered backend whose backward this one writes by hand.
+        devices: data-parallel on this many devices (``create(..., devices=N)``).
         of: the variant this one is, on one device (role ``DEVICES``).
-        no_stream: why it does not stream, exactly when ``operations`` leave the stream
-            out (the report lists it with the reason).
+        no_stream: why it does not stream, exactly when ``operations`` leave the stream out.
         exported_from: the registered backend whose artifact it runs (``frae export`` in a
-            child process): it runs only where that backend can, though its own process
-            imports the format's runtime alone.
+            child process), so it runs only where that backend can.
     """
 
     name: str

@@ -2,28 +2,15 @@
 
     python -m bench.worker '<job as JSON>'
 
-prints one JSON line per record (``bench.records``) on stdout: first the variant's facts
-(import time, thread settings), then one line per (operation, B, T). The protocol for
-each operation on each input shape, with a fresh model per shape:
-
-- first call: the first call on that shape, which traces and compiles (for ``train_step``,
-  ``fit(x, epochs=1)``);
-- warm-up: the same call once more, untimed;
-- steady state: calls timed one by one with ``time.perf_counter`` until there are at least
-  ``repeats`` of them and ``min_time_s`` has passed (at most ``max_samples``; at least
-  ``MIN_SAMPLES`` once ``budget_s`` has passed); the median and quartiles are reported.
-  Where the first call took longer than ``long_call_s``, one timed call and no warm-up
-  (the row says so in ``note``), so that one slow shape cannot hold the run for an hour.
-  Every backend returns NumPy, so the work is finished when the clock stops. A training
-  sample is ``fit(x, epochs=K)`` divided by K: one optimizer step per epoch, the whole batch;
-  where the warm-up's one step took over ``long_step_s``, ``fit(x, epochs=1)`` (K spreads a
-  fit call's own cost, milliseconds, over K steps: nothing to spread on such a step).
-
-The stream (``bench.stream``) makes its codes with one ``encode`` of the whole sequence
-first, untimed; then each side at each chunk length is measured as above, one call being
-the whole sequence streamed, without the warm-up (the first call's calls after its first
-chunk are one already) and with at least ``Settings.stream_repeats`` samples, and gets a
-record of its own (``side``, ``chunk``).
+prints one JSON line per record (``bench.records``): the variant's facts, then one line per
+(operation, B, T). Per operation and input shape, on a fresh model: the first call (which
+traces and compiles), one untimed warm-up, then calls timed one by one with
+``time.perf_counter`` until at least ``repeats`` and ``min_time_s`` (at most
+``max_samples``; at least ``MIN_SAMPLES`` once ``budget_s`` has passed), or one timed call
+where the first took over ``long_call_s``. A training sample is ``fit(x, epochs=K)`` / K, or
+``fit(x, epochs=1)`` where a step takes over ``long_step_s``. The stream (``bench.stream``)
+times the whole sequence streamed as one call, with no warm-up, one record per side and
+chunk length.
 """
 
 from __future__ import annotations
@@ -51,14 +38,8 @@ MIN_SAMPLES = 3
 
 
 def peak_rss_mb() -> float:
-    """This process's peak resident memory so far, in MiB.
-
-    ``resource.getrusage(...).ru_maxrss``, except on Linux, which carries a parent's peak
-    into the child across fork and exec (a worker started by ``frae compare``, whose process
-    holds every framework, would report the parent's peak): there the high-water mark of
-    this process image, ``VmHWM`` in ``/proc/self/status``, is the same figure for the
-    worker alone.
-    """
+    """This process's peak resident memory so far, in MiB: ``VmHWM`` on Linux, which
+    carries a parent's ``ru_maxrss`` into the child across fork and exec, else ``ru_maxrss``."""
     try:
         for line in Path("/proc/self/status").read_text().splitlines():
             if line.startswith("VmHWM:"):
@@ -93,16 +74,13 @@ def sample(
 
 
 class Calls(NamedTuple):
-    """One operation's calls on one model and input."""
+    """One operation's calls on one model and input: the first (and the warm-up), the timed
+    one, with ``steps`` optimizer steps, and whether a warm-up comes before the timed ones."""
 
     first: Callable[[], object]
-    """The first call, and the warm-up."""
     steady: Callable[[], object]
-    """The timed call."""
     steps: int
-    """Optimizer steps per timed call."""
     warm_up: bool = True
-    """Whether the first call is made once more, untimed, before the timed ones."""
 
 
 def _calls(model: Any, x: np.ndarray, train_steps: int) -> dict[str, Calls]:
@@ -156,9 +134,8 @@ def measure_shape(job: Job, point: Point) -> Iterator[ResultRecord]:
 def measure_stream(
     model: Any, x: np.ndarray, job: Job, row: Callable[..., ResultRecord], failure: str | None
 ) -> Iterator[ResultRecord]:
-    """The stream's records, one per side and chunk length (``bench.stream``), after the
-    codes of one whole ``encode`` of ``x``; where the model or those codes could not be made
-    (``failure``, or what ``encode`` raised), every record says why."""
+    """The stream's records, one per side and chunk length (``bench.stream``), on the codes
+    of one whole ``encode`` of ``x``; where they could not be made, every record says why."""
     sides = [partial(row, side=side, chunk=chunk) for side in SIDES for chunk in STREAM_CHUNKS]
     if failure is None:
         try:
@@ -181,8 +158,7 @@ def measure_stream(
 def measure(
     operation: str, calls: Calls, job: Job, row: Callable[..., ResultRecord]
 ) -> ResultRecord:
-    """One operation: its first call, then its steady state (the module docstring says
-    how); ``row`` makes the record from the figures, or from what stopped them."""
+    """One operation's record (made by ``row``): its first call, then its steady state."""
     first_call_s = None
     row = partial(row, threads=job.settings.threads)
     try:
@@ -210,16 +186,13 @@ def measure(
 
 
 class Timed(NamedTuple):
-    """An operation's timed calls."""
+    """An operation's timed calls: each one's seconds, its optimizer steps, how they were not
+    timed as usual (if so), and CPU time over wall time across them."""
 
     seconds: np.ndarray
-    """Each call's seconds."""
     per_call: int
-    """Optimizer steps in each call."""
     note: str | None
-    """Where they were not timed as usual, how."""
     cores_busy: float
-    """CPU time over wall time across the timed calls."""
 
 
 def _steady(operation: str, calls: Calls, first_call_s: float, settings: Settings) -> Timed:
