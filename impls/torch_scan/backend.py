@@ -30,9 +30,7 @@ from impls.torch_scan import export, model, train
 
 
 class _DropCompilerNotices(logging.Filter):
-    """Two notices Inductor logs as warnings while compiling on a CPU, neither about this
-    model: that no CUDA runtime was found, and that a slice of the scan's input goes through
-    its proxy executor for want of a C shim. Other messages pass."""
+    """Drops two warnings Inductor logs on a CPU that are not about this model."""
 
     NOTICES = ("No CUDA runtime is found", "is missing a c-shim implementation")
 
@@ -51,11 +49,9 @@ warnings.filterwarnings("ignore", "CUDA initialization", UserWarning)
 Options = tuple[tuple[str, bool], ...]
 """Inductor options, as ``torch.compile(options=...)`` takes them, hashable for the cache."""
 CPP_WRAPPER = "cpp_wrapper"
-"""Inductor's option for the wrapper around the compiled kernels: C++ (the scan's loop runs
-in C++) or Python (each iteration of the loop runs from Python), the default."""
+"""Inductor's option: the scan's loop runs in C++ (True) or from Python (False, the default)."""
 USER_CPP_WRAPPER = "TORCHINDUCTOR_CPP_WRAPPER"
-"""The environment variable Inductor reads its ``cpp_wrapper`` from when it is imported
-(``"1"``: the C++ wrapper): a user's own setting, kept."""
+"""The user's own setting of ``cpp_wrapper``, which Inductor reads at import: kept."""
 COMPILE_OPTIONS: Options = ((CPP_WRAPPER, True),)
 PYTHON_WRAPPER: Options = ((CPP_WRAPPER, False),)
 
@@ -73,17 +69,12 @@ class Route:
 
 
 def route(environ: Mapping[str, str] | None = None) -> Route:
-    """``torch_scan``'s route (``frae.routes``): Inductor's C++ wrapper for inference and
-    gradients, which runs the scan's loops in C++ (the default model's gradient 2.5x
-    faster per step than with the Python wrapper at B = 1, 1.7x at B = 256; the
-    state-feedback model's about as fast: docs/performance.md), but the Python wrapper for
-    the gradient of a one-step scan, which PyTorch 2.14's C++ wrapper fails to compile (its
-    C++ declares a buffer twice).
+    """``torch_scan``'s route (``frae.routes``): Inductor's C++ wrapper (a gradient step 1.7x
+    to 2.5x faster: docs/performance.md), but the Python wrapper for the gradient of a
+    one-step scan, which PyTorch 2.14's C++ wrapper fails to compile.
 
-    A ``TORCHINDUCTOR_CPP_WRAPPER`` of the user's is kept: no option is passed, and Inductor
-    reads theirs, but where it asks for the C++ wrapper a one-step gradient still takes the
-    Python wrapper, the only one that compiles it. ``FRAE_ROUTES=defaults`` passes no option
-    (Inductor's Python wrapper for everything).
+    A user's ``TORCHINDUCTOR_CPP_WRAPPER`` is kept (a one-step gradient still takes the
+    Python wrapper); ``FRAE_ROUTES=defaults`` passes no option.
     """
     env = os.environ if environ is None else environ
     chosen = routes.chosen(dict(env))
@@ -124,10 +115,8 @@ Decoded = tuple[torch.Tensor, torch.Tensor]
 
 @dataclass(frozen=True)
 class Functions:
-    """How a backend runs the loop: ``unroll`` maps ``(module, x, state)`` to ``(x̂, z,
-    feedback)`` and ``decode`` maps ``(module, z, state)`` to ``(x̂, feedback)``
-    (``model.unroll`` with ``codes_given``). ``state`` is the feedback entering the first
-    step, ``(B, S)``; ``None`` (what training passes) starts from zeros."""
+    """``model.unroll`` as ``(module, x, state) -> (x̂, z, feedback)`` and with
+    ``codes_given`` as ``(module, z, state) -> (x̂, feedback)``; ``state=None`` is zeros."""
 
     unroll: Callable[[model.Module, torch.Tensor, torch.Tensor | None], Unrolled]
     decode: Callable[[model.Module, torch.Tensor, torch.Tensor | None], Decoded]
@@ -136,14 +125,12 @@ class Functions:
 def _unroll(
     config: FRAEConfig, module: model.Module, x: torch.Tensor, state: torch.Tensor | None
 ) -> Unrolled:
-    """``model.unroll`` from ``state``, which is positional here: ``Functions.unroll``."""
     return model.unroll(config, module, x, state=state)
 
 
 def _decode(
     config: FRAEConfig, module: model.Module, z: torch.Tensor, state: torch.Tensor | None
 ) -> Decoded:
-    """The decoder alone from ``state``: ``Functions.decode``."""
     outputs, _, last = model.unroll(config, module, z, codes_given=True, state=state)
     return outputs, last
 
@@ -153,16 +140,9 @@ def compiled(config: FRAEConfig, options: Options = COMPILE_OPTIONS) -> Function
     """``config``'s functions compiled by Inductor with ``options``, shared by every backend
     of that config.
 
-    Each takes the module as an argument: Dynamo guards on its structure, not its identity,
-    so modules of one config share the compiled code. Sizes are dynamic from the first call,
-    so one compilation serves every B and T (Dynamo still specializes a size of 1, so B = 1
-    and T = 1 each compile once more); inference traces without duck shapes
-    (``shapes_apart``), so that no B or T equal to a width at the first call becomes a
-    constant. Dynamo guards on whether gradients are enabled, so a gradient's forward and
-    backward are compiled apart from inference (without duck shapes too: they are traced
-    together, at the forward's first call). The state is an input of the graph (inference
-    always passes one, zeros for a call without), so every state value runs the same code;
-    training passes ``None``, its zeros made in the graph.
+    The module is an argument (Dynamo guards on its structure, not its identity), sizes are
+    dynamic from the first call (B = 1 and T = 1 still compile once more each), and the
+    state is a graph input, so one compilation serves every module, size and state.
     """
     compile_ = functools.partial(torch.compile, fullgraph=True, dynamic=True, options=dict(options))
     return Functions(
@@ -172,10 +152,8 @@ def compiled(config: FRAEConfig, options: Options = COMPILE_OPTIONS) -> Function
 
 
 def eager_frames(functions: Functions) -> Functions:
-    """``functions``, but a call one time step long (T = 1) runs the cell once eagerly
-    (``model.one_step``): a frame costs less through PyTorch's eager operators than through
-    the compiled graph's call (docs/performance.md), and a stream sent a frame at a time
-    compiles nothing. Longer calls, and every call under autograd, run ``functions``."""
+    """``functions``, but an inference call with T = 1 runs the cell once eagerly
+    (``model.one_step``), cheaper than the compiled graph's call (docs/performance.md)."""
 
     def one_frame(sequences: torch.Tensor, state: torch.Tensor | None) -> bool:
         return sequences.shape[1] == 1 and state is not None and not torch.is_grad_enabled()
@@ -197,9 +175,7 @@ def eager_frames(functions: Functions) -> Functions:
 
 
 def one_step_apart(functions: Functions, one_step: Functions) -> Functions:
-    """``functions``, but a call one time step long (T = 1) runs ``one_step``: the gradient
-    of a one-step scan compiled otherwise (``Route.one_step_gradients``). Dynamo compiles
-    T = 1 apart from longer calls in any case (it specializes a size of 1)."""
+    """``functions``, but a call with T = 1 runs ``one_step`` (``Route.one_step_gradients``)."""
     if functions is one_step:
         return functions
 
@@ -213,30 +189,17 @@ def one_step_apart(functions: Functions, one_step: Functions) -> Functions:
 
 
 class TorchScanBackend(BaseBackend):
-    """float32 on the CPU; ``torch.compile`` of the scan, autograd for back-propagation.
-
-    Inference runs under ``torch.no_grad``; a gradient runs the forward compiled with its
-    backward (itself a compiled scan, reversed), which autograd calls once. Both are
-    compiled with Inductor's options of ``route()``, made when the backend is created and
-    listed in ``routes``. Adam is
-    ``torch.optim.Adam``, which places ε outside the square root as the contract.
-
-    With ``devices=N``, ``fit`` trains under ``DistributedDataParallel`` on the N processes
-    of the default process group (``_data_parallel_step``); every other call runs in this
-    process alone, as with ``devices=None``.
-    """
+    """float32 on the CPU; ``torch.compile`` of the scan with ``route()``'s options, autograd
+    for back-propagation, ``torch.optim`` for the updates. With ``devices=N``, ``fit`` trains
+    under ``DistributedDataParallel`` on the N processes of the default process group."""
 
     name = "torch_scan"
     export_formats, export_refusals = made_where_installed(
         {"onnx": ("onnxscript", "onnxruntime")}, refused={"pt2": export.AOTI_REFUSAL}
     )
-    routes: tuple[Setting, ...] = route().settings
-    """The settings of ``route()`` as the environment gave it when the module was imported;
-    each backend's own, from its creation, replace them on the object."""
+    routes: tuple[Setting, ...] = route().settings  # as at import; each object has its own
     data_parallel: DistributedDataParallel | None = None
-    """With ``devices=N``: ``train.LossModule`` over ``module``, under DDP."""
     rank = 0
-    """This process's rank in the process group: its part of each mini-batch."""
 
     def _place(self, devices: int) -> None:
         self.rank = train.process_group_rank(devices)
@@ -256,18 +219,14 @@ class TorchScanBackend(BaseBackend):
             )
 
     def chosen_route(self) -> Route:
-        """The Inductor options this backend compiles with: ``route()``, read from the
-        environment when the backend is created."""
         return route()
 
     def functions(self) -> Functions:
-        """How this backend runs the loop for inference: the compiled scan, and a frame at a
-        time the cell eagerly (``eager_frames``)."""
+        """The loop for inference."""
         return eager_frames(compiled(self.config, self.route.inference))
 
     def gradient_functions(self) -> Functions:
-        """How this backend runs the loop whose gradient autograd takes: a one-step scan
-        apart (``one_step_apart``)."""
+        """The loop whose gradient autograd takes."""
         return one_step_apart(
             compiled(self.config, self.route.gradients),
             compiled(self.config, self.route.one_step_gradients),
@@ -301,11 +260,9 @@ class TorchScanBackend(BaseBackend):
         return outputs.numpy(), last.numpy()
 
     def _loss(self, x: Array, y: Array) -> torch.Tensor:
-        """The loss, with autograd's record of it."""
         return self._tensor_loss(torch.from_numpy(x), torch.from_numpy(y))
 
     def _tensor_loss(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-        """``_loss`` of tensors: what ``train.LossModule`` computes under DDP."""
         functions = self.compiled_for_gradients
         with shapes_apart():
             return train.mean_squared_error(
@@ -330,8 +287,6 @@ class TorchScanBackend(BaseBackend):
     def _train_step(
         self, optimizer: str, learning_rate: float, start: TrainingState
     ) -> tuple[TrainStep, Moments]:
-        """Forward, back-propagation and one ``torch.optim`` update per mini-batch, the
-        optimizer's state continued from ``start`` (``train.resume``)."""
         update = train.optimizer(optimizer, self.module, learning_rate)
         train.resume(update, self.module, start)
         moments = functools.partial(train.moments, update, self.module)
@@ -350,24 +305,13 @@ class TorchScanBackend(BaseBackend):
     def _data_parallel_step(
         self, data_parallel: DistributedDataParallel, update: torch.optim.Optimizer
     ) -> TrainStep:
-        """The step of ``devices=N``: this process's part of the mini-batch through DDP's
-        forward, ``backward()``, and the same ``torch.optim`` update in every process.
+        """This process's equal part of the mini-batch through DDP's forward and
+        ``backward()`` (DDP averages gradients in hooks that only ``backward()`` runs), then
+        the same update in every process.
 
-        The loss runs as ``data_parallel``'s forward and its gradient by ``backward()``, not
-        ``torch.autograd.grad``, because DDP averages the gradients in hooks on the
-        parameters' accumulation into ``.grad``, which only ``backward()`` runs; the
-        backward is the same as with one device (a compiled scan: ``_tensor_loss``),
-        since DDP needs only that it end in the parameters' accumulation. The parts are
-        equal, so the average of their mean losses' gradients is the mini-batch's.
-
-        Dynamo's DDP optimizer, which splits a graph compiled within DDP's forward at the
-        gradient buckets to overlap their all-reduce with the backward, is off: the scan's
-        backward yields every weight's gradient at once, leaving nothing to overlap, and
-        without it the compiled graph is the one ``devices=None`` compiles.
-
-        The loss reported is the mean of the parts' losses, one all-reduce of a scalar (DDP
-        reduces gradients only): the mini-batch's loss, the same in every process, so that
-        every process stops at the same non-finite loss and rolls back together.
+        Dynamo's DDP optimizer is off: the scan's backward yields every gradient at once,
+        leaving nothing to overlap. The loss is all-reduced too, so that every process stops
+        at the same non-finite loss and rolls back together.
         """
         parts = self.devices
 
@@ -386,21 +330,14 @@ class TorchScanBackend(BaseBackend):
 
 
 COMPILER_SETTINGS = threading.RLock()
-"""Held while this backend's settings or Dynamo's stance hold: both are the process's, so a
-call that compiles and one that must not take turns."""
+"""Held while the process-wide compiler settings or Dynamo's stance are changed."""
 RECOMPILE = "Detected recompile when torch.compile stance is 'fail_on_recompile'"
 
 
 def compiled_call(function: Callable[..., Any], *args: Any) -> Any:
-    """``function(*args)``, under ``shapes_apart`` only when Dynamo must compile it.
-
-    The settings are read when Dynamo compiles, and entering them costs more than a
-    compiled call on one frame (each patch of a config module is a context of its own): a
-    call that Dynamo's compiled code serves runs without them, but for
-    ``no_first_call_analysis``, read at every call until one runs the check. Under
-    the stance ``fail_on_recompile`` a call that would compile (a new config, B or T of 1,
-    a process whose Dynamo was reset) raises before it runs anything, and runs again under
-    the settings.
+    """``function(*args)``, under ``shapes_apart`` only when Dynamo must compile it: entering
+    the settings costs more than a compiled call on one frame, so a call first tries under
+    the stance ``fail_on_recompile`` and runs again under them if it would compile.
     """
     with COMPILER_SETTINGS:
         try:
@@ -415,12 +352,8 @@ def compiled_call(function: Callable[..., Any], *args: Any) -> Any:
 
 @contextlib.contextmanager
 def shapes_apart() -> Iterator[None]:
-    """This backend's Dynamo limit, and no duck shapes, while the ``with`` lasts.
-
-    Duck shapes give sizes of equal value one symbol at the first trace: a batch of 4
-    through a layer of 4 units then becomes the constant 4 (the layer's width is), and
-    every other B compiles again; so would a T equal to the state's width S.
-    """
+    """This backend's Dynamo limit, and no duck shapes (which would make a B or T equal to a
+    layer's width at the first trace a constant), while the ``with`` lasts."""
     with (
         COMPILER_SETTINGS,
         torch._dynamo.config.patch(recompile_limit=RECOMPILE_LIMIT),
@@ -432,14 +365,7 @@ def shapes_apart() -> Iterator[None]:
 
 
 def no_first_call_analysis() -> contextlib.AbstractContextManager[None]:
-    """AOTAutograd's check that custom operators' outputs alias none of their inputs, off.
-
-    It runs a compiled function's first call under a Python dispatch mode that sees every
-    operator the compiled code dispatches, and the compiled scan dispatches the slicing of
-    its input at every time step: the first call of each compiled graph ran the loop many
-    times slower than the next, so a first call on a long recording cost far more than its
-    compilation (docs/performance.md). The model calls no custom operator; the check has
-    nothing to find here. It is read at each call until one runs it: every call must be
-    under this.
-    """
+    """AOTAutograd's check that custom operators' outputs alias no input, off: it ran a
+    compiled scan's first call many times slower (docs/performance.md), and the model calls
+    no custom operator. It is read at each call until one runs it."""
     return torch._functorch.config.patch(check_custom_op_aliasing=False)

@@ -1,18 +1,11 @@
 """The FRAE recurrence as an ``nn.Module``, stepped through time by PyTorch's scan operator.
 
-The encoder and decoder are ``nn.ModuleDict`` stacks of ``nn.Linear`` layers under their
-short names, so a parameter's name is its canonical name with ``.`` for ``/`` and ``weight``
-for ``kernel``: ``encoder.dense_0.weight``. ``nn.Linear`` stores the kernel as
-``(out, in)``, the canonical kernel transposed. With state feedback the decoder's GRU is
-PyTorch's own ``nn.GRUCell``, whose layout ``frae.gru_layout`` maps (``to_torch``,
-``from_torch``). ``parameter_name``, ``to_canonical`` and ``load_canonical`` are the one
-conversion between the two.
+A parameter's name is its canonical name with ``.`` for ``/`` and ``weight`` for ``kernel``
+(``encoder.dense_0.weight``), each kernel stored ``(out, in)``; the GRU is ``nn.GRUCell``
+(``frae.gru_layout``). ``to_canonical`` and ``load_canonical`` are the one conversion.
 
-The time loop is ``torch._higher_order_ops.scan`` (PyTorch's ``lax.scan``, a prototype
-operator): under ``torch.compile`` Dynamo traces the cell once and Inductor lowers the
-loop to one ``while`` loop around one fused kernel per step, where a Python ``for`` loop
-would be unrolled into T copies of the cell. Called without ``torch.compile``, the same
-operator runs the cell eagerly, step by step.
+The time loop is ``torch._higher_order_ops.scan``: under ``torch.compile`` Inductor lowers it
+to one ``while`` loop, where a Python ``for`` loop would be unrolled into T copies.
 """
 
 from __future__ import annotations
@@ -55,8 +48,7 @@ ACTIVATIONS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
 
 
 GRU_MODULE = "decoder_gru"
-"""``StateFRAE``'s attribute holding its ``nn.GRUCell``: the prefix of the cell's parameter
-names (``gru_layout.TORCH_NAMES``)."""
+"""``StateFRAE``'s attribute holding its ``nn.GRUCell``."""
 
 
 def parameter_name(canonical: str) -> str:
@@ -69,8 +61,7 @@ def parameter_name(canonical: str) -> str:
 
 
 class DenseStack(nn.Module):
-    """Dense layers applied in turn, ``h ← act(h @ kernel + bias)``, each ``nn.Linear``
-    stored under its short name (``"dense_0"``, ``"latent"``)."""
+    """Dense layers applied in turn, ``h ← act(h @ kernel + bias)``, under their short names."""
 
     def __init__(self, layers: tuple[Layer, ...]) -> None:
         super().__init__()
@@ -85,11 +76,22 @@ class DenseStack(nn.Module):
         return h
 
 
-class FRAE(nn.Module):
-    """Encoder and decoder of one config; ``step`` is the recurrent cell.
+class _Recurrent(nn.Module):
+    config: FRAEConfig
 
-    The cell follows the scan's ``(carry, x) -> (carry, y)``, the carry being the feedback
-    x̂_{t-1} of shape ``(B, F)``::
+    def forward(
+        self,
+        sequences: torch.Tensor,
+        codes_given: bool = False,
+        state: torch.Tensor | None = None,
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """``unroll`` of this module: x̂, z and the feedback after the last step."""
+        return unroll(self.config, self, sequences, codes_given=codes_given, state=state)  # type: ignore[arg-type]
+
+
+class FRAE(_Recurrent):
+    """Encoder and decoder of one config; ``step`` is the recurrent cell, the carry being the
+    feedback x̂_{t-1} ``(B, F)``::
 
         z_t = encoder(concat(x_t, x̂_{t-1}))     # (B, L)
         x̂_t = decoder(concat(z_t, x̂_{t-1}))     # (B, F)
@@ -116,22 +118,10 @@ class FRAE(nn.Module):
         output = self.decoder(torch.cat([z_t, feedback], dim=-1))
         return output.clone(), output.clone()
 
-    def forward(
-        self,
-        sequences: torch.Tensor,
-        codes_given: bool = False,
-        state: torch.Tensor | None = None,
-    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """``unroll(config, self, sequences, codes_given=codes_given, state=state)``: x̂, z
-        and the feedback after the last step."""
-        return unroll(self.config, self, sequences, codes_given=codes_given, state=state)
 
-
-class StateFRAE(nn.Module):
-    """The state-feedback FRAE (the contract's "State feedback"): encoder, the decoder's
-    GRU (``nn.GRUCell``) and its dense layers; ``step`` is the recurrent cell.
-
-    The carry is the GRU's state s_{t-1} of shape ``(B, H)``, from s₀ (zeros unless given)::
+class StateFRAE(_Recurrent):
+    """The state-feedback FRAE: encoder, the decoder's GRU and its dense layers; the carry is
+    the GRU's state s_{t-1} ``(B, H)``::
 
         z_t = encoder(concat(x_t, s_{t-1}))                       # (B, L)
         a = z_t @ K + b_K;  c = s_{t-1} @ U + b_U                 # (B, 3H): [r | p | n]
@@ -166,19 +156,8 @@ class StateFRAE(nn.Module):
         state = self.decoder_gru(z_t, state)
         return state.clone(), self.decoder(state).clone()
 
-    def forward(
-        self,
-        sequences: torch.Tensor,
-        codes_given: bool = False,
-        state: torch.Tensor | None = None,
-    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """``unroll(config, self, sequences, codes_given=codes_given, state=state)``: x̂, z
-        and the feedback after the last step."""
-        return unroll(self.config, self, sequences, codes_given=codes_given, state=state)
-
 
 Module = FRAE | StateFRAE
-"""The module of either feedback; ``module_for`` builds the one a config asks for."""
 
 
 def module_for(config: FRAEConfig) -> Module:
@@ -195,9 +174,7 @@ def named_parameters_of(module: Module) -> dict[str, nn.Parameter]:
 
 
 def to_canonical(config: FRAEConfig, tensors: Mapping[str, torch.Tensor]) -> dict[str, np.ndarray]:
-    """Parameters (or their gradients) by the module's names -> NumPy by canonical name,
-    each dense kernel transposed from ``(out, in)`` to ``(in, out)``, the GRU's parameters
-    through ``gru_layout.from_torch``."""
+    """Parameters (or their gradients) by the module's names -> NumPy by canonical name."""
     gru, prefix = config.gru, f"{GRU_MODULE}."
     cell = {
         name.removeprefix(prefix): tensor.detach().numpy()
@@ -216,9 +193,7 @@ def to_canonical(config: FRAEConfig, tensors: Mapping[str, torch.Tensor]) -> dic
 
 
 def to_native(config: FRAEConfig, weights: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """``to_canonical``'s inverse: canonical weights (or anything of their layout, such as
-    Adam's moments) by the module's names, each dense kernel transposed to ``(out, in)``,
-    the GRU's (all four, if any) through ``gru_layout.to_torch``."""
+    """``to_canonical``'s inverse, for weights or anything of their layout (Adam's moments)."""
     gru = config.gru
     cell_names = () if gru is None else tuple(gru.parameter_shapes())
     native = {
@@ -248,15 +223,12 @@ def unroll(
     codes_given: bool = False,
     state: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Step the recurrence from ``state``, x̂₀ (or s₀) ``(B, S)``, zeros for ``None``;
-    returns ``(x̂, z, feedback)``: x̂ and z each ``(B, T, ·)``, and the feedback after the
-    last step, x̂_T (or s_T), ``(B, S)``: the scan's final carry.
+    """Step the recurrence of the module ``weights`` from ``state`` ``(B, S)`` (zeros for
+    ``None``) over x, or with ``codes_given`` over the codes z for the decoder alone.
 
-    ``weights`` is the module that holds them, ``FRAE`` or ``StateFRAE``: its cell defines
-    the feedback; ``sequences`` is x, or with ``codes_given`` the codes z for the decoder
-    alone (then returned as z). The one transpose of each array: batch-major at the edges,
-    time-major for the scan. Under ``torch.compile`` a given ``state`` is an input of the
-    graph, so every value of it runs the same compiled code.
+    Returns:
+        ``(x̂, z, feedback)``: x̂ and z each ``(B, T, ·)``, and the scan's final carry
+        x̂_T (or s_T) ``(B, S)``.
     """
     feedback = state
     if feedback is None:
@@ -272,8 +244,7 @@ def unroll(
 def one_step(
     weights: Module, sequences: torch.Tensor, state: torch.Tensor, *, codes_given: bool = False
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """``unroll`` of sequences one time step long (T = 1), the cell called once, without the
-    scan: what a stream sent a frame at a time runs eagerly."""
+    """``unroll`` of sequences with T = 1: the cell called once, without the scan."""
     frame = sequences[:, 0]
     if codes_given:
         last, output = weights.decode_step(state, frame)

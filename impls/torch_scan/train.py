@@ -22,20 +22,17 @@ Unroll = Callable[[model.Module, torch.Tensor], torch.Tensor]
 def mean_squared_error(
     unrolled: Unroll, module: model.Module, x: torch.Tensor, y: torch.Tensor
 ) -> torch.Tensor:
-    """mean((x̂ - y)²) over every element of ``(B, T, F)``, x̂ from ``unrolled`` (``unroll``
-    compiled: the loss outside it, since Inductor's C++ wrapper fails to compile a graph
-    holding both the scan and the loss in PyTorch 2.14, redeclaring a buffer)."""
+    """mean((x̂ - y)²) over ``(B, T, F)``, outside the compiled ``unrolled``: Inductor's C++
+    wrapper fails to compile a graph holding both (PyTorch 2.14)."""
     return nn.functional.mse_loss(unrolled(module, x), y)
 
 
 Loss = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
-"""``x, y -> mean((x̂ - y)²)``, x̂ from the FRAE a ``LossModule`` holds."""
 
 
 class LossModule(nn.Module):
     """``loss(x, y)`` as a module whose parameters are ``frae``'s: what
-    ``DistributedDataParallel`` wraps. DDP averages the gradients of the parameters of the
-    module it wraps, by hooks on their accumulation, once per forward it runs."""
+    ``DistributedDataParallel`` wraps."""
 
     def __init__(self, frae: model.Module, loss: Loss) -> None:
         super().__init__()
@@ -48,8 +45,7 @@ class LossModule(nn.Module):
 
 def process_group_rank(devices: int) -> int:
     """This process's rank in the default ``torch.distributed`` process group, which must
-    have ``devices`` processes: PyTorch's data parallelism runs one device per process, and
-    ``DistributedDataParallel`` trains on every process of its group."""
+    have ``devices`` processes (one device per process)."""
     joined = torch.distributed.is_available() and torch.distributed.is_initialized()
     present = torch.distributed.get_world_size() if joined else 1
     if devices != present:
@@ -66,12 +62,7 @@ def process_group_rank(devices: int) -> int:
 
 def optimizer(name: str, module: model.Module, learning_rate: float) -> torch.optim.Optimizer:
     """The contract's optimizers over ``module``'s parameters: ``"sgd"``, w ← w - lr·g, or
-    ``"adam"``, w ← w - lr·m̂/(√v̂ + ε), with ε outside the root as ``torch.optim.Adam``
-    places it.
-
-    β₁ and β₂ go in rounded to float32 (``ADAM.float32_betas``), so that the moment weights
-    1 - β and the bias corrections 1 - βᵗ come from the same β as the other backends'.
-    """
+    ``"adam"``, w ← w - lr·m̂/(√v̂ + ε); β rounded to float32 as in the other backends."""
     parameters = list(module.parameters())
     if name == "sgd":
         return torch.optim.SGD(parameters, lr=learning_rate)
@@ -82,9 +73,8 @@ def optimizer(name: str, module: model.Module, learning_rate: float) -> torch.op
 
 
 def resume(update: torch.optim.Optimizer, module: model.Module, start: TrainingState) -> None:
-    """``start``'s step and moments into ``torch.optim.Adam``'s state of each parameter, in
-    the module's layout (``model.to_native``); nothing for SGD or a fresh start, which
-    ``torch.optim`` begins itself."""
+    """``start``'s step and moments into ``torch.optim.Adam``'s state (none for SGD or a fresh
+    start)."""
     if start.optimizer == "sgd" or start.step == 0:
         return
     first, second = (model.to_native(module.config, moment) for moment in (start.m, start.v))
@@ -113,13 +103,8 @@ def moments(update: torch.optim.Optimizer, module: model.Module) -> tuple[Weight
 
 
 def apply_update(update: torch.optim.Optimizer) -> None:
-    """``update.step()``; an update too large for float32 leaves the weights NaN.
-
-    ``torch.optim.Adam`` forms lr/(1 - β₁ᵗ) as a float32 scalar before it multiplies, and
-    refuses one beyond float32's range (a learning rate near 3.4e38) with a RuntimeError,
-    where the other backends' updates overflow into the weights; both then end as
-    ``TrainingDiverged``.
-    """
+    """``update.step()``; an update too large for float32 leaves the weights NaN, as the
+    other backends' overflow does, where ``torch.optim.Adam`` would raise."""
     try:
         update.step()
     except RuntimeError as error:
