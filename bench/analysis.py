@@ -1,9 +1,6 @@
 """What a run's records say, before any of it is written out: the pivot, the floors, the call
-costs, the stream's costs and the readings to doubt.
-
-Every figure is read through one ``Pivot`` of the records, which finds the variants by their
-role and their identity (``bench.records.Listing``), never by name. The report
-(``bench.report``), the targets (``bench.targets``) and the plots (``bench.plots``) read it.
+costs, the stream's costs and the readings to doubt. Every figure is read through one
+``Pivot``, which finds the variants by their role and their listing, never by name.
 """
 
 from __future__ import annotations
@@ -32,11 +29,11 @@ from bench.rounds import pooled
 
 
 class FirstCall(NamedTuple):
-    """The first call of an operation in a variant's process, which traces and compiles."""
+    """The first call of an operation in a variant's process (which traces and compiles), at
+    the first shape it ran."""
 
     seconds: float
     shape: Shape
-    """The shape it compiled: the first it ran (later shapes may only retrace)."""
 
 
 TARGET_SHAPE = Shape(1, 1000)
@@ -64,19 +61,9 @@ TIME, THROUGHPUT = "us_per_step", "sequence_steps_per_s"
 
 @dataclass
 class Pivot:
-    """One run's records, pivoted once.
-
-    Attributes:
-        results: every measurement, timed or not, by ``Key``, in the order of the run.
-        roles: variant -> role, in the order of the run.
-        listings: variant -> the run's listing of it: its twin, its devices (empty for
-            records without the run's record, as in tests).
-        facts: variant -> its facts from its process, or why it did not run.
-        walls: variant -> seconds its worker took.
-        run: the run's first record (``None`` for records without one, as in tests).
-        wall_s: seconds the whole run took.
-        model: the label of the model whose measurements ``results`` holds.
-    """
+    """One run's records, pivoted once: every measurement of ``model`` by ``Key``, and by
+    variant its role, the run's listing of it, its facts and its worker's seconds, all in the
+    order of the run."""
 
     results: dict[Key, ResultRecord] = field(default_factory=dict)
     roles: dict[str, Role] = field(default_factory=dict)
@@ -131,15 +118,17 @@ class Pivot:
         return None if found is None else getattr(found, metric)
 
     def floor(self, operation: str, shape: Shape) -> float | None:
-        """The floor's µs per step for ``operation`` at ``shape``: the fastest of the floors
-        (``bench.roles.FLOORS``) measured there, the tightest bound this run has."""
+        """The floor's µs per step for ``operation`` at ``shape`` (``floor_of``)."""
         return self.floor_of(self.key("", operation, shape))
 
+    def floors(self) -> list[str]:
+        """The variants of the floors' roles (``bench.roles.FLOORS``)."""
+        return [name for role in FLOORS for name in self.named(role)]
+
     def floor_of(self, key: Key) -> float | None:
-        """The floor's µs per step where ``key`` was measured (its operation, shape and,
-        for the stream, side and chunk length), whatever its variant."""
-        names = [name for role in FLOORS for name in self.named(role)]
-        figures = [self.figure(key.of(name)) for name in names]
+        """The fastest floor's µs per step where ``key`` was measured, whatever its variant:
+        the tightest bound the run has."""
+        figures = [self.figure(key.of(name)) for name in self.floors()]
         return min((f for f in figures if f is not None), default=None)
 
     @property
@@ -149,13 +138,11 @@ class Pivot:
 
     @property
     def state_feedback(self) -> bool:
-        """Whether the model feeds back its GRU's state (the contract's "State feedback"), as
-        the run's record of its config says."""
+        """Whether the model feeds back its GRU's state (the contract's "State feedback")."""
         return self.config.get("feedback") == "state"
 
     def floor_ratio(self, key: Key) -> float | None:
-        """µs per step of a measurement over the floor's (``floor_of``), same operation and
-        shape (and side and chunk length)."""
+        """µs per step of a measurement over the floor's (``floor_of``)."""
         floor, value = self.floor_of(key), self.figure(key)
         return None if value is None or floor is None else value / floor
 
@@ -172,15 +159,13 @@ class Pivot:
         return sorted({key.shape for key in self.results})
 
     def twins(self) -> Iterator[tuple[str, str]]:
-        """(autodiff, by hand) for each variant written by hand beside its autodiff twin
-        (``Listing.twin_of``), in the order of the run."""
+        """(autodiff, by hand) for each variant written by hand beside its autodiff twin."""
         for name, listing in self.listings.items():
             if listing.twin_of is not None:
                 yield listing.twin_of, name
 
     def on_devices(self) -> Iterator[tuple[str, str, int]]:
-        """(on one device, on N, N) for each data-parallel variant (``Listing.of``,
-        ``Listing.devices``), in the order of the run."""
+        """(on one device, on N, N) for each data-parallel variant."""
         for name in self.named(Role.DEVICES):
             listing = self.listings.get(name)
             if listing is not None and listing.of is not None and listing.devices is not None:
@@ -188,8 +173,8 @@ class Pivot:
 
 
 def models_of(records: Iterable[Record]) -> list[str]:
-    """The labels of the models measured, the run's first: in the order of the run's record,
-    then of the measurements (records without a run's record have the default model)."""
+    """The labels of the models measured, in the order of the run's record, then of the
+    measurements."""
     labels: list[str] = []
     for r in records:
         if isinstance(r, RunRecord):
@@ -213,6 +198,17 @@ FIT_TOLERANCE = 0.1
 """The most a fitted call time may differ from a measured one, relative to it."""
 
 
+def fit_line(by_length: dict[int, float]) -> tuple[tuple[int, ...], float, float, float]:
+    """(lengths, slope, intercept, largest relative residual) of the line through
+    ``by_length``'s times, least squares on relative errors (weights 1/time: the short calls
+    count as much as the long ones)."""
+    lengths = np.array(sorted(by_length), dtype=float)
+    times = np.array([by_length[int(n)] for n in lengths])
+    slope, intercept = np.polyfit(lengths, times, 1, w=1 / times)
+    residual = np.abs(slope * lengths + intercept - times) / times
+    return tuple(int(n) for n in lengths), float(slope), float(intercept), float(residual.max())
+
+
 @dataclass(frozen=True)
 class CallCost:
     """A call's time split as ``per_call + per_step·T``, fitted over the T measured at one B;
@@ -233,15 +229,10 @@ class CallCost:
 
 
 def call_costs(pivot: Pivot, batch: int = TARGET_SHAPE.batch) -> list[CallCost]:
-    """Lines through each (variant, operation)'s median call time against T at ``batch``,
-    where at least ``MIN_FIT_STEPS`` T were measured, fitted by least squares on relative
-    errors (weights 1/time: the short calls count as much as the long ones).
-
-    The intercept is what a call costs whatever its length (dispatch, argument handling,
-    launching the compiled program, converting the result); the slope is the loop's own
-    cost per time step. A ratio to the floor at one T mixes the two; the split says which
-    one a backend would have to shrink.
-    """
+    """Lines (``fit_line``) through each (variant, operation)'s median call time against T at
+    ``batch``, where at least ``MIN_FIT_STEPS`` T were measured: the intercept is what a call
+    costs whatever its length, the slope the loop's own cost per time step. A ratio to the
+    floor at one T mixes the two; the split says which one a backend would have to shrink."""
     times: dict[tuple[str, str], dict[int, float]] = {}
     for key, r in pivot.results.items():
         if key.batch == batch and r.median_s is not None and key.operation != STREAM:
@@ -249,15 +240,9 @@ def call_costs(pivot: Pivot, batch: int = TARGET_SHAPE.batch) -> list[CallCost]:
     costs = []
     for (name, operation), by_steps in times.items():
         if len(by_steps) >= MIN_FIT_STEPS:
-            lengths = np.array(sorted(by_steps), dtype=float)
-            seconds = np.array([by_steps[int(t)] for t in lengths])
-            slope, intercept = np.polyfit(lengths, seconds, 1, w=1 / seconds)
-            residual = np.abs(slope * lengths + intercept - seconds) / seconds
-            steps = tuple(int(t) for t in lengths)
-            per_call, per_step = float(intercept * 1e6), float(slope * 1e6)
-            costs.append(
-                CallCost(name, operation, batch, steps, per_call, per_step, float(residual.max()))
-            )
+            steps, slope, intercept, residual = fit_line(by_steps)
+            per_call, per_step = intercept * 1e6, slope * 1e6
+            costs.append(CallCost(name, operation, batch, steps, per_call, per_step, residual))
     return costs
 
 
@@ -269,8 +254,7 @@ def timed_steps(pivot: Pivot, batch: int = TARGET_SHAPE.batch) -> list[int]:
 
 def floor_per_step(costs: Iterable[CallCost], pivot: Pivot) -> dict[str, float]:
     """operation -> the floors' least per-step cost among the lines that fit."""
-    floors = {name for role in FLOORS for name in pivot.named(role)}
-    floor: dict[str, float] = {}
+    floors, floor = pivot.floors(), dict[str, float]()
     for c in costs:
         if c.variant in floors and c.fits:
             floor[c.operation] = min(c.per_step_us, floor.get(c.operation, c.per_step_us))
@@ -290,16 +274,12 @@ class StreamCost:
     side: str
     chunks: tuple[int, ...]
     per_call_us: float
-    """What a call costs whatever its length: dispatch, checking the arguments and the
-    state, launching the compiled loop, the outputs and the state back to NumPy."""
     per_frame_us: float
-    """What each frame adds: one step of the loop."""
 
 
 def stream_costs(pivot: Pivot) -> list[StreamCost]:
-    """Lines through each (variant, side)'s call time against the chunk length, where at
-    least ``MIN_FIT_CHUNKS`` were timed: exact through two, least squares on relative errors
-    through more (as ``call_costs``)."""
+    """Lines (``fit_line``) through each (variant, side)'s call time against the chunk length,
+    where at least ``MIN_FIT_CHUNKS`` were timed."""
     calls: dict[tuple[str, str], dict[int, float]] = {}
     for key, r in pivot.results.items():
         if key.side is not None and key.chunk is not None and r.us_per_step is not None:
@@ -307,19 +287,15 @@ def stream_costs(pivot: Pivot) -> list[StreamCost]:
     costs = []
     for (name, side), by_chunk in calls.items():
         if len(by_chunk) >= MIN_FIT_CHUNKS:
-            chunks = np.array(sorted(by_chunk), dtype=float)
-            call_us = np.array([by_chunk[int(c)] for c in chunks])
-            slope, intercept = np.polyfit(chunks, call_us, 1, w=1 / call_us)
-            fitted = tuple(int(c) for c in chunks)
-            costs.append(StreamCost(name, side, fitted, float(intercept), float(slope)))
+            chunks, slope, intercept, _ = fit_line(by_chunk)
+            costs.append(StreamCost(name, side, chunks, intercept, slope))
     return costs
 
 
 def floor_per_frame(costs: Iterable[StreamCost], pivot: Pivot) -> dict[str, float]:
     """side -> the floors' least cost per frame of the stream, among those fitted above zero
     (below it, the times do not resolve it)."""
-    floors = {name for role in FLOORS for name in pivot.named(role)}
-    floor: dict[str, float] = {}
+    floors, floor = pivot.floors(), dict[str, float]()
     for c in costs:
         if c.variant in floors and c.per_frame_us > 0:
             floor[c.side] = min(c.per_frame_us, floor.get(c.side, c.per_frame_us))
