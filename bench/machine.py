@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import importlib.metadata
 import os
 import platform
@@ -32,37 +33,30 @@ class Machine:
 
     platform: str = ""
     machine: str = ""
-    """The architecture (``platform.machine()``)."""
     processor: str = ""
     cpu_count: int | None = None
     affinity: int | None = None
     """The CPUs this process may run on."""
     python: str = ""
     versions: dict[str, str] = field(default_factory=dict)
-    """Each of ``LIBRARIES`` installed, by name."""
     thread_variables: dict[str, str] = field(default_factory=dict)
-    """The thread variables set in the environment (``bench.threads.THREAD_VARIABLES``)."""
     c_compiler: str | None = None
     """The C compiler's version and the floors' flags; ``None``: no compiler."""
 
 
 def machine_facts() -> Machine:
     """Platform, CPUs, Python, library versions and thread variables; imports no framework."""
+    from bench.baselines.c_forward import FLAGS, compiler
+    from bench.threads import THREAD_VARIABLES
+
     versions = {}
     for name in LIBRARIES:
-        try:
+        with contextlib.suppress(importlib.metadata.PackageNotFoundError):
             versions[name] = importlib.metadata.version(name)
-        except importlib.metadata.PackageNotFoundError:
-            continue
-    from bench.baselines.c_forward import FLAGS, compiler
-
     cc = compiler()
-    cc_version = (
-        subprocess.run([cc, "--version"], capture_output=True, text=True).stdout.splitlines()[0]
-        if cc
-        else None
-    )
-    from bench.threads import THREAD_VARIABLES
+    if cc:
+        said = subprocess.run([cc, "--version"], capture_output=True, text=True).stdout
+        cc = f"{said.splitlines()[0]} {' '.join(FLAGS)}"
 
     return Machine(
         platform=platform.platform(),
@@ -73,7 +67,7 @@ def machine_facts() -> Machine:
         python=platform.python_version(),
         versions=versions,
         thread_variables={k: os.environ[k] for k in THREAD_VARIABLES if k in os.environ},
-        c_compiler=f"{cc_version} {' '.join(FLAGS)}" if cc else None,
+        c_compiler=cc,
     )
 
 

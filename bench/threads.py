@@ -2,14 +2,10 @@
 thread pools sized to match, so that a ratio to the floor measures the framework and not
 how many cores each side took.
 
-A worker on N threads is pinned to N of the usable CPUs (``os.sched_setaffinity``), the one
-bound every framework obeys: XLA's CPU client sizes its pool from the affinity and ignores
-``XLA_FLAGS``' thread options. Each framework's own settings then match it: the environment
-the runner gives the worker (OpenMP, BLAS, Numba, TensorFlow's intra- and inter-op pools),
-``torch.set_num_threads`` and TensorFlow's ``tf.config.threading`` once the framework is
-imported. ``check`` reads them back and refuses a worker whose settings did not take; every
-measurement records the threads and the CPU time its timed calls took (``cpu_s``), so that
-a reader can see that no more than N cores worked.
+A worker on N threads is pinned to N CPUs (``os.sched_setaffinity``), the one bound every
+framework obeys (XLA's CPU client sizes its pool from the affinity and ignores ``XLA_FLAGS``);
+each framework's own settings are then set to N, and ``check`` refuses a worker whose
+settings did not take.
 """
 
 from __future__ import annotations
@@ -19,17 +15,6 @@ import importlib
 import os
 from typing import Any
 
-THREAD_VARIABLES = (
-    "OMP_NUM_THREADS",
-    "MKL_NUM_THREADS",
-    "OPENBLAS_NUM_THREADS",
-    "TF_NUM_INTRAOP_THREADS",
-    "TF_NUM_INTEROP_THREADS",
-    "XLA_FLAGS",
-    "NUMBA_NUM_THREADS",
-    "KERAS_BACKEND",
-)
-"""The environment variables that set a worker's threads (and Keras' backend), recorded."""
 POOL_VARIABLES = (
     "OMP_NUM_THREADS",
     "MKL_NUM_THREADS",
@@ -38,7 +23,9 @@ POOL_VARIABLES = (
     "TF_NUM_INTEROP_THREADS",
     "NUMBA_NUM_THREADS",
 )
-"""Those a worker on N threads gets set to N, read when each library loads."""
+"""The environment variables a worker on N threads gets set to N, read as each library loads."""
+THREAD_VARIABLES = (*POOL_VARIABLES, "XLA_FLAGS", "KERAS_BACKEND")
+"""The environment variables that set a worker's threads (and Keras' backend), recorded."""
 FRAMEWORK_COUNTS = (
     "tf_intra_op_threads",
     "tf_inter_op_threads",
