@@ -3,17 +3,11 @@
     frae diff OLD NEW [--fail-slower RATIO] [--alpha P] [--min-margin FRACTION] [--markdown]
 
 OLD and NEW are ``results.jsonl`` files (``bench.records``) or the report folders holding
-them. Measurements pair by (variant, operation, model, B, T, and the stream's side and
-chunk length). Each pair timed in both runs gets a verdict from a rank test on the calls
-both runs kept, with a margin (``bench.change``: slower, faster, within noise, or too few
-calls to tell), and its p-value is printed. Before the tables the diff says what differs
-between the runs: the machine's facts and library versions, the settings (threads among
-them), the grid, and each variant's thread settings, any of which explains a change as well
-as the code.
-
-A measurement in one run only, or timed in one and not in the other, is listed as such,
-with the reason it was not timed. With ``--fail-slower RATIO`` the exit status is 1 when a
-measurement is ``slower`` by at least RATIO, which lets a CI job fail on a regression.
+them. Measurements pair by ``bench.records.Key``; each pair timed in both runs gets a
+verdict from ``bench.change`` with its p-value. Before the tables the diff lists what
+differs between the runs besides the code (``bench.differences``); after them, what one run
+did not time and why. With ``--fail-slower RATIO`` the exit status is 1 when a measurement
+is ``slower`` by at least RATIO, which lets a CI job fail on a regression.
 """
 
 from __future__ import annotations
@@ -30,6 +24,7 @@ from bench.differences import differences
 from bench.records import DEFAULT_MODEL, Key, ResultRecord, RunRecord, VariantRecord, read
 from bench.render import WIDTH, table
 from bench.rounds import pooled
+from bench.tables import fmt
 
 ONLY_OLD, ONLY_NEW = "old only", "new only"
 FAILED_OLD, FAILED_NEW, FAILED_BOTH = "old failed", "new failed", "both failed"
@@ -43,7 +38,6 @@ class Run:
     results: dict[Key, ResultRecord]
     """Each measurement, its rounds merged (``bench.rounds.pooled``)."""
     facts: dict[str, VariantRecord] = field(default_factory=dict)
-    """Each variant's facts from its process (its thread settings among them)."""
     rounds: dict[Key, list[ResultRecord]] = field(default_factory=dict)
     """Each measurement's rounds apart, for a run of more than one."""
 
@@ -61,12 +55,10 @@ class Pair:
 
     @property
     def ratio(self) -> float | None:
-        """m₁ / m₀, when both runs timed it."""
         return None if self.change is None else self.change.ratio
 
     @property
     def p_value(self) -> float | None:
-        """The rank test's p-value, where both runs kept their calls."""
         return None if self.change is None else self.change.p_value
 
 
@@ -142,10 +134,7 @@ def compare(old: Run, new: Run, alpha: float = ALPHA, min_margin: float = MIN_MA
 
 def _us(result: ResultRecord | None) -> str:
     """µs per time step, to three significant figures."""
-    if result is None or result.us_per_step is None:
-        return "—"
-    value = result.us_per_step
-    return f"{value:.3g}" if value < 1000 else f"{value:.0f}"
+    return fmt(None if result is None else result.us_per_step)
 
 
 def _p(value: float | None) -> str:
