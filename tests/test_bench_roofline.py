@@ -7,10 +7,7 @@ in a pinned process of their own. No timing is asserted.
 
 from __future__ import annotations
 
-import json
 import os
-import subprocess
-import sys
 from dataclasses import replace
 from pathlib import Path
 
@@ -22,12 +19,13 @@ from bench.analysis import Pivot
 from bench.grid import wide_models
 from bench.records import Key, Point, Record, ResultRecord, RunRecord
 from bench.roofline import Counts, Peak, counts
-from bench.runner import ROOT, measure_roofline
+from bench.runner import measure_roofline
 from bench.targets import ROOFLINE_MODEL, ROOFLINE_TARGETS, Target
 from bench.threads import environment
 from bench.verdicts import judge, roofline_targets
 from frae.config import GRU, Layer
 from tests.bench_cases import OTHER_CONFIG, measured, run_record
+from tests.processes import last_json, python
 
 STATE = frae.FRAEConfig(
     input_dim=2, encoder_units=(3,), latent_dim=4, decoder_units=(5,), feedback="state", state_dim=6
@@ -244,10 +242,7 @@ def test_a_run_without_peaks_shows_none_and_a_failed_measurement_says_why() -> N
 @pytest.mark.slow  # a fresh interpreter that multiplies matrices for a second
 def test_the_peaks_are_measured_in_a_pinned_process_on_the_threads_asked() -> None:
     env = {**os.environ, **environment(1)}
-    command = [sys.executable, "-m", "bench.roofline", "1"]
-    done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
-    assert done.returncode == 0, done.stderr
-    peak = Peak.from_dict(json.loads(done.stdout.splitlines()[-1]))
+    peak = Peak.from_dict(last_json(python("-m", "bench.roofline", "1", env=env, timeout=60)))
     assert peak is not None and peak.threads == 1
     assert peak.gflops > 0 and peak.gbps > 0
     assert peak.blas and all(pool["num_threads"] == 1 for pool in peak.blas), peak.blas

@@ -5,14 +5,13 @@ refused; ``--threads`` takes a whole number up to the usable CPUs."""
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from bench.records import ResultRecord, VariantRecord, read
 from bench.threads import POOL_VARIABLES, check, check_count, environment, usable_cpus
+from tests.processes import python
 
 USABLE = len(usable_cpus())
 
@@ -48,10 +47,7 @@ def test_pinning_leaves_the_process_on_that_many_cpus() -> None:
     probe = "import os; from bench.threads import pin; pin(1); print(len(os.sched_getaffinity(0)))"
     if not hasattr(os, "sched_setaffinity"):
         pytest.skip("this platform cannot pin a process")
-    found = subprocess.run(
-        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=60
-    )
-    assert found.stdout.strip() == "1"
+    assert python("-c", probe, timeout=60).stdout.strip() == "1"
 
 
 @pytest.mark.slow

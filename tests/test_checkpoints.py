@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import json
 import struct
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -15,8 +13,8 @@ import pytest
 
 import frae
 from frae.checkpoints import moment_key
+from tests.processes import ROOT, last_json, python
 
-ROOT = Path(__file__).resolve().parents[1]
 CONFIG = frae.FRAEConfig(feedback="state", state_dim=8)
 
 
@@ -92,12 +90,9 @@ def test_a_writer_killed_at_random_points_leaves_the_old_checkpoint_or_the_new(
 ) -> None:
     """200 SIGKILLs of a process saving checkpoints in a loop (``tests/checkpoint_crashes.py``):
     after each, the file holds the last checkpoint finished or the one being written, whole."""
-    command = [sys.executable, str(ROOT / "tests" / "checkpoint_crashes.py"), str(tmp_path)]
-    done = subprocess.run(
-        [*command, "200", "7"], capture_output=True, text=True, timeout=600, cwd=ROOT
+    report = last_json(
+        python(str(ROOT / "tests" / "checkpoint_crashes.py"), str(tmp_path), "200", "7")
     )
-    assert done.returncode == 0, done.stderr[-2000:]
-    report = json.loads(done.stdout.splitlines()[-1])
     assert report["kills"] == 200 and report["bad"] == [], report["bad"]
     assert max(report["seen"]) > 20, "the writer finished too few checkpoints to be tested"
 
@@ -193,8 +188,5 @@ def test_a_refused_file_costs_no_memory_for_the_data_it_claims(tmp_path: Path) -
         "else:\n    raise SystemExit('accepted')\n"
         "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before)\n"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", script, str(path)], capture_output=True, text=True, cwd=ROOT
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
+    done = python("-c", script, str(path))
     assert int(done.stdout.split()[-1]) < 20_000, f"peak grew by {done.stdout.split()[-1]} KB"

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import pytest
 
 import frae
+from tests.processes import python
 
 FRAMEWORKS = ("tensorflow", "jax", "flax", "optax", "keras", "torch", "numba")
 
@@ -23,13 +22,7 @@ LIST_FRAMEWORKS = (
 def _frameworks_imported_by(code: str) -> list[list[str]]:
     """The frameworks imported at each ``LIST_FRAMEWORKS`` of ``code`` and at its end, run in a
     fresh interpreter."""
-    result = subprocess.run(
-        [sys.executable, "-c", f"{code}\n{LIST_FRAMEWORKS}"],
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=300,
-    )
+    result = python("-c", f"{code}\n{LIST_FRAMEWORKS}", timeout=300)
     return [json.loads(line) for line in result.stdout.splitlines() if line.startswith("[")]
 
 

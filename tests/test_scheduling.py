@@ -5,10 +5,10 @@ the ``nested`` tests started first, the ``processes`` tests last."""
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
 from collections import defaultdict
 from pathlib import Path
+
+from tests.processes import python
 
 ROOT = Path(__file__).resolve().parent.parent
 SUITE = """
@@ -46,14 +46,11 @@ def run_suite(tmp_path: Path) -> list[tuple[str, str]]:
     (tmp_path / "pytest.ini").write_text(
         "[pytest]\nmarkers =\n    nested: nested\n    processes: processes\n"
     )
-    command = [sys.executable, "-m", "pytest", "-v", "-p", "no:cacheprovider"]
+    command = ["-m", "pytest", "-v", "-p", "no:cacheprovider"]
     command += ["-p", "tests.scheduling", "-n", "2", "--dist", "loadgroup"]
     command += ["--no-loadscope-reorder", str(tmp_path)]
     environment = {"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}
-    result = subprocess.run(
-        command, cwd=tmp_path, env=environment, capture_output=True, text=True, timeout=300
-    )
-    assert result.returncode == 0, result.stdout[-3000:]
+    result = python(*command, cwd=tmp_path, env=environment, timeout=300)
     return PASSED.findall(result.stdout)
 
 

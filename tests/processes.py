@@ -1,0 +1,46 @@
+"""A fresh Python process for a test: a script or module run from the repository's root,
+its output captured."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def python(
+    *arguments: str,
+    env: Mapping[str, str] | None = None,
+    timeout: float = 600,
+    cwd: Path = ROOT,
+    check: bool = True,
+) -> subprocess.CompletedProcess[str]:
+    """``python *arguments`` in a fresh interpreter; with ``check``, it must exit 0."""
+    done = subprocess.run(
+        [sys.executable, *arguments],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+    assert not check or done.returncode == 0, (done.stdout[-3000:], done.stderr[-3000:])
+    return done
+
+
+def last_json(done: subprocess.CompletedProcess[str]) -> Any:
+    """The JSON a process printed on its last line."""
+    return json.loads(done.stdout.splitlines()[-1])
+
+
+def fresh_json(script: str, *args: str, without: tuple[str, ...] = (), **environment: str) -> Any:
+    """What ``script`` prints last, as JSON, in a fresh process whose environment is this
+    one's less the variables ``without``, and ``environment`` over it."""
+    env = {k: v for k, v in os.environ.items() if k not in without} | environment
+    return last_json(python("-c", script, *args, env=env))
