@@ -13,7 +13,7 @@ import numpy as np
 
 import frae
 from bench.machine import Machine
-from bench.records import Listing, Point, ResultRecord, RunRecord, Settings
+from bench.records import DEFAULT_MODEL, Listing, Point, ResultRecord, RunRecord, Settings
 from frae.data import multi_sine
 from frae.params import Weights
 from parity_tests.cases import CASES
@@ -86,9 +86,8 @@ def check_streaming(
     operations: tuple[str, ...] = ("predict", "encode", "decode"),
     batch: int = 3,
 ) -> None:
-    """Each of ``operations`` from a random state, over x (or the codes z) in chunks, each
-    chunk from the state the one before returned: the outputs joined and the last state equal
-    the reference's one call over the whole sequence."""
+    """Each of ``operations`` from a random state, in chained chunks: the outputs joined and the
+    last state equal the reference's one call."""
     reference = frae.create("reference", config, seed=3)
     x = multi_sine(batch=batch, steps=9, features=config.input_dim, seed=1)
     start = np.random.default_rng(4).normal(0.0, 0.5, (batch, config.feedback_dim))
@@ -106,13 +105,22 @@ def check_streaming(
 
 
 def measured(
-    variant: str, role: str, operation: str, batch: int, steps: int, us_per_step: float
+    variant: str,
+    role: str,
+    operation: str,
+    batch: int,
+    steps: int,
+    us_per_step: float,
+    spread: float = 0.0,
+    model: str = DEFAULT_MODEL,
 ) -> ResultRecord:
-    """A timed measurement of ``us_per_step`` µs per time step, on one thread."""
+    """A timed measurement of ``us_per_step`` µs per time step on one thread of ``model``, its
+    quartiles ``spread`` (a fraction of the median) apart."""
     median = us_per_step * steps / 1e6
-    timing = {"median_s": median, "q1_s": median, "q3_s": median}
+    q1, q3 = median * (1 - spread / 2), median * (1 + spread / 2)
+    timing = {"median_s": median, "q1_s": q1, "q3_s": q3}
     return ResultRecord(
-        variant, operation, batch, steps, role, first_call_s=1.0, threads=1, **timing
+        variant, operation, batch, steps, role, model, first_call_s=1.0, threads=1, **timing
     )
 
 

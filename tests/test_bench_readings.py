@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 import frae
-from bench.records import DEFAULT_MODEL, Key, Point, Record, ResultRecord, RunRecord
+from bench.records import DEFAULT_MODEL, Key, Point, Record, RunRecord
 
 pytest.importorskip("matplotlib", reason="the report needs matplotlib: pip install 'frae[bench]'")
 
@@ -25,33 +25,7 @@ from bench.cli import main
 from bench.grid import model_label, read_config
 from bench.targets import TARGETS_ORIGIN
 from bench.verdicts import measured_targets, targets
-from tests.bench_cases import run_record
-
-
-def timed(
-    variant: str,
-    operation: str,
-    batch: int,
-    steps: int,
-    seconds: float,
-    spread: float = 0.02,
-    role: str = "compiled",
-    model: str = "default",
-) -> ResultRecord:
-    """A measurement of median ``seconds`` per call, its quartiles ``spread`` apart."""
-    quartiles = {"q1_s": seconds * (1 - spread / 2), "q3_s": seconds * (1 + spread / 2)}
-    return ResultRecord(
-        variant,
-        operation,
-        batch,
-        steps,
-        role,
-        model=model,
-        median_s=seconds,
-        samples=7,
-        first_call_s=2.0,
-        **quartiles,
-    )
+from tests.bench_cases import measured, run_record
 
 
 def markdown(records: list[Record]) -> str:
@@ -77,31 +51,38 @@ def on_models(models: dict[str, frae.FRAEConfig] | None = None) -> RunRecord:
 def test_no_split_through_two_lengths() -> None:
     """Two T give a line whatever the times: a negative cost per step once came from such a
     line. Now no split, and the report says why."""
-    records = [timed("keras", "predict", 1, 100, 5e-3), timed("keras", "predict", 1, 1000, 4e-3)]
+    records = [
+        measured("keras", "compiled", "predict", 1, 100, 50.0),
+        measured("keras", "compiled", "predict", 1, 1000, 4.0),
+    ]
     pivot = analysis.Pivot.of(records)
     assert analysis.call_costs(pivot) == [] and tables.call_cost_rows(pivot) == []
     assert "not enough points" in (tables.unsplit_reason(pivot) or "")
-    three = [*records, timed("keras", "predict", 1, 10_000, 0.04)]
+    three = [*records, measured("keras", "compiled", "predict", 1, 10_000, 4.0)]
     assert tables.unsplit_reason(analysis.Pivot.of(three)) is None
 
 
 def test_no_split_where_the_line_misses_a_measurement() -> None:
     """Three T that no line fits within ``FIT_TOLERANCE`` get no figures, only why."""
     records = [
-        timed("bent", "predict", 1, 100, 1e-3),
-        timed("bent", "predict", 1, 1000, 1e-3),
-        timed("bent", "predict", 1, 10_000, 0.1),
+        measured("bent", "compiled", "predict", 1, 100, 10.0),
+        measured("bent", "compiled", "predict", 1, 1000, 1.0),
+        measured("bent", "compiled", "predict", 1, 10_000, 10.0),
     ]
     (row,) = tables.call_cost_rows(analysis.Pivot.of(records))
     assert row[3].startswith("poor fit") and row[4] == "—"
-    straight = [timed("line", "predict", 1, t, 300e-6 + 0.2e-6 * t) for t in (100, 1000, 10_000)]
+    straight = [
+        measured("line", "compiled", "predict", 1, t, 300 / t + 0.2) for t in (100, 1000, 10_000)
+    ]
     (row,) = tables.call_cost_rows(analysis.Pivot.of(straight))
     assert row[3] == "300" and row[4].startswith("0.2")
 
 
 def test_a_negative_fixed_cost_is_not_printed() -> None:
     """A line that fits but crosses below zero at T = 0 has no fixed cost to show."""
-    records = [timed("fast", "predict", 1, t, 1e-6 * t - 20e-6) for t in (100, 1000, 10_000)]
+    records = [
+        measured("fast", "compiled", "predict", 1, t, 1 - 20 / t) for t in (100, 1000, 10_000)
+    ]
     (row,) = tables.call_cost_rows(analysis.Pivot.of(records))
     assert row[3] == "below resolution" and not row[3].startswith("-")
 
@@ -114,12 +95,12 @@ def test_a_part_slower_than_its_whole_is_flagged() -> None:
     flagged in the tables and listed, in the report and the terminal."""
     records = [
         on_models(),
-        timed("keras_rnn", "predict", 1, 1000, 1e-3),
-        timed("keras_rnn", "loss_and_grads", 1, 1000, 17.1e-3),
-        timed("keras_rnn", "train_step", 1, 1000, 5.82e-3),
-        timed("steady", "predict", 1, 1000, 1e-3),
-        timed("steady", "loss_and_grads", 1, 1000, 3e-3),
-        timed("steady", "train_step", 1, 1000, 4e-3),
+        measured("keras_rnn", "compiled", "predict", 1, 1000, 1.0),
+        measured("keras_rnn", "compiled", "loss_and_grads", 1, 1000, 17.1),
+        measured("keras_rnn", "compiled", "train_step", 1, 1000, 5.82),
+        measured("steady", "compiled", "predict", 1, 1000, 1.0),
+        measured("steady", "compiled", "loss_and_grads", 1, 1000, 3.0),
+        measured("steady", "compiled", "train_step", 1, 1000, 4.0),
     ]
     flagged = analysis.flags(analysis.Pivot.of(records))
     assert list(flagged) == [Key("keras_rnn", "loss_and_grads", DEFAULT_MODEL, 1, 1000)]
@@ -135,8 +116,8 @@ def test_a_part_slower_than_its_whole_is_flagged() -> None:
 
 def test_a_wide_spread_is_flagged_and_a_tight_one_is_not() -> None:
     records = [
-        timed("noisy", "predict", 1, 1000, 1e-3, spread=0.6),
-        timed("quiet", "predict", 1, 1000, 1e-3, spread=0.05),
+        measured("noisy", "compiled", "predict", 1, 1000, 1.0, spread=0.6),
+        measured("quiet", "compiled", "predict", 1, 1000, 1.0, spread=0.05),
     ]
     flagged = analysis.flags(analysis.Pivot.of(records))
     assert list(flagged) == [Key("noisy", "predict", DEFAULT_MODEL, 1, 1000)]
@@ -156,9 +137,9 @@ def quick_like_records() -> list:
         role = "floor" if index == 0 else "baseline"
         for steps in (100, 1000):
             for operation in ("predict", "loss_and_grads", "train_step"):
-                seconds = 1.23456e-3 * (index + 1) * steps / 100 * (1 + len(operation) / 10)
-                records.append(timed(name, operation, 1, steps, seconds, role=role))
-        records.append(timed(name, "predict", 256, 1000, 0.0123456 * (index + 1), role=role))
+                us = 12.3456 * (index + 1) * (1 + len(operation) / 10)
+                records.append(measured(name, role, operation, 1, steps, us))
+        records.append(measured(name, role, "predict", 256, 1000, 12.3456 * (index + 1)))
     return records
 
 
@@ -174,8 +155,8 @@ def test_the_terminal_call_costs_and_flags_fit_100_columns() -> None:
     records = quick_like_records()
     for index, name in enumerate(LONG_NAMES):
         for operation in ("predict", "loss_and_grads", "train_step"):
-            seconds = 1.23456e-3 * (index + 1) * 100 * (1 + len(operation) / 10)
-            records.append(timed(name, operation, 1, 10_000, seconds * (1 + index), spread=0.8))
+            us = 12.3456 * (index + 1) ** 2 * (1 + len(operation) / 10)
+            records.append(measured(name, "compiled", operation, 1, 10_000, us, spread=0.8))
     text = terminal(records)
     assert "poor fit" in text and "readings to doubt" in text and "more" in text
     assert max(len(line) for line in text.splitlines()) <= render.WIDTH
@@ -188,8 +169,8 @@ def test_a_wide_models_section_fits_100_columns_too() -> None:
     for index, name in enumerate(LONG_NAMES):
         for batch in (1, 256):
             for operation in ("predict", "train_step"):
-                seconds = 123.456e-3 * (index + 1) * batch
-                records.append(timed(name, operation, batch, 1000, seconds, model=label))
+                us = 123.456 * (index + 1) * batch
+                records.append(measured(name, "compiled", operation, batch, 1000, us, model=label))
     text = terminal(records)
     assert f"model {label}:" in text and "train step B=256" in text
     assert max(len(line) for line in text.splitlines()) <= render.WIDTH
@@ -225,7 +206,7 @@ def test_first_calls_are_points_labelled_with_their_shape() -> None:
     from matplotlib.patches import Rectangle
 
     pivot = analysis.Pivot.of(quick_like_records())
-    assert pivot.first_calls()["numba_floor", "predict"] == (2.0, (1, 100))
+    assert pivot.first_calls()["numba_floor", "predict"] == (1.0, (1, 100))
     figure = plots.first_call_figure(pivot)
     (axis,) = figure.axes
     bars = [p for p in axis.patches if isinstance(p, Rectangle)]
@@ -254,8 +235,8 @@ def test_a_second_model_gets_its_own_section_and_targets() -> None:
     records = [on_models({"default": frae.FRAEConfig(), label: WIDE})]
     for model, scale in (("default", 1.0), (label, 10.0)):
         records += [
-            timed("floor", "predict", 1, 1000, 1e-3 * scale, role="floor", model=model),
-            timed("fast", "predict", 1, 1000, 2e-3 * scale, model=model),
+            measured("floor", "floor", "predict", 1, 1000, scale, model=model),
+            measured("fast", "compiled", "predict", 1, 1000, 2 * scale, model=model),
         ]
     default, wide = analysis.Pivot.of(records), analysis.Pivot.of(records, label)
     assert default.figure(Key("fast", "predict", DEFAULT_MODEL, 1, 1000)) == pytest.approx(2.0)
@@ -264,13 +245,13 @@ def test_a_second_model_gets_its_own_section_and_targets() -> None:
     assert f"## Model {label}" in text and "encoder_units=[64]" in text
     judged = measured_targets(wide)
     assert judged and all("not measured" not in t.verdict for t in judged)
-    wide_batch = [timed("fast", "predict", 256, 1000, 0.2, model=label)]
+    wide_batch = [measured("fast", "compiled", "predict", 256, 1000, 200.0, model=label)]
     judged = measured_targets(analysis.Pivot.of([*records, *wide_batch], label))
     assert not [t for t in judged if t.statement.startswith("batching")]
     assert [t for t in targets(default) if t.statement.startswith("batching")]
     wide_train = [
-        timed("floor", "loss_and_grads", 1, 1000, 1e-2, role="floor", model=label),
-        timed("tf_while", "train_step", 1, 1000, 2e-2, model=label),
+        measured("floor", "floor", "loss_and_grads", 1, 1000, 10.0, model=label),
+        measured("tf_while", "compiled", "train_step", 1, 1000, 20.0, model=label),
     ]
     judged = measured_targets(analysis.Pivot.of([*records, *wide_train], label))
     assert [t for t in judged if "training step" in t.statement]  # the general ones, judged
@@ -325,9 +306,9 @@ def test_a_figure_far_below_the_floor_is_flagged() -> None:
     """At width 64 a framework's matrix product ran 8× under the loop floor: the floor does
     not bound it there, and the reading says so rather than 'met, 25× to spare' alone."""
     records = [
-        timed("floor", "predict", 1, 1000, 10e-3, role="floor"),
-        timed("blas", "predict", 1, 1000, 1.2e-3),
-        timed("close", "predict", 1, 1000, 9e-3),
+        measured("floor", "floor", "predict", 1, 1000, 10.0),
+        measured("blas", "compiled", "predict", 1, 1000, 1.2),
+        measured("close", "compiled", "predict", 1, 1000, 9.0),
     ]
     flagged = analysis.flags(analysis.Pivot.of(records))
     assert list(flagged) == [Key("blas", "predict", DEFAULT_MODEL, 1, 1000)]
