@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 
 from bench import change
+from bench.change import FEW, NOISE
 from bench.records import Record, ResultRecord, read, to_json
 
 Rounds = tuple[Sequence[ResultRecord], Sequence[ResultRecord]]
@@ -60,42 +61,34 @@ def together(rounds: Sequence[ResultRecord]) -> ResultRecord:
 Case = tuple[ResultRecord, ResultRecord, Rounds, str]
 SPREAD_OLD, SPREAD_NEW = rounds_of([100, 140], 10), rounds_of([100, 138], 20)
 TIGHT_OLD, TIGHT_NEW = rounds_of([100, 101], 30), rounds_of([130, 131], 40)
+ALONE: Rounds = ((), ())
+"""No rounds: a measurement of one process."""
 CASES: dict[str, Case] = {
-    "the same distribution": (
-        timed(drawn(100, 200, 1)),
-        timed(drawn(100, 200, 2)),
-        ((), ()),
-        change.NOISE,
-    ),
-    "1.5× slower": (timed(drawn(100, 200, 3)), timed(drawn(150, 200, 4)), ((), ()), change.SLOWER),
-    "1.5× faster": (timed(drawn(150, 200, 5)), timed(drawn(100, 200, 6)), ((), ()), change.FASTER),
+    "the same distribution": (timed(drawn(100, 200, 1)), timed(drawn(100, 200, 2)), ALONE, NOISE),
+    "1.5× slower": (timed(drawn(100, 200, 3)), timed(drawn(150, 200, 4)), ALONE, change.SLOWER),
+    "1.5× faster": (timed(drawn(150, 200, 5)), timed(drawn(100, 200, 6)), ALONE, change.FASTER),
     # many calls make a 3 % shift significant; the margin keeps it within noise
     "3 % with 2000 calls": (
         timed(drawn(100, 2000, 7, 0.02)),
         timed(drawn(103, 2000, 8, 0.02)),
-        ((), ()),
-        change.NOISE,
+        ALONE,
+        NOISE,
     ),
     # two modes, mixed a little differently: the medians 1.33× apart, the calls alike
     "medians apart, calls mixed": (
         timed([100.0] * 5 + [200.0] * 5 + [150.0]),
         timed([100.0] * 4 + [200.0] * 6 + [199.0]),
-        ((), ()),
-        change.NOISE,
+        ALONE,
+        NOISE,
     ),
     # wholly apart, but five calls each cannot reach p < 0.002
-    "five calls each, 2× apart": (
-        timed(drawn(100, 5, 9)),
-        timed(drawn(200, 5, 10)),
-        ((), ()),
-        change.FEW,
-    ),
+    "five calls each, 2× apart": (timed(drawn(100, 5, 9)), timed(drawn(200, 5, 10)), ALONE, FEW),
     # each run's two processes differ by 40 %: a 1.2× change between runs is within that
     "1.2× within the spread between rounds": (
         together(SPREAD_OLD),
         together([timed([c * 1.2e6 for c in (r.calls_s or [])], r.round) for r in SPREAD_NEW]),
         (SPREAD_OLD, SPREAD_NEW),
-        change.NOISE,
+        NOISE,
     ),
     "1.3× beyond tight rounds": (
         together(TIGHT_OLD),
@@ -107,19 +100,13 @@ CASES: dict[str, Case] = {
 
 
 @pytest.mark.parametrize(("old", "new", "rounds", "expected"), CASES.values(), ids=list(CASES))
-def test_the_verdict_on_kept_calls(
+def test_the_verdict_on_kept_calls_and_on_the_runs_swapped(
     old: ResultRecord, new: ResultRecord, rounds: Rounds, expected: str
 ) -> None:
     found = change.judge(old, new, rounds=rounds)
     assert found.verdict == expected, found
     if expected in (change.SLOWER, change.FASTER):
         assert found.p_value is not None and found.p_value < change.ALPHA
-
-
-@pytest.mark.parametrize(("old", "new", "rounds", "expected"), CASES.values(), ids=list(CASES))
-def test_swapping_the_runs_swaps_slower_and_faster(
-    old: ResultRecord, new: ResultRecord, rounds: Rounds, expected: str
-) -> None:
     mirrored = {change.SLOWER: change.FASTER, change.FASTER: change.SLOWER}
     swapped = change.judge(new, old, rounds=(rounds[1], rounds[0]))
     assert swapped.verdict == mirrored.get(expected, expected)
