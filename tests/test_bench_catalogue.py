@@ -9,9 +9,8 @@ from tests.bench_cases import OTHER_CONFIG, STATE_CONFIG, STATE_CONFIGS, STATE_L
 
 
 def test_a_variant_runs_its_part_of_the_grid() -> None:
-    """A slow variant stops at the caps; a hand-written backward runs its operations at its
-    shapes only; a compiled backend runs everything, the width axis included; a loop floor
-    runs the default model alone."""
+    """A slow variant stops at the caps, a hand-written backward runs at its shapes only, a
+    compiled backend runs everything and a loop floor the default model alone."""
     from bench.catalogue import VARIANTS
     from bench.grid import SHAPES, default_grid, points_for
     from bench.job import Settings

@@ -56,11 +56,7 @@ def _tensorflow_gradient_hlo(through_the_outputs: bool) -> str:
     keras.backend.backend() != "tensorflow", reason="the HLO of Keras on TensorFlow"
 )
 def test_the_gradient_loop_copies_no_time_long_array_on_tensorflow() -> None:
-    """Summing the squared error in the cell's state keeps a backward step's cost flat in T.
-
-    Differentiated through the stacked outputs ``[x̂, z]`` instead, XLA copies their T-long
-    gradient at every backward iteration (a training step's cost per step then grows with
-    T, docs/performance.md): the same check finds those copies there.
-    """
+    """The error summed in the cell's state: no T-long gradient copied per backward step; the
+    same check finds the copies when differentiating through the stacked outputs."""
     assert time_long_copies(_tensorflow_gradient_hlo(through_the_outputs=False), 37) == []
     assert time_long_copies(_tensorflow_gradient_hlo(through_the_outputs=True), 37)

@@ -68,9 +68,8 @@ FORMAT_1 = [json.dumps(RUN), json.dumps(RESULT)]
 
 
 def test_a_format_this_version_does_not_know_is_refused() -> None:
-    """A file of today's format reads as written; one of a later format is refused rather
-    than misread, and one of format 1, which kept no timed calls and set no threads, with its
-    format named (no upgrade can fill either in)."""
+    """Today's format reads as written; a later format is refused, and format 1 (no timed calls,
+    no threads) with its format named."""
     (today,) = parse([json.dumps(RUN | {"format": FORMAT})])
     assert isinstance(today, RunRecord) and today.format == FORMAT
     with pytest.raises(ValueError, match=f"format must be {OLDEST} to {FORMAT}, got {FORMAT + 1}$"):

@@ -200,9 +200,8 @@ def test_a_state_targets_verdict_follows_the_figures(case: tuple, rows: list) ->
 
 
 def test_the_state_targets_are_the_output_ones_over_the_floor_with_their_own_limits() -> None:
-    """Each state target is an output target over the floor that judges every variant of
-    its role (not one framework's own limit), its statement prefixed, its limit
-    ``STATE_LIMITS``'s where that has one and the output target's elsewhere."""
+    """Each state target is an output target over the floor, its statement prefixed, its limit
+    ``STATE_LIMITS``'s where that has one."""
     from bench.targets import STATE, STATE_LIMITS, OverFloor
 
     over_floor = [t for t in TARGETS if isinstance(t.over, OverFloor) and t.variant is None]

@@ -29,10 +29,8 @@ def _inputs(seed: int, config: frae.FRAEConfig = CONFIG) -> np.ndarray:
 
 @pytest.mark.slow
 def test_autograd_runs_the_hand_written_backward(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The loss's autograd node is ``HandWrittenBPTT``'s; ``loss_and_grads``
-    (``torch.autograd.grad``) equals autograd's own gradient through the scan
-    (``torch_scan``); and doubling what the hand-written backward returns doubles what
-    ``loss_and_grads`` reports and what ``fit``'s ``loss.backward()`` hands to SGD."""
+    """The loss's autograd node is ``HandWrittenBPTT``'s, its gradient equals the scan's, and
+    doubling what it returns doubles ``loss_and_grads`` and what ``fit`` hands to SGD."""
     weights = frae.initial_weights(CONFIG, seed=8)
     x, y = _inputs(seed=9), _inputs(seed=10)
     hand = frae.create(TWIN, CONFIG, weights=weights)

@@ -32,9 +32,8 @@ def _predict_afresh(config: frae.FRAEConfig) -> dict[str, int]:
 
 @pytest.mark.slow
 def test_a_scan_graph_is_cached_and_its_body_is_in_the_key() -> None:
-    """Two configs alike but for the activation inside the loop: the second, compiled after
-    the first, is its own graph (its outputs are the reference's, which the first's graph
-    would not give); the first, compiled again, hits."""
+    """Two configs differing only in the loop's activation compile two graphs (each output the
+    reference's); the first, compiled again, hits the cache."""
     first = CASES["default"].config  # the kit's: the run compiles it once, whoever is first
     second = dataclasses.replace(first, activation="tanh")
     _predict_afresh(first)
