@@ -3,26 +3,13 @@
     python -m bench [--quick] [--variants NAME_OR_PATH ...] [--config JSON_OR_FILE]
                     [--steps T ...] [--batch B ...] [--operations OP ...] [--out DIR]
 
-The variants (``bench.catalogue``) each run in a fresh process (``bench.worker``, started by
-``bench.runner``) over the grid of (model, B, T) (``bench.grid``); the records
-(``bench.records``) stream back as JSON lines and are written, with the machine's facts and
-library versions, to ``results.jsonl``; ``bench.report`` turns them into ``report.md`` and
-plots.
-
-A few backends at one shape, predict and a training step:
-
-    python -m bench --variants tf_while textbook_fix --batch 1 --steps 1000 \\
-        --operations predict train_step
-
-One's own port beside the floor, on a wider model:
+Each variant (``bench.catalogue``) runs in a fresh process (``bench.worker``, started by
+``bench.runner``) over the grid (``bench.grid``); its records are written to
+``results.jsonl`` and ``bench.report`` turns them into ``report.md`` and plots. One's own
+port beside the floor, on a wider model:
 
     python -m bench --quick --variants numba_floor my_package.port:MyFRAE \\
         --config '{"encoder_units": [64], "latent_dim": 16, "decoder_units": [64]}'
-
-The state-feedback model (the contract's "State feedback"), the GRU in the floors too; the
-variants that cannot run it (``Variant.no_state_feedback``) are left out, saying why:
-
-    python -m bench --quick --config '{"feedback": "state", "state_dim": 8}'
 """
 
 from __future__ import annotations
@@ -47,9 +34,8 @@ from frae.config import FRAEConfig
 
 def select(names: list[str] | None, quick: bool = False) -> list[Variant]:
     """The variants named (by default all but the optional ones, and with ``quick`` those
-    that run in ``--quick``). A name with ``:`` is a port's import path,
-    ``package.module:Factory``, run as a compiled backend; an unknown name, or a path whose
-    module cannot be found, raises ``ValueError``."""
+    that run in ``--quick``), a name with ``:`` a port's import path (``port``); an unknown
+    one raises ``ValueError``."""
     if not names:
         return [v for v in VARIANTS if not v.optional and (v.quick or not quick)]
     known = {v.name: v for v in VARIANTS}
@@ -87,13 +73,8 @@ def benchmark(
     operations: list[str] | None = None,
     config: FRAEConfig | None = None,
 ) -> tuple[list[Record], str]:
-    """Measure, then write the report (``preamble``, Markdown, goes before its summary);
-    returns the records and the summary for the terminal.
-
-    The grid and its models are ``bench.grid.choose_grid``'s: ``default_grid``,
-    ``quick_grid`` with ``quick``, every operation at the ``batches`` × ``steps`` given,
-    on ``config`` where one is given.
-    """
+    """Measure over ``bench.grid.choose_grid``'s grid, then write the report (``preamble``,
+    Markdown, before its summary); return the records and the summary for the terminal."""
     from bench import report
 
     grid, models = choose_grid(quick, config, batches, steps, operations)

@@ -30,17 +30,9 @@ QUICK_SETTINGS = Settings(
 
 @dataclass(frozen=True)
 class Job:
-    """What one worker process measures.
-
-    Attributes:
-        variant: the variant's label in the results.
-        backend: a registered name or ``"module:attribute"`` for ``frae.create``.
-        settings: how long each measurement runs.
-        points: the models and shapes it measures, and the operations at each.
-        models: each point's model by label (a label absent here is the default model).
-        frameworks: the frameworks its process runs on, whose thread settings it reports.
-        devices: data-parallel on this many devices (``create(..., devices=N)``), or ``None``.
-    """
+    """What one worker process measures: ``variant`` (``backend`` for ``frae.create``) at
+    ``points``, each of whose models is in ``models`` by label (absent: the default), on
+    ``frameworks``, whose thread settings it reports, and ``devices``."""
 
     variant: str
     backend: str

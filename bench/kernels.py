@@ -2,18 +2,12 @@
 ``tf_while`` and ``jax_scan``, read from the optimized HLO.
 
 XLA on CPU runs every fusion, dot and copy of a ``while`` body as a call of its own at each
-iteration. At B=1 such a call does a few dozen flops at most, so the number of calls per
-time step, not arithmetic, sets the cost per step; the Numba floor is one function with
-none. A loop XLA folds (``frae.routes``: its attribute ``xla_cpu_small_call``) runs as one
-function instead, its kernels inlined: the count then says what that function computes,
-and the last column how many loops were folded. ``docs/performance.md`` reads these counts
-next to the measured times.
+iteration; at B=1 such a call does a few dozen flops, so the calls per time step, not the
+arithmetic, set the cost per step. A loop XLA folds (``frae.routes``) runs as one function,
+its kernels inlined; the last column counts those. ``docs/performance.md`` reads the counts.
 
     python -m bench.kernels [--batch B] [--steps T] [--backends tf_while jax_scan]
                             [--config JSON_OR_FILE]
-
-``--config`` counts another model's, as ``python -m bench`` reads it (the state-feedback
-model: ``'{"feedback": "state", "state_dim": 8}'``).
 """
 
 from __future__ import annotations
@@ -59,8 +53,7 @@ def loop_kernels(hlo: str) -> list[Counter[str]]:
 
 FOLDED = 'xla_cpu_small_call="true"'
 """The attribute XLA:CPU's loop folding (``frae.routes.LOOP_FOLDING``) puts on the call that
-replaces a hoisted ``while``: that loop runs as one compiled function, its body's kernels
-inlined, not launched one by one."""
+replaces a hoisted ``while``."""
 
 
 def folded_loops(hlo: str) -> int:

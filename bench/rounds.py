@@ -1,17 +1,11 @@
 """Rounds: a run that measures every variant R times (``--rounds R``), each time in a fresh
-process, the variants taking turns (round 1 runs each variant once, then round 2 ...).
+process, the variants taking turns so that a slow minute of the machine falls on all alike.
 
-A process's own state moves a measurement between processes by more than its calls vary
-within one: on a 2-core machine, two processes of tf_while on the same code put its
-gradient at T = 1000 at 3.65 and 5.42 µs a step, each within a few per cent over its own
-calls. No number of calls in one process shows that spread, so a run that is to be compared
-with another measures each variant in several processes, and ``bench.change`` widens its
-margin by the spread it finds between them, as asv measures each benchmark in several
-processes. The variants take turns so that a slow minute of the machine falls on all of
-them alike.
-
-``pooled`` merges the rounds of each measurement into one record for the report's tables:
-every call of every round, the median and quartiles over them all.
+A process's own state moves a measurement by more than its calls vary within one (on a
+2-core machine, two processes of tf_while put its gradient at 3.65 and 5.42 µs a step, each
+within a few per cent over its own calls), so ``bench.change`` widens its margin by the
+spread between rounds, as asv measures each benchmark in several processes. ``pooled``
+merges the rounds of each measurement into one record for the report's tables.
 """
 
 from __future__ import annotations
@@ -58,9 +52,8 @@ def merged(rounds: list[ResultRecord]) -> ResultRecord:
 
 
 def pooled(records: list[Record]) -> list[Record]:
-    """``records`` with each measurement's rounds merged (``merged``) where the first of
-    them stood, each variant's facts its first round's (or the first failure's), and each
-    variant's worker time the sum of its rounds'. Records without rounds pass unchanged."""
+    """``records`` with each measurement's rounds merged (``merged``) where the first stood,
+    each variant's facts its first round's (or first failure's), its worker time their sum."""
     if not any(getattr(r, "round", None) for r in records):
         return records
     results: dict[Key, list[ResultRecord]] = defaultdict(list)
