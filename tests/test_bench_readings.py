@@ -1,11 +1,5 @@
-"""The benchmark's readings cannot mislead, and its command line says what is wrong.
-
-Each test feeds the report records that once gave a misleading reading (a per-step cost
-fitted through two T, a part slower than its whole, a training panel of one point, bars
-on a log axis) and shows the reading can no longer appear; each has a control that the
-honest reading is still given where the figures support it. The command line rejects
-bad arguments with status 2 and a message naming the argument. No timing is asserted.
-"""
+"""The report's readings cannot mislead (each test feeds records that once did, with a control
+that the honest reading stays), and the command line names a bad argument. No timing asserted."""
 
 from __future__ import annotations
 

@@ -1,9 +1,5 @@
-"""The roofline: a step's FLOPs and bytes counted from the layer table agree with counts
-made by hand (and a broken count is caught), the roofline's time and a variant's ratio to
-it follow, its targets are judged on the width-256 model alone, the report says the peaks
-and the BLAS kernel and shows each ratio beside the floor's, and the run measures the peaks
-in a pinned process of their own. No timing is asserted.
-"""
+"""The roofline: FLOPs and bytes counted from the layer table agree with hand counts, its
+ratios, targets and report follow, and the peaks are measured in a pinned process. No timing."""
 
 from __future__ import annotations
 

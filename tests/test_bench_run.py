@@ -1,13 +1,5 @@
-"""The benchmark run from its command line, end to end.
-
-- On a tiny grid (floor and reference, predict and a training step at B=1, T=20 and 40) it
-  writes valid JSON lines, a Markdown report with its sections and decodable PNGs; the
-  check of that output rejects damaged output.
-- On the state-feedback model it leaves out, saying why, the variants that cannot run it,
-  and runs the rest.
-
-No timing is asserted: the figures depend on the machine.
-"""
+"""The benchmark run end to end from its command line: JSON lines, report and plots on a tiny
+grid, damaged output rejected, the state model's unrunnable variants left out with why."""
 
 from __future__ import annotations
 

@@ -1,12 +1,5 @@
-"""``frae diff`` on runs that kept every call (``bench.change``): the rank test, its margin,
-the spread between rounds, and what too few calls cannot tell.
-
-The calls are drawn here, from seeded long-tailed (log-normal) distributions like a
-machine's timings; each rule that drops a part of the verdict (the rank test, the margin,
-the spread between rounds, the count of calls) misjudges one of the cases.
-
-No benchmark is run.
-"""
+"""``frae diff`` on runs that kept every call (``bench.change``), on seeded long-tailed calls:
+each rule that drops a part of the verdict misjudges a case. No benchmark is run."""
 
 from __future__ import annotations
 

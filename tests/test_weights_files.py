@@ -1,9 +1,5 @@
-"""Weights files: what ``load_weights`` refuses and how, and how ``save_weights`` writes.
-
-Each bad file is one a user could hand over: missing, cut short, not an archive, holding
-other members, a lying header, a pickle. Each must be refused by name of the file, before
-its data is inflated, and never unpickled.
-"""
+"""Weights files: each bad file a user could hand over is refused by its name, before its data
+is inflated and never unpickled; how ``save_weights`` writes."""
 
 from __future__ import annotations
 
