@@ -130,7 +130,7 @@ def compile_simd(config: FRAEConfig, source: Path = SOURCE) -> ctypes.CDLL:
 
 class ForwardInC(NumbaFloorBackend):
     """The Numba floor with its forward in C: predict, encode and decode through one
-    ``_forward``, which a C floor writes."""
+    ``_stream``, which calls the C floor's ``frae_forward``."""
 
     _loops: ctypes.CDLL
     """The compiled C floor, which a subclass's ``_build`` loads."""
@@ -139,7 +139,7 @@ class ForwardInC(NumbaFloorBackend):
         """The two workspaces the C forward takes after the weights, for one shape."""
         raise NotImplementedError
 
-    def _forward(self, sequences: Array, state: Array, codes_given: bool, keep: str) -> Streamed:
+    def _stream(self, sequences: Array, state: Array, codes_given: bool, keep: str) -> Streamed:
         """x̂ (``keep="outputs"``) or z (``keep="codes"``), (B, T, ·), and the feedback after
         the last step, (B, S), from ``state`` (B, S): one call of the C loop, batch-major."""
         batch, steps, width = sequences.shape
@@ -160,15 +160,6 @@ class ForwardInC(NumbaFloorBackend):
             batch,
         )
         return kept, final
-
-    def _predict(self, x: Array, state: Array) -> Streamed:
-        return self._forward(x, state, codes_given=False, keep="outputs")
-
-    def _encode(self, x: Array, state: Array) -> Streamed:
-        return self._forward(x, state, codes_given=False, keep="codes")
-
-    def _decode(self, z: Array, state: Array) -> Streamed:
-        return self._forward(z, state, codes_given=True, keep="outputs")
 
 
 class SimdFloorBackend(ForwardInC):
