@@ -23,13 +23,17 @@ from pathlib import Path
 from bench import tables
 from bench.analysis import Pivot, models_of, summary_shape
 from bench.export_section import export_sections
-from bench.export_targets import EXPORT_TARGETS_ORIGIN
 from bench.plots import plots
 from bench.records import DEFAULT_MODEL, Point, Record, RunRecord, VariantRecord, read
 from bench.render import Brief, Layout, Section, markdown, terminal
 from bench.roles import Role
 from bench.roofline import describe, peak_of
-from bench.targets import ROOFLINE_TARGETS_ORIGIN, STREAM_TARGETS_ORIGIN, origin_of
+from bench.targets import (
+    EXPORT_TARGETS_ORIGIN,
+    ROOFLINE_TARGETS_ORIGIN,
+    STREAM_TARGETS_ORIGIN,
+    origin_of,
+)
 from bench.verdicts import (
     Outcome,
     export_targets,

@@ -7,10 +7,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from bench.analysis import Pivot
-from bench.export_targets import EXPORT_TARGETS
 from bench.records import Shape
 from bench.roofline import roofline_us
 from bench.targets import (
+    EXPORT_TARGETS,
     ROOFLINE_TARGETS,
     STREAM_TARGETS,
     InMicroseconds,
