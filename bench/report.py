@@ -1,12 +1,6 @@
-"""The benchmark's report: tables with every figure's ratio to the native floor, the targets
-met or missed, and plots, all from the records a run writes (``bench.records``).
-
-``write(records, out)`` writes ``report.md`` and the plots (``bench.plots``) into ``out`` and
-returns the summary for the terminal. The report is one list of sections (``sections``),
-drawn twice by ``bench.render``: in full as Markdown, and abridged for the terminal. The
-figures come from one ``Pivot`` of the records (``bench.analysis``), the verdicts from
-``bench.verdicts`` on the targets of ``bench.targets``, the tables' rows from
-``bench.tables``.
+"""The benchmark's report, from the records a run writes (``bench.records``): one list of
+sections (``sections``), drawn in full as Markdown and abridged for the terminal
+(``bench.render``), with the plots (``bench.plots``).
 
     python -m bench.report RESULTS.jsonl [--out FOLDER]
 
@@ -161,8 +155,7 @@ def head(pivot: Pivot, run: RunRecord) -> str:
 
 
 def _roofline_line(run: RunRecord) -> str:
-    """The head's line on the roofline's peaks and BLAS kernel (``bench.roofline``), or
-    why there are none; nothing for a run from before the roofline."""
+    """The head's line on the roofline's peaks (``bench.roofline``), or why there are none."""
     if run.roofline is None:
         return ""
     return f"\n- roofline peaks: {describe(peak_of(run), run.roofline.get('error'))}"
@@ -208,8 +201,7 @@ def target_rows(judged: Iterable[Outcome]) -> list[list[str]]:
 
 
 def targets_section(pivot: Pivot) -> Section:
-    """The model's targets and the stream's judged, after where they come from; the terminal
-    lists those measured."""
+    """Every target judged, after where they come from; the terminal lists those measured."""
     roofline = roofline_targets(pivot)
     judged = targets(pivot) + stream_targets(pivot) + export_targets(pivot) + roofline
     unmeasured = sum(not t.judged for t in judged)
@@ -226,8 +218,8 @@ def targets_section(pivot: Pivot) -> Section:
 
 
 def stream_sections(pivot: Pivot) -> list[Section]:
-    """The stream, where the run streamed: µs per frame at each side and chunk length beside
-    the floors, each call split into per call and per frame, and what did not stream."""
+    """The stream, where the run streamed: µs per frame, each call split into per call and
+    per frame, and what did not stream."""
     if not (rows := tables.stream_rows(pivot)):
         return []
     header = tables.stream_header(pivot)
@@ -336,10 +328,8 @@ def variants_section(pivot: Pivot, run: RunRecord) -> Section:
 def sections(
     records: Iterable[Record], images: Sequence[Path] = (), preamble: str = ""
 ) -> list[Section]:
-    """The report, in order: the head, ``preamble`` (Markdown), the summary, the targets, the
-    call costs, the stream, the exported artifacts, the price of autodiff, the devices axis,
-    each other model, the readings to doubt, the variants, every measurement and the plots
-    ``images``.
+    """The report's sections, in order, ``preamble`` (Markdown) after the head and the plots
+    ``images`` last.
 
     Raises:
         ValueError: ``records`` do not hold the run's record.

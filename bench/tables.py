@@ -1,9 +1,6 @@
 """The report's tables: each one's rows of formatted cells, its header and its caption, from
-one ``Pivot`` (``bench.analysis``).
-
-Figures are µs per time step unless a header says otherwise, with three significant
-figures; a figure with its ratio to the floor reads ``figure (ratio×)``; a flagged one
-(``bench.analysis.flags``) ends in ``FLAG``.
+one ``Pivot`` (``bench.analysis``). A figure with its ratio to the floor reads
+``figure (ratio×)``; a flagged one (``bench.analysis.flags``) ends in ``FLAG``.
 """
 
 from __future__ import annotations
@@ -33,6 +30,8 @@ from bench.roofline import peak_of, roofline_ratio, roofline_us
 Rows = list[list[str]]
 FLAG = "!"
 """Marks a flagged figure in the tables."""
+UNRESOLVED = "below resolution"
+"""A part of a split fitted below zero: smaller than the noise of its times."""
 
 
 def fmt(value: float | None, digits: int = 3) -> str:
@@ -74,8 +73,7 @@ SUMMARY_CAPTION = (
 
 
 def summary_rows(pivot: Pivot) -> Rows:
-    """One row per variant at ``summary_shape``: each operation's µs/step (× floor), the first
-    call of predict and of a training step, import time and peak memory."""
+    """One row per variant at ``summary_shape``."""
     compiles, shape, rows, doubted = pivot.first_calls(), summary_shape(pivot), [], flags(pivot)
     for name, role in pivot.roles.items():
         fact = pivot.facts.get(name, VariantRecord(name))
@@ -104,9 +102,8 @@ CALL_COST_CAPTION = (
 
 
 def call_cost_rows(pivot: Pivot) -> Rows:
-    """One row per (variant, operation) measured at enough T: its split, the per-step part
-    also over the floor's, or why there is none (the line does not fit, or the fixed cost
-    is below what these T resolve: a negative intercept)."""
+    """One row per (variant, operation) measured at enough T: its split, or why there is none
+    (the line does not fit, or the fixed cost is below what these T resolve)."""
     costs = call_costs(pivot)
     floor = floor_per_step(costs, pivot)
     rows = []
@@ -118,7 +115,7 @@ def call_cost_rows(pivot: Pivot) -> Rows:
             continue
         base = floor.get(c.operation)
         per_step = with_ratio(c.per_step_us, c.per_step_us / base if base else None)
-        per_call = fmt(c.per_call_us) if c.per_call_us >= 0 else "below resolution"
+        per_call = fmt(c.per_call_us) if c.per_call_us >= 0 else UNRESOLVED
         rows.append([c.variant, LABELS[c.operation], steps, per_call, per_step])
     return rows
 
@@ -149,9 +146,8 @@ AUTODIFF_CAPTION = (
 
 
 def autodiff_rows(pivot: Pivot) -> Rows:
-    """Per framework and B at T = 1000: its own autodiff's gradient and training step
-    beside the hand-written backward's (its twin, ``Pivot.twins``), and their ratio (above
-    1: autodiff costs more)."""
+    """Per framework and B at ``AUTODIFF_STEPS``: its gradient and training step beside its
+    hand-written twin's (``Pivot.twins``), and their ratio."""
     rows = []
     for autodiff, hand in pivot.twins():
         steps = AUTODIFF_STEPS
@@ -181,8 +177,7 @@ DEVICES_CAPTION = (
 
 def devices_rows(pivot: Pivot) -> Rows:
     """Per variant on the devices axis (``Pivot.on_devices``): its training step on one
-    device (its own row) and on N, at the shapes it ran, and their ratio (above 1: the split
-    costs more than it gains)."""
+    device and on N, at the shapes it ran, and their ratio."""
     rows = []
     for one_device, name, count in pivot.on_devices():
         for key in pivot.results:
@@ -201,10 +196,8 @@ ROOFLINE_HEADER = "×roof"
 
 def model_table(pivot: Pivot, brief: bool = False) -> tuple[list[str], Rows]:
     """For a model other than the run's first: per variant, predict and a training step at
-    every (B, T) measured, µs per step (× floor), each beside its ratio to the roofline
-    where the run measured the peaks (``bench.roofline``), and a first row with the
-    roofline's µs per step; the header names each shape. ``brief``: the roofline's ratios
-    at the largest B alone, for the terminal's width."""
+    every (B, T), each beside its ratio to the roofline where the run has peaks, under a row
+    of the roofline's own; ``brief``: those ratios at the largest B alone."""
     shapes = pivot.shapes()
     columns = [(op, shape) for shape in shapes for op in ("predict", "train_step")]
     largest = max((shape.batch for shape in shapes), default=0)
@@ -237,8 +230,7 @@ def _beside(cells: list[str], ratios: list[str], shown: list[bool]) -> list[str]
 
 
 def model_caption(pivot: Pivot) -> str:
-    """What a model's table holds: its T if it has one, the roofline's peaks if the run
-    measured them, and the model's config."""
+    """What a model's table holds: its T, the roofline's peaks and the model's config."""
     fields = ", ".join(f"{k}={v}" for k, v in pivot.config.items())
     steps = sorted({shape.steps for shape in pivot.shapes()})
     at = f"at T={steps[0]}, " if len(steps) == 1 else ""
@@ -284,8 +276,7 @@ DETAIL_HEADER += ["peak MB", "note"]
 
 
 def detail_rows(pivot: Pivot) -> Rows:
-    """Every measurement: µs/step with its IQR, throughput, ratio, first call, memory, and
-    its note with why it is flagged, if it is."""
+    """Every measurement, with its note and why it is flagged, if it is."""
     rows, doubted = [], flags(pivot)
     for key, r in pivot.results.items():
         where = [r.variant, label(r.operation, r.side, r.chunk), str(r.batch), str(r.steps)]
@@ -320,8 +311,7 @@ def stream_keys(pivot: Pivot) -> dict[tuple[str, int, int], dict[tuple[str, int]
 
 
 def stream_columns(pivot: Pivot) -> list[tuple[str, int]]:
-    """(side, chunk length) of each column of the stream's table: each side at every chunk
-    length measured."""
+    """(side, chunk length) of each column of the stream's table."""
     chunks = sorted({key.chunk for key in pivot.results if key.chunk is not None})
     return [(side, chunk) for side in SIDES for chunk in chunks]
 
@@ -331,9 +321,8 @@ def stream_header(pivot: Pivot) -> list[str]:
 
 
 def stream_rows(pivot: Pivot) -> Rows:
-    """One row per variant that streamed: its µs per frame at each side and chunk length
-    (× floor), "unsupported" or "failed" where it was not timed; a variant's shape follows
-    its name where the run streamed more than one."""
+    """One row per variant that streamed: its µs per frame at each side and chunk length, its
+    shape after its name where the run streamed more than one."""
     found, doubted, columns = stream_keys(pivot), flags(pivot), stream_columns(pivot)
     several = len({(b, t) for _, b, t in found}) > 1
     rows = []
@@ -359,14 +348,9 @@ STREAM_COST_CAPTION = (
 )
 
 
-UNRESOLVED = "below resolution"
-"""A part of a split fitted below zero: smaller than the noise of the times it is read from."""
-
-
 def stream_cost_rows(pivot: Pivot) -> Rows:
     """One row per (variant, side) timed at two chunk lengths or more: its cost per call and
-    per frame, the latter also over the floors' least; a part fitted below zero is below
-    what the times resolve."""
+    per frame."""
     costs = stream_costs(pivot)
     floor = floor_per_frame(costs, pivot)
     rows = []
@@ -380,9 +364,8 @@ def stream_cost_rows(pivot: Pivot) -> Rows:
 
 
 def unstreamed(pivot: Pivot) -> list[str]:
-    """Each variant the run listed that does not stream, and each variant whose stream was
-    not timed, with why (once where every side and chunk length says the same), one
-    Markdown item each."""
+    """A Markdown item for each variant that does not stream or whose stream was not timed,
+    with why (once where every side and chunk length says the same)."""
     lines = [f"- `{n}`: {v.no_stream}" for n, v in pivot.listings.items() if v.no_stream]
     reasons: dict[str, dict[str, list[str]]] = {}
     for key, r in pivot.results.items():
