@@ -1,10 +1,6 @@
-"""The C check of the floor: ``c_forward.c``, compiled here at run time and called by ctypes.
-
-``compile_forward`` writes the config's layer table as ``frae_plan.h`` next to a copy of
-``c_forward.c`` in a temporary folder and builds a shared library with the system C compiler
-(``cc``, else ``gcc``) at ``-O2``. ``CForwardBackend`` offers ``predict`` only (from a
-given state, the contract's "Streaming"): it is the forward the Numba floor must stay close
-to, not a training loop; it has no GRU, and refuses a state-feedback model.
+"""The C check of the floor: ``c_forward.c``, compiled here at run time (``cc -O2``, the
+config's layer table written as ``frae_plan.h``) and called by ctypes. ``CForwardBackend``
+offers ``predict`` alone, the forward the Numba floor must stay close to; it has no GRU.
 """
 
 from __future__ import annotations

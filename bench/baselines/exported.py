@@ -1,11 +1,7 @@
-"""An exported artifact as a benchmark variant: the model in a deployment format, run by its
-runtime alone in the variant's process (the contract's "Exports").
-
-Creating one exports the model through ``frae export`` in a child process, which imports
-the exporting framework, and loads the artifact with ``frae.load_exported`` here, where only
-the format's runtime is imported; a process exports each (config, weights) once, so the
-fresh model of every point of a run loads the same artifact. It offers inference alone:
-``predict``, ``encode`` and ``decode`` with the state in and out (the stream).
+"""An exported artifact as a benchmark variant (the contract's "Exports"): the model exported
+by ``frae export`` in a child process, which imports the exporting framework, once per
+(config, weights), and loaded with ``frae.load_exported`` here, where only the format's
+runtime is imported. It offers inference alone, with the state in and out (the stream).
 """
 
 from __future__ import annotations

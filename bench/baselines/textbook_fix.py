@@ -11,11 +11,8 @@ from impls.tf_while import TFWhileBackend
 
 
 class TextbookFixBackend(TFWhileBackend):
-    """``TFWhileBackend`` with ``tf.function(jit_compile=False)``: graph mode, step by step.
-
-    It streams as ``tf_while`` does (the contract's "Streaming"): the feedback entering a
-    call is an argument of the graph's function and the loop's last value its output, so a
-    new state runs the same graph, traced once per chunk length."""
+    """``TFWhileBackend`` with ``tf.function(jit_compile=False)``: graph mode, step by step;
+    it streams as ``tf_while`` does, the state an argument of the same graph."""
 
     name = "textbook_fix"
     jit_compile = False

@@ -1,9 +1,6 @@
-"""PyTorch's eager loop, as a PyTorch user writes it: a benchmark baseline.
-
-The ``torch_scan`` backend's ``nn.Module`` (``nn.Linear`` layers, the same names and
-``torch.optim`` optimizers), stepped by a Python ``for`` loop over time: no
-``torch.compile``, no scripting, the code a PyTorch user writes first. Every time step
-dispatches each of its dozen operators from Python, and autograd records and replays them.
+"""PyTorch's eager loop, as a PyTorch user writes it first: ``torch_scan``'s ``nn.Module`` and
+``torch.optim`` stepped by a Python ``for`` loop over time, nothing compiled, every operator
+of every step dispatched from Python and recorded by autograd.
 """
 
 from __future__ import annotations
