@@ -21,11 +21,10 @@ BATCHES = (1, 32, 256)
 STREAM_FRAMES = 1000
 """The frames of the streamed sequence, at B = 1."""
 STREAM_CHUNKS = (1, 10)
-"""The frames per call of the stream (``bench.stream``): one, as a codec runs online, and
-ten, which splits a call's cost into a part per call and a part per frame."""
+"""The frames per call of the stream: one, as a codec runs online, and ten, which splits a
+call's cost into a part per call and a part per frame."""
 STREAM_POINT = Point(DEFAULT_MODEL, 1, STREAM_FRAMES, (STREAM,))
-"""The stream: one sequence of ``STREAM_FRAMES`` at B = 1, a point of its own (a fresh model,
-whose first calls at each chunk length are the stream's)."""
+"""The stream: one sequence at B = 1, a point (and a fresh model) of its own."""
 SHAPES = (
     Point(DEFAULT_MODEL, 1, 100, OPERATIONS),
     Point(DEFAULT_MODEL, 1, 1000, OPERATIONS),
@@ -36,27 +35,23 @@ SHAPES = (
     STREAM_POINT,
 )
 """The full grid's points on the default model: three T at B = 1 (the per-call split needs
-three), predict at three B at T = 1000 (throughput against B), the training step at
-T = 10000 and B = 256 (training linear in T), and the stream. ``--batch``/``--steps``
-measure every operation at every (B, T) of theirs instead."""
+three), predict at three B (throughput against B), the training step at T = 10000 and
+B = 256 (training linear in T), and the stream."""
 WIDTHS = (64, 256)
 WIDE_SHAPES = (Shape(1, 1000), Shape(256, 1000))
-"""The width axis: models of one hidden layer of each width per side and a latent of 16,
-at the targets' two shapes; the variants marked ``wide`` run them."""
+"""The width axis's shapes, the targets' two (``wide_models``)."""
 QUICK_SHAPES = (
     Point(DEFAULT_MODEL, 1, 100, ("predict",)),
     Point(DEFAULT_MODEL, 1, 1000, OPERATIONS),
     Point(DEFAULT_MODEL, 256, 1000, ("predict",)),
     STREAM_POINT,
 )
-"""``--quick``: every operation at the targets' shape B=1, T=1000; predict at a shorter T
-(what a call of a tenth of the length costs) and at a large batch, for the batching target;
-the stream, for its targets. On one core a variant's compiles take most of its minute, so
-the gradient and the training step are compiled at the targets' T alone."""
+"""``--quick``: every operation at the targets' shape; predict at a shorter T and at a large
+batch (the batching target); the stream. A variant's compiles take most of its minute, so
+the gradient and the training step are compiled at the targets' shape alone."""
 ROOFLINE_WIDTH = 256
-"""The width-axis model whose steps the roofline's targets hold (``bench.targets``): its one
-hidden layer per side of 256 units, at B = 256, T = 1000; ``--quick`` measures it there too,
-predict and the training step, so that a quick run judges those targets."""
+"""The width-axis model whose steps the roofline's targets hold (``bench.targets``), which
+``--quick`` measures too."""
 
 
 def full_grid(
@@ -70,9 +65,8 @@ def full_grid(
 
 
 def wide_models() -> dict[str, FRAEConfig]:
-    """The width axis's models by label: one hidden layer of each of ``WIDTHS`` per side, a
-    latent of 16, the default's two features (the code is then wider than the input: these
-    models measure what width costs, not compression)."""
+    """The width axis's models by label: one hidden layer of each of ``WIDTHS`` per side and a
+    latent of 16 (wider than the input: they measure what width costs, not compression)."""
     configs = [
         FRAEConfig(encoder_units=(width,), latent_dim=16, decoder_units=(width,))
         for width in WIDTHS
@@ -81,8 +75,7 @@ def wide_models() -> dict[str, FRAEConfig]:
 
 
 def default_grid() -> list[Point]:
-    """The full grid: ``SHAPES`` on the default model, and every operation at
-    ``WIDE_SHAPES`` on each of ``wide_models``."""
+    """The full grid: ``SHAPES``, and every operation at ``WIDE_SHAPES`` on ``wide_models``."""
     grid = list(SHAPES)
     grid += [Point(label, *shape, OPERATIONS) for label in wide_models() for shape in WIDE_SHAPES]
     return grid
@@ -108,7 +101,7 @@ def quick_grid(model: str = DEFAULT_MODEL) -> list[Point]:
 
 def on_model(points: Iterable[Point], model: str) -> list[Point]:
     """``points`` on the model labelled ``model``."""
-    return [Point(model, point.batch, point.steps, point.operations) for point in points]
+    return [point._replace(model=model) for point in points]
 
 
 def choose_grid(
@@ -118,11 +111,9 @@ def choose_grid(
     steps: list[int] | None = None,
     operations: list[str] | None = None,
 ) -> tuple[list[Point], dict[str, FRAEConfig]]:
-    """The grid of a run and its models by label: ``default_grid`` (the default model and
-    the width axis), ``quick_grid`` with ``quick``; ``batches``, ``steps`` or ``operations``
-    replace it by every one of the operations (default all) at every (B, T) given (default
-    ``BATCHES`` × ``STEPS``); ``config`` replaces the model (and the width axis) by the one
-    given."""
+    """The grid of a run and its models by label: ``default_grid``, or ``quick_grid``, or the
+    ``operations`` at every ``batches`` × ``steps`` where any is given; ``config`` replaces
+    the model (and the width axis)."""
     label = model_label(config or FRAEConfig())
     models = {label: config or FRAEConfig()}
     if batches or steps or operations:
@@ -137,8 +128,7 @@ def choose_grid(
 
 
 def model_label(config: FRAEConfig) -> str:
-    """``"default"`` for the default model, else its widths from input to output, the GRU's
-    as ``gruH`` with state feedback, and its activations where not swish:
+    """``"default"``, or the widths from input to output and the activations where not swish:
     ``"32-64-16-64-32"``, ``"3-5-2-4-6-3 tanh/sigmoid"``, ``"2-4-3-1-gru8-3-2"``."""
     if config == FRAEConfig():
         return DEFAULT_MODEL
@@ -172,9 +162,9 @@ def read_config(text: str) -> FRAEConfig:
 
 
 def points_for(variant: Variant, grid: Iterable[Point], settings: Settings) -> list[Point]:
-    """The part of ``grid`` a variant runs: the operations it offers; if slow, the caps and
-    ``Settings.slow_operations``; the models after the grid's first only if it runs the
-    width axis (``Variant.wide``) and its role is among ``Settings.wide_roles``."""
+    """The part of ``grid`` a variant runs: the operations it offers, capped if it is slow, on
+    the grid's later models only its ``Variant.wide`` ones, where ``Settings.wide_roles`` has
+    its role."""
     grid = list(grid)
     points, main = [], grid[0].model if grid else DEFAULT_MODEL
     for point in grid:
@@ -197,9 +187,8 @@ def points_for(variant: Variant, grid: Iterable[Point], settings: Settings) -> l
 def state_points(
     variant: Variant, points: list[Point], models: dict[str, FRAEConfig]
 ) -> tuple[list[Point], str | None]:
-    """``points`` without the state-feedback models' where ``variant`` cannot run them
-    (``Variant.no_state_feedback``), and why it is left out of a run of such a model when
-    that leaves it none."""
+    """``points`` without the state-feedback models' where ``variant`` cannot run them, and why
+    it is left out where that leaves it none."""
     if variant.no_state_feedback is None:
         return points, None
     kept = [point for point in points if models[point.model].gru is None]

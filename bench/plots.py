@@ -1,8 +1,5 @@
-"""The report's plots, as PNGs: time per step against T, throughput against B, the stream's
-time per frame against the chunk length, and each operation's first call per variant, from
-one ``Pivot`` (``bench.analysis``).
-
-matplotlib is imported when a plot is drawn, with its non-interactive backend.
+"""The report's plots, as PNGs, from one ``Pivot``: time per step against T, throughput
+against B, the stream's time per frame against the chunk length, and the first calls.
 """
 
 from __future__ import annotations
@@ -42,8 +39,8 @@ Panel = dict[str, list[tuple[int, float]]]
 
 def scaling_panels(pivot: Pivot, by_steps: bool, value: int) -> dict[str, Panel]:
     """operation -> its panel, for predict and a training step: µs per step against T at
-    B = ``value`` (``by_steps``), or throughput against B at T = ``value``. A panel where no
-    variant has two points says nothing about scaling and is left out."""
+    B = ``value`` (``by_steps``), or throughput against B at T = ``value``; a panel where no
+    variant has two points is left out."""
     panels: dict[str, Panel] = {}
     for operation in ("predict", "train_step"):
         lines: Panel = {}
@@ -98,9 +95,8 @@ def _panels_plot(
     labels: tuple[str, str],
     path: Path,
 ) -> Path | None:
-    """``panels`` side by side on log axes, one line per variant in its role's style and a
-    colour of its own, titled ``titles``, their axes ``labels`` (x, y); ``None`` where there
-    is no panel."""
+    """``panels`` side by side on log axes, one line per variant in its role's style;
+    ``None`` where there is no panel."""
     import matplotlib
     import matplotlib.pyplot as plt
 
@@ -136,8 +132,8 @@ def _wide_steps(pivot: Pivot) -> int:
 
 
 def first_call_figure(pivot: Pivot) -> Any:
-    """Each operation's first call per variant as a point on a log axis, labelled with the
-    shape it compiled (``Pivot.first_calls``): a matplotlib figure, or ``None``."""
+    """Each operation's first call per variant, labelled with the shape it compiled, or
+    ``None``."""
     import matplotlib.pyplot as plt
 
     compiles = pivot.first_calls()
@@ -172,9 +168,7 @@ def first_call_figure(pivot: Pivot) -> Any:
 
 
 def plots(pivot: Pivot, out: Path, suffix: str = "") -> list[Path]:
-    """Time per step against T (B=1), throughput against B (``_wide_steps``), the stream's
-    time per frame against the chunk length and each operation's first call per variant, as
-    PNGs; those with nothing to draw are left out."""
+    """The plots as PNGs in ``out``, those with nothing to draw left out."""
     import matplotlib
 
     matplotlib.use("Agg")

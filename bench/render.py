@@ -1,10 +1,5 @@
-"""The report's two renderers: one list of sections, drawn as Markdown or for a terminal.
-
-A ``Section`` holds what the report says in one place (a title, a caption, a table, text);
-its ``Brief``, if it has one, says what the terminal shows of it, in ``WIDTH`` columns: a
-title, a wrapped caption, and the table as a table, an outline or a list. Sections without a
-brief are the Markdown report's alone. Neither renderer judges anything: the figures, their
-verdicts and their prose come from ``bench.report``.
+"""The report's two renderers: one list of ``Section``s drawn as Markdown, or for a terminal
+from each one's ``Brief`` in ``WIDTH`` columns. Neither judges anything.
 """
 
 from __future__ import annotations
@@ -24,12 +19,10 @@ class Layout(Enum):
     """How the terminal draws a section's rows."""
 
     TABLE = "table"
-    """A table, after a blank line."""
     OUTLINE = "outline"
-    """Each row as lines under the heading: its first cell, the others indented below it,
-    the last after an arrow."""
+    """Each row's first cell, the others indented below it, the last after an arrow."""
     LIST = "list"
-    """The rows' first cells on wrapped lines under the heading, comma-separated."""
+    """The rows' first cells, comma-separated, wrapped."""
 
 
 @dataclass(frozen=True)
@@ -80,10 +73,9 @@ def table(
     markdown: bool,
     wrapping: tuple[int, ...] = (),
 ) -> str:
-    """A table of cells formatted already (no parsing as numbers, no realigning of
-    decimals): GitHub Markdown, or plain text for a terminal, where the columns
-    ``wrapping`` share what the others leave of ``WIDTH`` and wrap to their share when the
-    table is too wide for the line (none: never wrapped)."""
+    """A table of cells formatted already: GitHub Markdown, or plain text for a terminal,
+    where the columns ``wrapping`` share what the others leave of ``WIDTH`` when the table
+    is too wide."""
     if markdown:
         return tabulate(rows, header, tablefmt="github", disable_numparse=True)
     drawn = tabulate(rows, header, tablefmt="simple", disable_numparse=True)
@@ -98,8 +90,7 @@ def table(
 
 
 def markdown(sections: Sequence[Section]) -> str:
-    """The sections as one Markdown document: each title a second-level heading, the parts
-    of a section and the sections apart by a blank line."""
+    """The sections as one Markdown document, each title a second-level heading."""
     return "\n\n".join(_markdown(section) for section in sections) + "\n"
 
 
