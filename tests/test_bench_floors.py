@@ -1,14 +1,9 @@
-"""The floors compute the model: the Numba floor equals the reference (to float64 rounding
-in float64, within the float32 tolerances in float32), with and without a GRU; its flat
-layout places every block; the C forward equals the reference's predict; both stream in
-chunks as one call and compile once for every state; the C floors keep the process's
-subnormals and leave no build folder. Each check rejects a deliberately broken floor."""
+"""The floors compute the model (Numba floor and C forward against the reference), stream in
+chunks, compile once for every state and keep the process clean; each check rejects a mistake."""
 
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -29,12 +24,15 @@ from tests.bench_cases import (
     check_streaming,
     sequences,
 )
+from tests.processes import python
 
 numba = pytest.importorskip("numba", reason="the floor needs numba: pip install 'frae[bench]'")
 
 from bench.baselines import numba_floor as floor  # noqa: E402
 from bench.baselines.c_forward import CForwardBackend, compile_forward, compiler  # noqa: E402
 from bench.baselines.layout import flatten, plan, unflatten  # noqa: E402
+from bench.baselines.matrix_floor import MatrixFloorBackend, compile_matrix  # noqa: E402
+from bench.baselines.simd_floor import SimdFloorBackend, compile_simd  # noqa: E402
 
 # Numba compiles each config's loops in the process that runs them, for each dtype (a
 # closure per config: nothing to cache on disk); the floors' tests share one worker
@@ -104,25 +102,17 @@ def test_numba_floor_float32_is_within_float32_tolerances(config: frae.FRAEConfi
     assert_close("adam", np.array(trajectory, np.float32), np.array(expected["loss"]))
 
 
-@pytest.mark.parametrize(
-    ("broken", "check", "config"),
-    [
-        (DroppedBiasFloor, check_forward, frae.FRAEConfig()),
-        (ShiftedGradientFloor, check_gradients, frae.FRAEConfig()),
-        (TruncatedFloor, check_gradients, frae.FRAEConfig()),
-        (DroppedRecurrentBiasFloor, check_forward, STATE_CONFIG),
-        (ShiftedGradientFloor, check_gradients, STATE_CONFIG),
-        (TruncatedFloor, check_gradients, STATE_CONFIG),
-    ],
-    ids=[
-        "dropped-bias",
-        "shifted-gradient",
-        "truncated-bptt",
-        "state-dropped-recurrent-bias",
-        "state-shifted-gradient",
-        "state-truncated-bptt",
-    ],
-)
+BROKEN_FLOORS = {
+    "dropped-bias": (DroppedBiasFloor, check_forward, frae.FRAEConfig()),
+    "shifted-gradient": (ShiftedGradientFloor, check_gradients, frae.FRAEConfig()),
+    "truncated-bptt": (TruncatedFloor, check_gradients, frae.FRAEConfig()),
+    "state-dropped-recurrent-bias": (DroppedRecurrentBiasFloor, check_forward, STATE_CONFIG),
+    "state-shifted-gradient": (ShiftedGradientFloor, check_gradients, STATE_CONFIG),
+    "state-truncated-bptt": (TruncatedFloor, check_gradients, STATE_CONFIG),
+}
+
+
+@pytest.mark.parametrize(("broken", "check", "config"), BROKEN_FLOORS.values(), ids=BROKEN_FLOORS)
 def test_the_floor_checks_reject_a_broken_floor(
     broken: type[floor.NumbaFloor64Backend], check: Callable[..., None], config: frae.FRAEConfig
 ) -> None:
@@ -180,8 +170,6 @@ def test_c_forward_equals_the_reference(config: frae.FRAEConfig) -> None:
 
 @needs_cc
 def test_the_floors_without_a_gru_refuse_a_state_feedback_model() -> None:
-    from bench.baselines.matrix_floor import MatrixFloorBackend
-
     for backend in (CForwardBackend, MatrixFloorBackend):
         with pytest.raises(NotImplementedError, match="no GRU"):
             backend(STATE_CONFIG, seed=3)
@@ -203,14 +191,7 @@ def test_the_c_floors_leave_no_build_folder(tmp_path: Path) -> None:
     """Each C floor builds in a temporary folder of its own, removed when its process exits
     (a benchmark builds one per config and process)."""
     environment = {**os.environ, "TMPDIR": str(tmp_path), "PYTHONPATH": str(ROOT)}
-    result = subprocess.run(
-        [sys.executable, "-c", LEAVES_NOTHING],
-        env=environment,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert result.returncode == 0, result.stderr[-3000:]
+    result = python("-c", LEAVES_NOTHING, env=environment, timeout=300)
     assert result.stdout.split()[-1] == "2", "both folders while the process ran"
     assert list(tmp_path.iterdir()) == []
 
@@ -236,13 +217,7 @@ print(np.float32(1e-38) * np.float32(1e-3) > 0)
 def test_loading_a_fast_math_floor_keeps_subnormals_in_the_process(backend: str) -> None:
     """In a fresh process, after the library is loaded, 1e-38 · 1e-3 stays 1e-41 in float32 (a
     library linked with -ffast-math would flush every subnormal in the process to zero)."""
-    result = subprocess.run(
-        [sys.executable, "-c", KEEPS_SUBNORMALS, backend],
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=120,
-    )
+    result = python("-c", KEEPS_SUBNORMALS, backend, timeout=120)
     assert result.stdout.strip() == "True", result.stdout
 
 
@@ -295,54 +270,39 @@ class StateDroppedC(CForwardBackend):
         return super()._predict(x, np.zeros_like(state))
 
 
+EVERY_CALL = ("predict", "encode", "decode")
+C_PREDICT = ("predict",)  # the C forward predicts alone
 STREAMING = {
-    "numba-output": (floor.NumbaFloorBackend, frae.FRAEConfig()),
-    "numba-state": (floor.NumbaFloorBackend, STATE_CONFIG),
-    "numba-float64-state": (floor.NumbaFloor64Backend, STATE_CONFIGS["state_deep"]),
+    "numba-output": (floor.NumbaFloorBackend, frae.FRAEConfig(), EVERY_CALL),
+    "numba-state": (floor.NumbaFloorBackend, STATE_CONFIG, EVERY_CALL),
+    "numba-float64-state": (floor.NumbaFloor64Backend, STATE_CONFIGS["state_deep"], EVERY_CALL),
+    "c-forward": pytest.param(CForwardBackend, OTHER_CONFIG, C_PREDICT, marks=needs_cc),
+}
+BROKEN_STREAMS = {
+    "state-dropped": (StateDroppedFloor, frae.FRAEConfig(), EVERY_CALL),
+    "state-given-back": (StateGivenBackFloor, frae.FRAEConfig(), EVERY_CALL),
+    "workspace-handed-out": (WorkspaceHandedOutFloor, frae.FRAEConfig(), EVERY_CALL),
+    "gru-state-dropped": (StateDroppedFloor, STATE_CONFIG, EVERY_CALL),
+    "gru-state-given-back": (StateGivenBackFloor, STATE_CONFIG, EVERY_CALL),
+    "c-forward-state-dropped": pytest.param(StateDroppedC, OTHER_CONFIG, C_PREDICT, marks=needs_cc),
 }
 
 
-@pytest.mark.parametrize(("backend", "config"), STREAMING.values(), ids=STREAMING)
-def test_the_numba_floor_streams_in_chunks_as_one_call(
-    backend: type[floor.NumbaFloorBackend], config: frae.FRAEConfig
+@pytest.mark.parametrize(("backend", "config", "operations"), STREAMING.values(), ids=STREAMING)
+def test_the_floors_stream_in_chunks_as_one_call(
+    backend: type[frae.Backend], config: frae.FRAEConfig, operations: tuple[str, ...]
 ) -> None:
-    check_streaming(backend(config, seed=3), config)
-
-
-@needs_cc
-def test_the_c_forward_streams_in_chunks_as_one_call() -> None:
-    config = OTHER_CONFIG
-    check_streaming(CForwardBackend(config, seed=3), config, operations=("predict",))
+    check_streaming(backend(config, seed=3), config, operations)  # type: ignore[call-arg]
 
 
 @pytest.mark.parametrize(
-    ("broken", "config"),
-    [
-        (StateDroppedFloor, frae.FRAEConfig()),
-        (StateGivenBackFloor, frae.FRAEConfig()),
-        (WorkspaceHandedOutFloor, frae.FRAEConfig()),
-        (StateDroppedFloor, STATE_CONFIG),
-        (StateGivenBackFloor, STATE_CONFIG),
-    ],
-    ids=[
-        "state-dropped",
-        "state-given-back",
-        "workspace-handed-out",
-        "gru-state-dropped",
-        "gru-state-given-back",
-    ],
+    ("broken", "config", "operations"), BROKEN_STREAMS.values(), ids=BROKEN_STREAMS
 )
 def test_the_streaming_check_rejects_a_broken_floor(
-    broken: type[floor.NumbaFloorBackend], config: frae.FRAEConfig
+    broken: type[frae.Backend], config: frae.FRAEConfig, operations: tuple[str, ...]
 ) -> None:
     with pytest.raises(AssertionError):
-        check_streaming(broken(config, seed=3), config)
-
-
-@needs_cc
-def test_the_streaming_check_rejects_a_broken_c_forward() -> None:
-    with pytest.raises(AssertionError):
-        check_streaming(StateDroppedC(OTHER_CONFIG, seed=3), OTHER_CONFIG, ("predict",))
+        check_streaming(broken(config, seed=3), config, operations)  # type: ignore[call-arg]
 
 
 @pytest.mark.parametrize("config", [frae.FRAEConfig(), STATE_CONFIG], ids=["output", "state"])
@@ -359,16 +319,43 @@ def test_the_numba_floor_compiles_once_for_every_state(config: frae.FRAEConfig) 
     assert len(model._kernels.forward.signatures) == 1
 
 
+C_FLOORS = {  # a config of its own each, so that its one build is the test's
+    "c_forward": (
+        CForwardBackend,
+        compile_forward,
+        frae.FRAEConfig(input_dim=4, encoder_units=(3,), latent_dim=2, decoder_units=(5,)),
+    ),
+    "matrix": (
+        MatrixFloorBackend,
+        compile_matrix,
+        frae.FRAEConfig(input_dim=3, encoder_units=(20,), latent_dim=4, decoder_units=(18,)),
+    ),
+    "simd-output": (
+        SimdFloorBackend,
+        compile_simd,
+        frae.FRAEConfig(input_dim=3, encoder_units=(5,), latent_dim=2, decoder_units=(6,)),
+    ),
+    "simd-state": (
+        SimdFloorBackend,
+        compile_simd,
+        frae.FRAEConfig(input_dim=3, latent_dim=2, feedback="state", state_dim=5),
+    ),
+}
+
+
 @needs_cc
-def test_the_c_forward_compiles_once_for_every_state() -> None:
-    """One library per config, built when the backend is made: a config of its own, so the
-    build is this test's; two states and another chunk length build nothing more."""
-    config = frae.FRAEConfig(input_dim=4, encoder_units=(3,), latent_dim=2, decoder_units=(5,))
-    misses = compile_forward.cache_info().misses
-    model = CForwardBackend(config, seed=3)
-    x = sequences(config, seed=1)
-    first = model.predict(x, state=np.full((3, 4), 0.5))
-    second = model.predict(x, state=np.full((3, 4), -0.5))
-    model.predict(x[:, :2], state=np.zeros((3, 4)))
+@pytest.mark.parametrize(("backend", "build", "config"), C_FLOORS.values(), ids=C_FLOORS)
+def test_a_c_floor_compiles_once_for_every_state(
+    backend: type[frae.Backend], build: Any, config: frae.FRAEConfig
+) -> None:
+    """One library per config, built when the backend is made: not again for two states,
+    another chunk length, encode or decode (the C forward predicts alone)."""
+    misses = build.cache_info().misses
+    model = backend(config, seed=3)  # type: ignore[call-arg]
+    x, states = sequences(config, 1, 37), np.zeros((37, config.feedback_dim))
+    first, second = (model.predict(x, state=states + value) for value in (0.5, -0.5))
+    model.predict(x[:, :3], state=states)
+    if backend is not CForwardBackend:
+        model.decode(model.encode(x[:, :3], state=states))
     assert not np.allclose(first, second)
-    assert compile_forward.cache_info().misses == misses + 1
+    assert build.cache_info().misses == misses + 1

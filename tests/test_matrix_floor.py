@@ -1,15 +1,9 @@
-"""The matrix floor (``bench.baselines.matrix_floor``) equals the float64 reference within
-the suite's float32 tolerances, outputs to training losses, at B = 1, 37 (every remainder
-loop) and 256, on default, wide, deep and hidden-less configs; it streams in chunks as one
-call and splits its products over threads to the same bits. Each check rejects a floor built
-from ``matrix_floor.c`` with one deliberate mistake.
-"""
+"""The matrix floor equals the float64 reference within float32 tolerances at B = 1, 37 and 256,
+streams as one call and threads to the same bits; each check rejects a mistake in its C."""
 
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
@@ -21,6 +15,7 @@ import frae
 from parity_tests.tolerances import assert_close
 from tests import bench_cases
 from tests.bench_cases import broken_floor, check_streaming, sequences
+from tests.processes import python
 
 numba = pytest.importorskip("numba", reason="the floors need numba: pip install 'frae[bench]'")
 
@@ -148,21 +143,6 @@ def test_the_matrix_floor_streams_in_chunks_as_one_call(
     check_streaming(MatrixFloorBackend(config, seed=3), config, batch=batch)
 
 
-@needs_cc
-def test_the_matrix_floor_compiles_once_for_every_state() -> None:
-    """A config of its own, so its one build is this test's: made when the backend is, and
-    not again for two states, another chunk length, encode or decode."""
-    config = frae.FRAEConfig(input_dim=3, encoder_units=(20,), latent_dim=4, decoder_units=(18,))
-    misses = compile_matrix.cache_info().misses
-    model = MatrixFloorBackend(config, seed=3)
-    x = sequences(config, 1, 37, STEPS)
-    first = model.predict(x, state=np.full((37, 3), 0.5))
-    second = model.predict(x, state=np.full((37, 3), -0.5))
-    model.decode(model.encode(x[:, :3], state=np.zeros((37, 3))))
-    assert not np.allclose(first, second)
-    assert compile_matrix.cache_info().misses == misses + 1
-
-
 THREADS_PROBE = """
 import os, sys
 import numpy as np
@@ -205,13 +185,7 @@ def test_the_matrix_floors_threads_split_its_products_to_the_same_results(
     for threads in (1, 2):
         env = {**os.environ, "OMP_NUM_THREADS": str(threads)}
         path = tmp_path / f"{threads}.npz"
-        subprocess.run(
-            [sys.executable, "-c", THREADS_PROBE, str(path)],
-            env=env,
-            check=True,
-            timeout=300,
-            capture_output=True,
-        )
+        python("-c", THREADS_PROBE, str(path), env=env, timeout=300)
         found[threads] = dict(np.load(path))
     one, two = found[1], found[2]
     for name in one.keys() - {"ticks"}:
