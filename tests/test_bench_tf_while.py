@@ -15,6 +15,7 @@ import frae
 from bench.kernels import loop_bodies, time_long_copies
 from parity_tests.tolerances import assert_close
 from tests import tf_while_checks as checks
+from tests.bench_cases import check_streaming
 
 pytestmark = pytest.mark.backend_specific("tf_while")
 pytest.importorskip("tensorflow")
@@ -70,7 +71,8 @@ def test_a_new_state_value_does_not_retrace(name: str, model_kind: str) -> None:
 @pytest.mark.parametrize("name", STREAMING)
 @pytest.mark.parametrize("model_kind", checks.MODELS)
 def test_chunks_chained_through_the_state_equal_one_call(name: str, model_kind: str) -> None:
-    checks.chunks_chained_through_the_state_equal_one_call(name, checks.MODELS[model_kind])
+    config = checks.MODELS[model_kind]
+    check_streaming(frae.create(name, config, seed=3), config)
 
 
 def _loss_through_the_outputs(config, variables, x, y):  # type: ignore[no-untyped-def]
@@ -78,12 +80,8 @@ def _loss_through_the_outputs(config, variables, x, y):  # type: ignore[no-untyp
 
 
 def test_the_gradient_loop_copies_no_time_long_array() -> None:
-    """Summing the loss inside the loop keeps each backward step's cost independent of T.
-
-    Differentiated through the stacked outputs instead, XLA copies the T-long gradient
-    arrays of the outputs and codes at every backward iteration (a step then costs time
-    proportional to T): the same check finds those copies there.
-    """
+    """The loss summed inside the loop: no T-long gradient copied per backward iteration; the
+    same check finds the copies when differentiating through the stacked outputs."""
     assert time_long_copies(checks.gradient_loops(), 37) == []
     assert time_long_copies(checks.gradient_loops(_loss_through_the_outputs), 37)
     assert time_long_copies(checks.gradient_loops(config=STATE_FEEDBACK), 37) == []
@@ -94,9 +92,8 @@ _BODY_NAME = re.compile(r"^%?([\w.\-]+) \(", re.MULTILINE)
 
 @on_twin
 def test_the_tape_calls_the_hand_written_backward(monkeypatch: pytest.MonkeyPatch) -> None:
-    """``tf.GradientTape.gradient`` runs the twin's ``backward``: the backend's gradients equal the
-    autodiff's, the compiled program holds the loop named ``hand_written_backward`` and none
-    that TensorFlow's gradient of a loop builds, and a changed ``backward`` changes them."""
+    """``tf.GradientTape.gradient`` runs the twin's ``backward`` (its loop in the compiled
+    program, TensorFlow's own absent): equal gradients, and a changed backward changes them."""
     config = frae.FRAEConfig(encoder_units=(5, 4), decoder_units=(6,))
     x = frae.data.multi_sine(batch=3, steps=17, seed=4)
     y = x[:, ::-1] * 0.5
@@ -156,14 +153,8 @@ def _changed_carries(body: str) -> list[str]:
 
 @on_twin
 def test_the_reverse_loop_carries_only_the_feedback_gradient() -> None:
-    """Each iteration of the hand-written program's loops changes only its counter, the
-    (B, F) feedback (forward) or its gradient (backward), the loss's float64 sum, and the
-    T-long arrays it writes one step of in place; no weight's gradient is accumulated in a
-    loop and nothing T long is copied.
-
-    TensorFlow's own gradient of the loop carries a running sum of every weight's gradient
-    (f32[4,4] ...) from iteration to iteration: the same check finds those there.
-    """
+    """The hand-written loops carry only their counter, the (B, F) feedback or its gradient and
+    the loss's sum; TensorFlow's own gradient, summing weights' gradients there, fails."""
     batch, features, steps = 2, 2, 37  # as ``checks.gradient_loops`` runs them
     allowed = {"s32[]", "f64[]", f"f32[{batch},{features}]"}
 

@@ -12,7 +12,6 @@ from typing import Any
 import numpy as np
 
 import frae
-from parity_tests.tolerances import assert_close
 
 Functions = Callable[[bool], dict[str, Any]]
 """``jit_compile -> {operation: tf.function}``."""
@@ -67,10 +66,8 @@ def streamed_model(name: str, config: frae.FRAEConfig) -> frae.Backend:
 def a_new_state_value_does_not_retrace(
     name: str, functions: Functions, config: frae.FRAEConfig
 ) -> None:
-    """The state is an argument of the ``tf.function``: calls from three states (zeros by
-    ``None`` among them) at one shape trace predict, encode and decode once each, another
-    instance traces nothing, and another chunk length traces once more. ``config``'s encoder
-    widths are traced by this check alone."""
+    """Three states (zeros among them) at one shape trace each call once, another instance
+    nothing, another chunk length once more; ``config``'s widths are this check's alone."""
     x = frae.data.multi_sine(batch=3, steps=5, seed=9)
     model = streamed_model(name, config)
     jit_compile = model.jit_compile  # type: ignore[attr-defined]
@@ -88,32 +85,6 @@ def a_new_state_value_does_not_retrace(
     assert np.abs(outputs[1] - outputs[0]).max() > 1e-2  # the state reached the program
     model.predict(x[:, :4], state=states[1])
     assert tracing_counts(functions, jit_compile)["predict"] == after["predict"] + 1
-
-
-def chunks_chained_through_the_state_equal_one_call(name: str, config: frae.FRAEConfig) -> None:
-    """predict, encode and decode over chunks of 2 and 5 steps, each from the state the one
-    before returned, give the reference's outputs and last state of one call over all 7;
-    encode ends in the state decode does."""
-    x = frae.data.multi_sine(batch=3, steps=7, seed=12)
-    model, reference = streamed_model(name, config), streamed_model("reference", config)
-    start = np.random.default_rng(13).normal(0.0, 0.5, reference.initial_state(3).shape)
-    whole, whole_state = reference.predict(x, state=start, return_state=True)
-    codes, codes_state = reference.encode(x, state=start, return_state=True)
-
-    def chained(call: Callable[..., Any], sequences: np.ndarray) -> tuple[np.ndarray, Any]:
-        head, state = call(sequences[:, :2], state=start, return_state=True)
-        tail, state = call(sequences[:, 2:], state=state, return_state=True)
-        return np.concatenate([head, tail], axis=1), state
-
-    for call, sequences, expected in [
-        (model.predict, x, (whole, whole_state)),
-        (model.encode, x, (codes, codes_state)),
-        (model.decode, codes.astype(np.float32), (whole, whole_state)),
-    ]:
-        outputs, state = chained(call, sequences)
-        assert_close("outputs", outputs, expected[0], call.__name__)
-        assert_close("outputs", state, expected[1], f"{call.__name__}'s state")
-    assert np.abs(whole_state - start).max() > 1e-2  # the chunks carried a state that moves
 
 
 def gradient_loops(loss: object = None, config: frae.FRAEConfig | None = None) -> str:
