@@ -1,7 +1,6 @@
-"""What differs between two benchmark runs besides the code measured: the machine's facts,
-the library versions, the settings (threads among them), the grid, and each variant's
-thread settings as its worker read them. Any of these explains a change as well as a
-regression does, so ``frae diff`` lists them before its verdicts."""
+"""What differs between two benchmark runs besides the code measured: the machine, the
+library versions, the settings, the grid and each variant's threads, any of which explains
+a change as well as a regression does."""
 
 from __future__ import annotations
 
@@ -23,8 +22,7 @@ Difference = tuple[str, str, str]
 def differing(
     before: Mapping[str, Any], after: Mapping[str, Any], names: Iterable[str], prefix: str = ""
 ) -> list[Difference]:
-    """(prefix + name, old, new) for each of ``names`` whose values differ; "—" where one
-    lacks it."""
+    """(prefix + name, old, new) for each of ``names`` whose values differ."""
     return [
         (prefix + name, str(before.get(name, ABSENT)), str(after.get(name, ABSENT)))
         for name in names
@@ -66,8 +64,7 @@ def grid_differences(old: RunRecord, new: RunRecord) -> list[Difference]:
 def thread_differences(
     old: Mapping[str, VariantRecord], new: Mapping[str, VariantRecord]
 ) -> list[Difference]:
-    """Each variant that ran in both runs with thread settings that differ (its CPUs, its
-    pools, the variables that set them)."""
+    """The thread settings that differ, of each variant that ran in both runs."""
     found = []
     for variant in old.keys() & new.keys():
         before, after = old[variant].threads or {}, new[variant].threads or {}
@@ -81,8 +78,7 @@ def differences(
     old_facts: Mapping[str, VariantRecord],
     new_facts: Mapping[str, VariantRecord],
 ) -> list[Difference]:
-    """Everything that differs between the runs but the code: machine, versions, settings,
-    grid, threads."""
+    """Everything that differs between the runs but the code."""
     return (
         machine_differences(old, new)
         + setting_differences(old, new)

@@ -28,23 +28,21 @@ NOT_MEASURED = "not measured"
 
 @dataclass(frozen=True)
 class Outcome:
-    """A target judged: its statement, the figures measured and the verdict."""
+    """A target judged: its statement, the figures measured and the verdict; ``met`` is
+    ``None`` where it was not measured, or met only by those measured."""
 
     statement: str
     measured: str
     verdict: str
     met: bool | None
-    """``None``: not measured in this run, or met only by those measured."""
 
     @property
     def judged(self) -> bool:
-        """Whether this run measured what the target needs."""
         return self.verdict != NOT_MEASURED
 
 
 def members(target: Target, pivot: Pivot) -> list[str]:
-    """The variants of the target's roles (its one variant, if it names one), in the order
-    of the run."""
+    """The variants of the target's roles (its one variant, if it names one)."""
     return [
         name
         for name, role in pivot.roles.items()
@@ -93,11 +91,8 @@ def ratios(target: Target, pivot: Pivot) -> dict[str, float]:
 
 
 def judge(target: Target, pivot: Pivot) -> Outcome:
-    """``target`` over its ratios: the worst of them (``every``) or the best.
-
-    Variants of its roles not measured are listed; a target over every one of them is then
-    not met, only "met by those measured".
-    """
+    """``target`` over its ratios: the worst of them (``every``) or the best; with variants
+    of its roles not measured, a target over every one is only "met by those measured"."""
     values, statement = ratios(target, pivot), target.text()
     if not values:
         return Outcome(statement, "not measured in this run", NOT_MEASURED, None)
@@ -124,10 +119,9 @@ def targets(pivot: Pivot) -> list[Outcome]:
 
 
 def measured_targets(pivot: Pivot) -> list[Outcome]:
-    """For a model beside the run's first: the targets over the floor and the roofline's
-    that its measurements judge. Batching is not judged there: at width 256 a step is
-    enough work that the floor itself gains 1.5×, not 8×, from B = 1 to 256; nor is a
-    framework's own limit (``Target.variant``), set for the default model."""
+    """For a model beside the run's first: the targets over the floor and the roofline's that
+    its measurements judge (not batching: at width 256 the floor itself gains 1.5×, not 8×;
+    nor a framework's own limit, set for the default model)."""
     judged = [
         judge(t, pivot)
         for t in targets_of(pivot)
@@ -137,8 +131,7 @@ def measured_targets(pivot: Pivot) -> list[Outcome]:
 
 
 def roofline_targets(pivot: Pivot) -> list[Outcome]:
-    """The roofline's targets (``ROOFLINE_TARGETS``) judged, where the pivot holds the model
-    they name; none elsewhere."""
+    """The roofline's targets judged, where the pivot holds the model they name."""
     return [
         judge(target, pivot)
         for target in ROOFLINE_TARGETS

@@ -26,8 +26,7 @@ from frae.config import GRU, FRAEConfig
 from frae.config import Layer as ConfigLayer
 
 ACTIVATION_CODES = {"swish": 0, "tanh": 1, "sigmoid": 2, "linear": 3}
-"""Each layer's activation as the number the compiled floors take (they take no Python
-callables; ``frae_activate.h`` reads the same numbers)."""
+"""Each activation as the number the compiled floors take (``frae_activate.h`` too)."""
 LAYER_FIELDS = ("in_row", "fan_in", "out_row", "units", "kernel", "bias", "activation")
 """One layer of ``Plan.layers``: its input and output rows, its offsets in the weights."""
 

@@ -1,6 +1,5 @@
-"""The floor behind the contract: ``NumbaFloorBackend`` runs the compiled loops of
-``loops.kernels`` on the flat weights, through ``predict`` (``encode``, ``decode``, each from
-a given state, the contract's "Streaming"), ``loss_and_grads`` and ``fit``."""
+"""The floor behind the contract: ``NumbaFloorBackend`` runs ``loops.kernels`` on the flat
+weights."""
 
 from __future__ import annotations
 
@@ -30,20 +29,13 @@ class _Workspace(NamedTuple):
     lanes: Array
     loss: npt.NDArray[np.float64]
     start: Array
-    """(B, S) zeros: the feedback a training forward starts from."""
+    """(B, S) zeros: the feedback a training forward starts from (and ``end`` its last)."""
     end: Array
-    """(B, S): where a training forward leaves its last feedback, which nothing reads."""
 
 
 class NumbaFloorBackend(BaseBackend):
-    """The native floor behind the contract: Numba loops, float32, one thread.
-
-    ``predict``, ``encode`` and ``decode`` are one call each of the compiled forward, which
-    takes the state in and writes the last one out, with one reused workspace;
-    ``loss_and_grads`` records every step's workspace and slopes, then runs the backward
-    pass; a training step adds the contract's Adam (or SGD) on the flat weights. Inputs are
-    transposed once to time-major, batch-innermost (T, F, B) and outputs once back.
-    """
+    """The native floor behind the contract: Numba loops, float32, one thread; inputs
+    transposed once to time-major, batch-innermost (T, F, B), outputs once back."""
 
     name = "numba_floor"
 
@@ -91,9 +83,7 @@ class NumbaFloorBackend(BaseBackend):
         streamed: tuple[Array, Array] | None = None,
     ) -> _Workspace:
         """One call of the compiled forward over ``sequences`` (B, T, ·), into the shape's
-        workspace. ``streamed`` is the feedback ``(initial, final)``, each (B, S): the
-        state entering the first step, read, and the array receiving the one after the last;
-        ``None`` (training) starts from zeros and leaves the last in the workspace."""
+        workspace, from and to the feedback ``streamed`` (``None``: zeros, as training)."""
         batch, steps, width = sequences.shape
         space = self._workspace(steps, batch, width, record)
         initial, final = (space.start, space.end) if streamed is None else streamed
@@ -113,9 +103,7 @@ class NumbaFloorBackend(BaseBackend):
 
     def _stream(self, sequences: Array, state: Array, codes_given: bool, keep: str) -> Streamed:
         """x̂ (``keep="outputs"``) or z (``keep="codes"``), (B, T, ·), and the feedback after
-        the last step, each in a new array: the caller keeps them while the workspace is
-        reused (a transpose can be contiguous already, (1, 1, B) for instance, so it is
-        copied whatever its layout)."""
+        the last step, each copied out of the reused workspace."""
         final = np.empty_like(state)
         space = self._unroll(sequences, codes_given, record=False, streamed=(state, final))
         return getattr(space, keep).transpose(2, 0, 1).copy(), final
