@@ -19,7 +19,8 @@ from bench.machine import Machine
 
 OPERATIONS = ("predict", "loss_and_grads", "train_step")
 STREAM = "stream"
-"""A sequence sent a chunk at a time, the state carried from call to call (``bench.stream``)."""
+"""A sequence sent a chunk at a time, the state carried from call to call
+(``bench.worker.streams``)."""
 EVERY_OPERATION = (*OPERATIONS, STREAM)
 SENDER, RECEIVER = "sender", "receiver"
 SIDES = (SENDER, RECEIVER)

@@ -8,9 +8,10 @@ traces and compiles), one untimed warm-up, then calls timed one by one with
 ``time.perf_counter`` until at least ``repeats`` and ``min_time_s`` (at most
 ``max_samples``; at least ``MIN_SAMPLES`` once ``budget_s`` has passed), or one timed call
 where the first took over ``long_call_s``. A training sample is ``fit(x, epochs=K)`` / K, or
-``fit(x, epochs=1)`` where a step takes over ``long_step_s``. The stream (``bench.stream``)
-times the whole sequence streamed as one call, with no warm-up, one record per side and
-chunk length.
+``fit(x, epochs=1)`` where a step takes over ``long_step_s``. The stream (``streams``) sends
+one sequence a chunk at a time, the state carried from call to call, as a codec runs online:
+the sender through ``encode``, the receiver through ``decode`` of the codes; the whole
+sequence streamed is one timed call, with no warm-up, a record per side and chunk length.
 """
 
 from __future__ import annotations
@@ -30,8 +31,17 @@ import numpy as np
 
 from bench.grid import STREAM_CHUNKS
 from bench.job import Job, Settings
-from bench.records import SIDES, STREAM, Point, Record, ResultRecord, VariantRecord, to_json
-from bench.stream import streams
+from bench.records import (
+    RECEIVER,
+    SENDER,
+    SIDES,
+    STREAM,
+    Point,
+    Record,
+    ResultRecord,
+    VariantRecord,
+    to_json,
+)
 from bench.threads import apply, check, observed, pin
 
 MIN_SAMPLES = 3
@@ -134,7 +144,7 @@ def measure_shape(job: Job, point: Point) -> Iterator[ResultRecord]:
 def measure_stream(
     model: Any, x: np.ndarray, job: Job, row: Callable[..., ResultRecord], failure: str | None
 ) -> Iterator[ResultRecord]:
-    """The stream's records, one per side and chunk length (``bench.stream``), on the codes
+    """The stream's records, one per side and chunk length (``streams``), on the codes
     of one whole ``encode`` of ``x``; where they could not be made, every record says why."""
     sides = [partial(row, side=side, chunk=chunk) for side in SIDES for chunk in STREAM_CHUNKS]
     if failure is None:
@@ -153,6 +163,50 @@ def measure_stream(
         calls = Calls(stream.run, stream.run, 1, warm_up=False)
         at = partial(row, side=stream.side, chunk=stream.chunk)
         yield measure(STREAM, calls, streaming, at)
+
+
+class Stream(NamedTuple):
+    """One side of the stream at one chunk length, ready to run."""
+
+    side: str
+    chunk: int
+    run: Callable[[], np.ndarray]
+    """Streams the whole sequence; returns the state after its last frame."""
+
+
+def pieces(sequence: np.ndarray, chunk: int) -> list[np.ndarray]:
+    """``sequence`` (B, T, ·) cut along T into contiguous chunks of ``chunk`` frames (the last
+    one shorter), once, outside the timing."""
+    steps = sequence.shape[1]
+    return [np.ascontiguousarray(sequence[:, at : at + chunk]) for at in range(0, steps, chunk)]
+
+
+def streamer(
+    call: Callable[..., tuple[np.ndarray, np.ndarray]],
+    chunks: list[np.ndarray],
+    start: np.ndarray,
+) -> Callable[[], np.ndarray]:
+    """A run of ``call`` over ``chunks``, each call given the state the one before returned,
+    the first ``start``."""
+
+    def run() -> np.ndarray:
+        state = start
+        for chunk in chunks:
+            _, state = call(chunk, state=state, return_state=True)
+        return state
+
+    return run
+
+
+def streams(
+    model: Any, x: np.ndarray, codes: np.ndarray, chunks: tuple[int, ...] = STREAM_CHUNKS
+) -> Iterator[Stream]:
+    """Each side at each chunk length: ``encode`` over ``x``, ``decode`` over ``codes`` (the
+    caller's one ``encode`` of ``x``), both from the model's zero state."""
+    start = model.initial_state(len(x))
+    for side, call, sequence in ((SENDER, model.encode, x), (RECEIVER, model.decode, codes)):
+        for chunk in chunks:
+            yield Stream(side, chunk, streamer(call, pieces(sequence, chunk), start))
 
 
 def measure(

@@ -74,7 +74,7 @@ def test_a_backend_that_cannot_stream_gets_every_row_with_why() -> None:
 def test_the_streamed_runs_carry_the_state_from_call_to_call() -> None:
     """Each side's run ends at the state one whole call ends at; a chunk length that does not
     divide T leaves a shorter last chunk."""
-    from bench.stream import pieces, streams
+    from bench.worker import pieces, streams
 
     model = frae.create("reference", frae.FRAEConfig(feedback="state", state_dim=3), seed=1)
     x = multi_sine(batch=1, steps=23, features=2, seed=0)
