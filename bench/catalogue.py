@@ -1,10 +1,5 @@
-"""The variants: every backend the benchmark runs, and how it runs each.
-
-A variant is a backend run one way: a registered backend, a baseline given by import path,
-a floor, or a port of one's own (``package.module:Factory``, ``bench.cli.port``), with the
-environment it needs (``KERAS_BACKEND`` for Keras). What the report needs to know of one is
-a field (its role, the twin it is written by hand for, the devices it runs on), never read
-from its name.
+"""The variants: every backend the benchmark runs, and how it runs each (``Variant``): a
+registered backend, a baseline given by import path, a floor, or a port of one's own.
 """
 
 from __future__ import annotations
@@ -47,8 +42,7 @@ def _keras(framework: str) -> Variant:
 
 
 def _keras_defaults(framework: str) -> Variant:
-    """keras_rnn through Keras' defaults on ``framework``, TensorFlow or JAX (on torch they run
-    the same eager loop as keras_rnn[torch])."""
+    """keras_rnn through Keras' defaults on ``framework`` (on torch: keras_rnn[torch]'s loop)."""
     return Variant(
         f"keras_defaults[{framework}]",
         f"{BASELINES}.keras_defaults:KerasDefaultsBackend",
@@ -68,9 +62,8 @@ def _keras_defaults(framework: str) -> Variant:
 
 
 def _defaults(name: str, backend: str, settings: str, env: dict[str, str] | None = None) -> Variant:
-    """``backend`` with its framework's own defaults (``FRAE_ROUTES=defaults``: none of the
-    settings ``frae.routes`` gives it), beside its best route at the targets' shapes: what
-    those ``settings`` buy. Labelled ``NAME[defaults]``; the full grid runs it."""
+    """``backend`` with its framework's defaults (``FRAE_ROUTES=defaults``) beside its best
+    route at the targets' shapes: what the ``settings`` of ``frae.routes`` buy."""
     return Variant(
         f"{name}[defaults]",
         backend,
@@ -84,10 +77,8 @@ def _defaults(name: str, backend: str, settings: str, env: dict[str, str] | None
 
 
 def _by_hand(twin: str, backend: str, mechanism: str) -> Variant:
-    """The registered ``twin`` with its backward pass written by hand (``backend``, labelled
-    ``NAME_bptt``), for the report's price of autodiff: its gradient and training step at
-    T = 1000 (its forward is the twin's own; it is flat in T by construction and checked so
-    by its tests). It runs on its twin's frameworks."""
+    """The registered ``twin`` with its backward pass written by hand (``backend``), for the
+    report's price of autodiff: its gradient and training step at T = 1000."""
     return Variant(
         f"{twin}_bptt",
         backend,
@@ -124,13 +115,12 @@ RUNTIMES = {
     "onnx": ("onnxruntime",),
     "saved_model": ("tensorflow",),
 }
-"""Format -> the runtime its variant's process imports (and nothing of the exporter's)."""
+"""Format -> the runtime its variant's process imports."""
 
 
 def _exported(exporter: str, format: str, factory: str, quick: bool) -> Variant:
     """``exporter``'s artifact in ``format``, run by its runtime alone
-    (``bench.baselines.exported``): predict at the targets' shapes and the stream; a
-    model's creation (``create_s``) includes its export in a child process."""
+    (``bench.baselines.exported``): predict at the targets' shapes and the stream."""
     return Variant(
         f"{exporter}/{format}",
         f"{BASELINES}.exported:{factory}",
@@ -145,14 +135,12 @@ def _exported(exporter: str, format: str, factory: str, quick: bool) -> Variant:
 
 
 DEVICE_COUNTS = (2,)
-"""The devices axis: a training step at ``DEVICES_SHAPE`` on each count, beside the variant's
-own on one device."""
+"""The devices axis: a training step at ``DEVICES_SHAPE`` on each count."""
 DEVICES_SHAPE = Shape(256, 1000)
 
 
 def on_devices(variant: Variant, count: int) -> Variant:
-    """``variant`` training data-parallel on ``count`` devices, at ``DEVICES_SHAPE`` only,
-    labelled ``NAME on N devices`` (the report reads ``devices`` and ``of``)."""
+    """``variant`` training data-parallel on ``count`` devices, at ``DEVICES_SHAPE`` only."""
     return replace(
         variant,
         name=f"{variant.name} on {count} devices",
@@ -280,9 +268,8 @@ VARIANTS = (
     ),
 )
 DATA_PARALLEL = ("jax_scan", "tf_while", "keras_rnn[jax]", "keras_rnn[tensorflow]")
-"""The variants on the devices axis: those whose engine splits a batch over the devices of
-one process (torch_scan's devices are processes, one each, which the benchmark's
-one-process workers do not launch)."""
+"""The variants whose engine splits a batch over the devices of one process (torch_scan's
+devices are processes, which the one-process workers do not launch)."""
 VARIANTS += tuple(
     on_devices(variant, count)
     for variant in VARIANTS
