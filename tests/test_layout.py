@@ -37,11 +37,14 @@ def imported_modules(source: str) -> set[str]:
     return found
 
 
+def within(module: str, packages: tuple[str, ...]) -> bool:
+    """Whether ``module`` is one of ``packages`` or below one."""
+    return any(module == p or module.startswith(p + ".") for p in packages)
+
+
 def reaches_into(source: str, packages: tuple[str, ...]) -> list[str]:
     """Modules of ``packages`` (or below them) that ``source`` imports."""
-    return sorted(
-        m for m in imported_modules(source) for p in packages if m == p or m.startswith(p + ".")
-    )
+    return sorted(m for m in imported_modules(source) if within(m, packages))
 
 
 IMPORTERS = ("import_module", "__import__")
@@ -61,11 +64,6 @@ def imported_by_name(source: str) -> list[str]:
         and isinstance(node.args[0], ast.Constant)
         and isinstance(node.args[0].value, str)
     )
-
-
-def within(module: str, packages: tuple[str, ...]) -> bool:
-    """Whether ``module`` is one of ``packages`` or below one."""
-    return any(module == p or module.startswith(p + ".") for p in packages)
 
 
 def private_attributes(source: str) -> list[str]:
