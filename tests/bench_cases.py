@@ -152,9 +152,8 @@ def broken_floor[F](
     folder: Path,
     *edits: tuple[str, str],
 ) -> type[F]:
-    """A C floor built from its ``source`` with each ``(old, new)`` of ``edits`` made once
-    (each ``old`` must occur exactly once), the mutated source written into ``folder`` and
-    loaded by ``compile_loops`` in place of the floor's own."""
+    """A C floor built from its ``source`` with each ``(old, new)`` of ``edits`` made (each ``old``
+    occurring once), written into ``folder`` and loaded by ``compile_loops``."""
     text = source.read_text()
     for old, new in edits:
         assert text.count(old) == 1, old

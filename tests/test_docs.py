@@ -45,8 +45,7 @@ FULL_GRID = Path(__file__).resolve().parent.parent / "docs" / "full_grid"
 
 def test_the_full_grid_report_is_what_its_results_give(tmp_path: Path) -> None:
     """docs/full_grid/report.md and its plots are what ``python -m bench.report
-    docs/full_grid/results.jsonl`` writes, not text typed by hand: an edit of the report,
-    or results replaced without writing it again, shows here."""
+    docs/full_grid/results.jsonl`` writes: an edit by hand, or stale results, shows here."""
     from bench import report
     from bench.records import read
 

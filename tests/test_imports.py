@@ -64,10 +64,8 @@ TWINS = {
     ],
 )
 def test_a_backend_imports_only_what_its_framework_does(name: str) -> None:
-    """``create(name)`` and a call import no framework beyond what importing its own does
-    (TensorFlow itself imports jax and keras when they are installed, for example); a twin,
-    only what the backend it twins does. One process: the frameworks imported alone, then
-    the backend created and called, each time listing the frameworks in ``sys.modules``."""
+    """``create(name)`` and a call import no framework beyond what importing its own does (a twin:
+    its backend's), in one process listing ``sys.modules`` after each."""
     frameworks = frae.registry.REGISTRY[TWINS.get(name, name)].frameworks
     alone, used = _frameworks_imported_by(
         f"import {', '.join(frameworks)}\n{LIST_FRAMEWORKS}\n"

@@ -33,9 +33,8 @@ def _exercise(model: frae.Backend, x: np.ndarray) -> dict[str, object]:
 def test_a_dropped_backends_models_serve_the_next_of_its_config(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """The second backend of a config, made once the first is gone, traces nothing and
-    ends exactly where a backend built from nothing ends: its own weights written, its
-    optimizers' moments and step counts zeroed."""
+    """A config's second backend, made once the first is gone, traces nothing and ends where a new
+    one ends: its weights written, its optimizers' moments and steps zeroed."""
     calls = {"count": 0}
     original = keras_model.FRAECell.step
 

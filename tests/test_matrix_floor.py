@@ -176,11 +176,8 @@ np.savez(sys.argv[1], outputs=outputs, loss=loss, ticks=np.array(ticks), **grads
 def test_the_matrix_floors_threads_split_its_products_to_the_same_results(
     tmp_path: Path,
 ) -> None:
-    """At width 256, B = 64, in fresh processes on OMP_NUM_THREADS 1 and 2: the outputs,
-    loss and gradients are the same to the bit, and on two threads a second thread does a
-    share of the work: through 300 gradients, the second busiest thread's CPU time is at least
-    a quarter of the busiest's (on one thread, under a twentieth). CPU time, not wall time, so
-    a loaded machine or a process pinned to one CPU does not change the verdict."""
+    """On OMP_NUM_THREADS 1 and 2 (width 256, B = 64): the same bits, and on two a second thread
+    does a quarter of the busiest's CPU time or more (CPU time: a loaded machine cannot fool it)."""
     found = {}
     for threads in (1, 2):
         env = {**os.environ, "OMP_NUM_THREADS": str(threads)}
