@@ -184,12 +184,8 @@ def slowed(record: Record, factor: float) -> Record:
 def test_fail_slower_fails_a_port_made_one_and_a_half_times_slower(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """A quick run of a port (the reference by import path), and the same run with every
-    call of it 1.5× longer: ``frae diff --fail-slower 1.2`` calls each measurement slower,
-    by 1.5×, and exits 1; the run against itself passes the gate. The slowed run is the real
-    one scaled, not a second run: on this machine two processes of the same code can differ
-    by 1.5–2× for a while (docs/benchmark.md), which a timed test would take for the
-    diff's error; the diff's verdict on a real run's calls is what is tested here."""
+    """A quick run, and the same run's calls made 1.5× longer: ``--fail-slower 1.2`` exits 1
+    on it, 0 on the run itself. Scaled, not rerun: two processes can differ by 1.5–2× here."""
     from bench import diff
     from bench.cli import main
 
