@@ -124,6 +124,22 @@ def measured(
     )
 
 
+def kept_calls(
+    calls_s: list[float],
+    variant: str = "jax_scan",
+    operation: str = "predict",
+    batch: int = 1,
+    steps: int = 1,
+    **fields: Any,
+) -> ResultRecord:
+    """A measurement that kept ``calls_s`` (seconds, one step each), their quartiles its own."""
+    q1, median, q3 = (float(q) for q in np.percentile(calls_s, [25, 50, 75]))
+    timing = {"median_s": median, "q1_s": q1, "q3_s": q3, "samples": len(calls_s)}
+    return ResultRecord(
+        variant, operation, batch, steps, steps_per_sample=1, calls_s=calls_s, **timing, **fields
+    )
+
+
 def streamed(
     variant: str, role: str, side: str, chunk: int, us_per_frame: float, frames: int = 1000
 ) -> ResultRecord:

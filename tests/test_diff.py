@@ -14,7 +14,7 @@ import pytest
 from bench import diff
 from bench.records import ResultRecord, to_json
 from frae.cli import main as frae_main
-from tests.bench_cases import MACHINE, run_record
+from tests.bench_cases import MACHINE, kept_calls, run_record
 
 VERSIONS = {"numpy": "2.5.5", "jax": "0.12.0", "torch": "2.14.1"}
 Spread = tuple[float, float, float]
@@ -37,19 +37,7 @@ def result(
     q1, median, q3 = (value * 1e-6 for value in spread)
     knots = [2 * q1 - median, q1, median, q3, 2 * q3 - median]
     kept = np.interp(np.linspace(0, 1, calls), np.linspace(0, 1, 5), knots).tolist()
-    return ResultRecord(
-        variant,
-        operation,
-        batch,
-        steps,
-        samples=calls,
-        steps_per_sample=1,
-        median_s=median,
-        q1_s=q1,
-        q3_s=q3,
-        calls_s=kept,
-        **fields,
-    )
+    return kept_calls(kept, variant, operation, batch, steps, **fields)
 
 
 def write_run(

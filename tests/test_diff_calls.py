@@ -13,27 +13,14 @@ import pytest
 from bench import change
 from bench.change import FEW, NOISE
 from bench.records import Record, ResultRecord, read, to_json
+from tests.bench_cases import kept_calls
 
 Rounds = tuple[Sequence[ResultRecord], Sequence[ResultRecord]]
 
 
 def timed(calls: Sequence[float], round_: int | None = None) -> ResultRecord:
     """A measurement of predict that kept ``calls`` (µs, one step each)."""
-    seconds = [c * 1e-6 for c in calls]
-    q1, median, q3 = np.percentile(seconds, [25, 50, 75])
-    return ResultRecord(
-        "jax_scan",
-        "predict",
-        1,
-        1,
-        samples=len(seconds),
-        steps_per_sample=1,
-        median_s=float(median),
-        q1_s=float(q1),
-        q3_s=float(q3),
-        calls_s=seconds,
-        round=round_,
-    )
+    return kept_calls([c * 1e-6 for c in calls], round=round_)
 
 
 def drawn(median: float, count: int, seed: int, spread: float = 0.05) -> list[float]:
