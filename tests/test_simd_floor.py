@@ -1,10 +1,5 @@
-"""The SIMD floor (``bench.baselines.simd_floor``) computes what the scalar floor computes.
-
-Without state feedback it equals the float32 Numba floor within float32 rounding (fast math:
-sums reassociated, glibc's vector exp and tanh), outputs to training losses; with a GRU it
-equals the float64 reference within the suite's float32 tolerances; it streams in chunks as
-one call. Batches of 1, 37 (every remainder loop) and 256; each check rejects a broken floor.
-"""
+"""The SIMD floor equals the float32 Numba floor within float32 rounding (with a GRU, the
+reference), streams in chunks as one call, at B = 1, 37 and 256; each check rejects a mistake."""
 
 from __future__ import annotations
 
@@ -136,28 +131,30 @@ def test_the_simd_floor_equals_the_scalar_floor(config: frae.FRAEConfig, batch: 
     check_gradients(model, config, batch)
 
 
-@pytest.mark.slow  # the scalar floor compiled for WIDE_CONFIG in float32
+@pytest.mark.slow  # the scalar floor compiled for these configs in float32
 @needs_cc
 @pytest.mark.parametrize("optimizer", ["adam", "sgd"])
-def test_the_simd_floor_trains_as_the_scalar_floor(optimizer: str) -> None:
+@pytest.mark.parametrize(
+    "config", [WIDE_CONFIG, STATE_CONFIGS["state_deep"]], ids=["wide", "state_deep"]
+)
+def test_the_simd_floor_trains_as_the_scalar_floor(config: frae.FRAEConfig, optimizer: str) -> None:
     """``fit`` in mini-batches of 37 of 74 sequences: the remainder lanes in training too."""
-    config, x = WIDE_CONFIG, sequences(WIDE_CONFIG, 1, 74, STEPS)
+    x = sequences(config, 1, 74, STEPS)
     options = {"epochs": 10, "batch_size": 37, "optimizer": optimizer, "learning_rate": 1e-2}
     losses = SimdFloorBackend(config, seed=3).fit(x, **options)["loss"]
     expected = NumbaFloorBackend(config, seed=3).fit(x, **options)["loss"]
     assert_within("training", np.array(losses), np.array(expected), f"{optimizer} losses")
 
 
+BROKEN = {
+    "dropped-tail-lanes-B=37": (TailLanesDroppedFloor, check_forward, 37),
+    "dropped-tail-lanes-B=1": (TailLanesDroppedFloor, check_forward, 1),
+    "truncated-bptt": (TruncatedSimdFloor, check_gradients, 37),
+}
+
+
 @needs_cc
-@pytest.mark.parametrize(
-    ("broken", "check", "batch"),
-    [
-        (TailLanesDroppedFloor, check_forward, 37),
-        (TailLanesDroppedFloor, check_forward, 1),
-        (TruncatedSimdFloor, check_gradients, 37),
-    ],
-    ids=["dropped-tail-lanes-B=37", "dropped-tail-lanes-B=1", "truncated-bptt"],
-)
+@pytest.mark.parametrize(("broken", "check", "batch"), BROKEN.values(), ids=BROKEN)
 def test_the_checks_reject_a_broken_simd_floor(
     broken: type[SimdFloorBackend], check: Callable[..., None], batch: int
 ) -> None:
@@ -223,19 +220,6 @@ def test_the_simd_floor_with_a_gru_equals_the_reference(
     check_against_the_reference(SimdFloorBackend(config, seed=3), config, batch)
 
 
-@pytest.mark.slow
-@needs_cc
-@pytest.mark.parametrize("optimizer", ["adam", "sgd"])
-def test_the_simd_floor_with_a_gru_trains_as_the_scalar_floor(optimizer: str) -> None:
-    """``fit`` in mini-batches of 37 of 74 sequences, on the deep state config."""
-    config = STATE_CONFIGS["state_deep"]
-    x = sequences(config, 1, 74, STEPS)
-    options = {"epochs": 10, "batch_size": 37, "optimizer": optimizer, "learning_rate": 1e-2}
-    losses = SimdFloorBackend(config, seed=3).fit(x, **options)["loss"]
-    expected = NumbaFloorBackend(config, seed=3).fit(x, **options)["loss"]
-    assert_within("training", np.array(losses), np.array(expected), f"{optimizer} losses")
-
-
 @needs_cc
 @pytest.mark.parametrize(("edits", "batch"), GRU_MISTAKES.values(), ids=GRU_MISTAKES)
 def test_the_gru_checks_reject_a_broken_simd_floor(
@@ -289,25 +273,3 @@ def test_the_streaming_check_rejects_a_broken_simd_floor(
     model = broken(tmp_path, *edits)(config, seed=3)
     with pytest.raises(AssertionError):
         check_streaming(model, config, batch=37)
-
-
-@needs_cc
-@pytest.mark.parametrize(
-    "config",
-    [
-        frae.FRAEConfig(input_dim=3, encoder_units=(5,), latent_dim=2, decoder_units=(6,)),
-        frae.FRAEConfig(input_dim=3, latent_dim=2, feedback="state", state_dim=5),
-    ],
-    ids=["output", "state"],
-)
-def test_the_simd_floor_compiles_once_for_every_state(config: frae.FRAEConfig) -> None:
-    """A config of its own, so its one build is this test's: made when the backend is, and
-    not again for two states, another chunk length, encode or decode."""
-    misses = compile_simd.cache_info().misses
-    model = SimdFloorBackend(config, seed=3)
-    x = sequences(config, 1, 37, STEPS)
-    first = model.predict(x, state=np.full((37, config.feedback_dim), 0.5))
-    second = model.predict(x, state=np.full((37, config.feedback_dim), -0.5))
-    model.decode(model.encode(x[:, :3], state=np.zeros((37, config.feedback_dim))))
-    assert not np.allclose(first, second)
-    assert compile_simd.cache_info().misses == misses + 1
