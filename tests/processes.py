@@ -44,3 +44,10 @@ def fresh_json(script: str, *args: str, without: tuple[str, ...] = (), **environ
     one's less the variables ``without``, and ``environment`` over it."""
     env = {k: v for k, v in os.environ.items() if k not in without} | environment
     return last_json(python("-c", script, *args, env=env))
+
+
+def bare_environment(*kept: str) -> dict[str, str]:
+    """This process's ``PATH``, ``HOME``, ``LANG``, ``PYTHONPATH`` and the variables ``kept``
+    alone: a variable this process set is then not inherited, and cannot look unchanged."""
+    names = ("PATH", "HOME", "LANG", "PYTHONPATH", *kept)
+    return {name: os.environ[name] for name in names if name in os.environ}

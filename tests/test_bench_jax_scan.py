@@ -4,6 +4,7 @@ autodiff, as ``jax_scan``."""
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Iterator
 
@@ -25,14 +26,7 @@ twin = pytest.importorskip("bench.twins.jax_scan")
 
 # every size different, no square kernel: a swapped axis or transposed kernel fails
 CONFIG = frae.FRAEConfig(input_dim=3, encoder_units=(5,), latent_dim=2, decoder_units=(4, 6))
-STATE_CONFIG = frae.FRAEConfig(
-    input_dim=3,
-    encoder_units=(5,),
-    latent_dim=2,
-    decoder_units=(4, 6),
-    feedback="state",
-    state_dim=9,
-)
+STATE_CONFIG = dataclasses.replace(CONFIG, feedback="state", state_dim=9)
 
 
 @pytest.fixture
@@ -53,9 +47,8 @@ def _break_the_backward(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.mark.usefixtures("fresh_compiled_code")
 def test_the_state_model_is_differentiated_by_autodiff(monkeypatch: pytest.MonkeyPatch) -> None:
-    """At a batch from which jax_scan's output model changes layout and recomputes, the
-    twin's state model runs ``jax_scan``'s own jitted functions, its gradient autodiff's (the
-    hand-written backward, broken here, is output feedback's): it equals the reference."""
+    """The twin's state model takes jax_scan's own jitted functions and autodiff's gradient, at
+    a batch where the output model changes layout: it equals the reference."""
     batch = max(jax_backend.model.BATCH_LAST_MIN_BATCH, jax_train.REMAT_MIN_BATCH)
     _break_the_backward(monkeypatch)
     rng = np.random.default_rng(16)
@@ -77,9 +70,8 @@ def test_the_state_model_is_differentiated_by_autodiff(monkeypatch: pytest.Monke
 def test_value_and_grad_runs_the_hand_written_backward(
     monkeypatch: pytest.MonkeyPatch, batch: int
 ) -> None:
-    """Broken by hand, the backward breaks the twin's gradients and its SGD steps'
-    updates, and leaves its loss and jax_scan's gradients alone: the framework's gradient
-    call runs it, and only it."""
+    """A broken backward breaks the twin's gradients and SGD updates alone: the framework's
+    gradient call runs it, and only it."""
     rng = np.random.default_rng(11)
     x, y = (rng.uniform(-1.0, 1.0, (batch, 5, CONFIG.input_dim)).astype(np.float32) for _ in "xy")
     expected_loss, expected = frae.create("reference", CONFIG, seed=12).loss_and_grads(x, y)
@@ -168,9 +160,8 @@ def _programs(batch: int, *, by_hand: bool) -> dict[str, object]:
 
 @pytest.mark.parametrize("batch", [11, jax_train.REMAT_MIN_BATCH], ids=["unrolled", "large"])
 def test_the_reverse_loop_carries_only_the_feedback_gradient(batch: int) -> None:
-    """In the gradient and both training steps, one reverse scan whose only carry is
-    d loss / d x̂_t, (B, F): no weight's gradient is summed inside a loop, in the jaxpr nor in
-    the compiled program. Autodiff's reverse scan (jax_scan) sums them all there, and fails."""
+    """One reverse scan carrying only d loss / d x̂_t, (B, F), in the jaxpr and the compiled
+    program; autodiff's (jax_scan), which sums the weights' gradients there, fails."""
     feedback = (batch, CONFIG.input_dim)
     for what, (function, args) in _programs(batch, by_hand=True).items():
         assert _reverse_scan_carries(function.trace(*args).jaxpr) == [[feedback]], what

@@ -4,11 +4,8 @@ nothing global changed in the user's process."""
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
-import json
-import os
-import subprocess
-import sys
 from collections import Counter
 from collections.abc import Callable, Iterator
 
@@ -20,6 +17,8 @@ from frae.training_state import fresh_state
 from impls.reference.model import gru_step
 from impls.reference.model import unroll as reference_unroll
 from parity_tests.tolerances import TOLERANCES, assert_close
+from tests.bench_cases import check_forward, check_gradients
+from tests.processes import bare_environment, last_json, python
 
 pytestmark = pytest.mark.backend_specific("jax_scan")
 jax = pytest.importorskip("jax")
@@ -32,14 +31,7 @@ nnx = jax_model.nnx
 
 # every size different, no square kernel: a swapped axis or transposed kernel fails
 CONFIG = frae.FRAEConfig(input_dim=3, encoder_units=(5,), latent_dim=2, decoder_units=(4, 6))
-STATE_CONFIG = frae.FRAEConfig(
-    input_dim=3,
-    encoder_units=(5,),
-    latent_dim=2,
-    decoder_units=(4, 6),
-    feedback="state",
-    state_dim=9,
-)
+STATE_CONFIG = dataclasses.replace(CONFIG, feedback="state", state_dim=9)
 BATCH, STEPS = 4, 7
 
 
@@ -48,43 +40,25 @@ def _inputs(seed: int, width: int = CONFIG.input_dim) -> np.ndarray:
     return rng.uniform(-1.0, 1.0, size=(BATCH, STEPS, width)).astype(np.float32)
 
 
-def test_weights_round_trip_through_the_nnx_state() -> None:
-    weights = frae.initial_weights(CONFIG, seed=1)
+@pytest.mark.parametrize("config", [CONFIG, STATE_CONFIG], ids=["output", "state"])
+def test_weights_round_trip_through_the_nnx_state(config: frae.FRAEConfig) -> None:
+    """Each canonical parameter sits at its path in the module: an ``nnx.Linear``, or this
+    backend's ``GRUCell`` at ``decoder/gru``."""
+    weights = frae.initial_weights(config, seed=1)
     state = jax_model.state_from_weights(weights)
-    back = jax_model.weights_from_state(state)
-    assert sorted(back) == sorted(weights)
-    for name, value in weights.items():
-        np.testing.assert_array_equal(np.asarray(back[name]), value, err_msg=name)
-    module = nnx.merge(jax_model.graphdef(CONFIG), state)
+    assert list(jax_model.weights_from_state(state)) == sorted(weights)
+    module = nnx.merge(jax_model.graphdef(config), state)
     for name, value in weights.items():
         *layer_path, kind = name.split("/")
         layer = module
         for part in layer_path:
             layer = getattr(layer, part)
-        assert isinstance(layer, nnx.Linear), name
         np.testing.assert_array_equal(np.asarray(getattr(layer, kind)[...]), value, err_msg=name)
-        if kind == "kernel":
-            assert (layer.in_features, layer.out_features) == value.shape, name
-
-
-def test_state_weights_round_trip_through_the_nnx_state() -> None:
-    """The state model's GRU is this backend's ``GRUCell`` at ``("decoder", "gru")``, its
-    parameters at the canonical paths; the dense layers are as in the output model."""
-    weights = frae.initial_weights(STATE_CONFIG, seed=1)
-    state = jax_model.state_from_weights(weights)
-    back = jax_model.weights_from_state(state)
-    assert list(back) == sorted(weights)
-    for name, value in weights.items():
-        np.testing.assert_array_equal(np.asarray(back[name]), value, err_msg=name)
-    module = nnx.merge(jax_model.graphdef(STATE_CONFIG), state)
-    assert isinstance(module.decoder.gru, jax_model.GRUCell)
-    assert isinstance(module.decoder.output, nnx.Linear)
-    gru = STATE_CONFIG.gru
-    for name in gru.parameter_shapes():
-        kind = name.rpartition("/")[2]
-        np.testing.assert_array_equal(
-            np.asarray(getattr(module.decoder.gru, kind)[...]), weights[name], err_msg=name
-        )
+        if layer_path[-1] == "gru":
+            assert isinstance(layer, jax_model.GRUCell), name
+        else:
+            assert isinstance(layer, nnx.Linear), name
+            assert kind == "bias" or (layer.in_features, layer.out_features) == value.shape
 
 
 @pytest.mark.parametrize("config", [CONFIG, STATE_CONFIG], ids=["output", "state"])
@@ -102,39 +76,19 @@ def test_scan_equals_the_cell_stepped_in_a_python_loop(config: frae.FRAEConfig) 
     assert_close("self", np.asarray(last), np.asarray(feedback), "last feedback")
 
 
-@pytest.mark.parametrize(
-    "batch", [jax_train.REMAT_MIN_BATCH - 1, jax_train.REMAT_MIN_BATCH], ids=["stored", "remat"]
-)
-def test_both_gradient_strategies_equal_the_reference(batch: int) -> None:
-    """Below ``REMAT_MIN_BATCH`` the gradient stores each step (unrolled scan), from it on it
-    recomputes each step; the parity cases' batches are all below, so both are checked here."""
-    rng = np.random.default_rng(7)
-    x, y = (rng.uniform(-1.0, 1.0, (batch, 5, CONFIG.input_dim)).astype(np.float32) for _ in "xy")
-    loss, grads = frae.create("jax_scan", CONFIG, seed=8).loss_and_grads(x, y)
-    expected_loss, expected = frae.create("reference", CONFIG, seed=8).loss_and_grads(x, y)
-    assert_close("loss", np.float32(loss), np.float64(expected_loss))
-    for name, grad in grads.items():
-        assert_close("gradients", grad, expected[name], name)
+BELOW_AND_FROM = {  # below the parity cases' batches lie; from them on, the other path
+    "stored-batch_major": min(jax_train.REMAT_MIN_BATCH, jax_model.BATCH_LAST_MIN_BATCH) - 1,
+    "remat-batch_last": max(jax_train.REMAT_MIN_BATCH, jax_model.BATCH_LAST_MIN_BATCH),
+}
 
 
-@pytest.mark.parametrize(
-    "batch",
-    [jax_model.BATCH_LAST_MIN_BATCH - 1, jax_model.BATCH_LAST_MIN_BATCH],
-    ids=["batch_major", "batch_last"],
-)
-def test_both_layouts_equal_the_reference(batch: int) -> None:
-    """From ``BATCH_LAST_MIN_BATCH`` on the loops run in (features, B) layout; the parity
-    cases' batches are all below, so both layouts are checked here, forward and decoder."""
-    rng = np.random.default_rng(9)
-    x = rng.uniform(-1.0, 1.0, (batch, 6, CONFIG.input_dim)).astype(np.float32)
-    z = rng.uniform(-1.0, 1.0, (batch, 6, CONFIG.latent_dim)).astype(np.float32)
-    model, oracle = (
-        frae.create("jax_scan", CONFIG, seed=3),
-        frae.create("reference", CONFIG, seed=3),
-    )
-    assert_close("outputs", model.predict(x), oracle.predict(x))
-    assert_close("outputs", model.encode(x), oracle.encode(x), "codes")
-    assert_close("outputs", model.decode(z), oracle.decode(z))
+@pytest.mark.parametrize("batch", BELOW_AND_FROM.values(), ids=BELOW_AND_FROM)
+def test_both_gradient_strategies_and_layouts_equal_the_reference(batch: int) -> None:
+    """From ``REMAT_MIN_BATCH`` on the gradient recomputes each step, and from
+    ``BATCH_LAST_MIN_BATCH`` on the loops run in (features, B) layout."""
+    model = frae.create("jax_scan", CONFIG, seed=3)
+    check_forward(model, CONFIG, batch, steps=6)
+    check_gradients(model, CONFIG, batch, steps=6)
 
 
 GRU_CONFIG = frae.FRAEConfig(input_dim=3, latent_dim=2, feedback="state", state_dim=5)
@@ -191,10 +145,8 @@ def _stock_cell(gru: frae.config.GRU, weights: dict[str, np.ndarray]) -> nnx.GRU
 
 
 def test_canonical_gates_in_flax_stock_gru_cell_equal_the_reference() -> None:
-    """Canonical GRU weights through the layout mapping into ``nnx.GRUCell``, and through
-    ``state_from_weights`` into this backend's ``GRUCell``, step as the reference does; with
-    the reset and update blocks swapped the stock cell errs by far more than the tolerance,
-    so a swapped gate cannot pass."""
+    """Canonical GRU weights in ``nnx.GRUCell`` and in this backend's ``GRUCell`` step as the
+    reference does; with reset and update swapped the stock cell misses by far."""
     gru, weights = _gru_weights(seed=14)
     expected = _reference_gru_states(gru, weights)
     model = nnx.merge(jax_model.graphdef(GRU_CONFIG), jax_model.state_from_weights(weights))
@@ -204,13 +156,6 @@ def test_canonical_gates_in_flax_stock_gru_cell_equal_the_reference() -> None:
     tolerance = TOLERANCES["outputs"]
     error = np.abs(swapped - expected).max()
     assert error > 100 * (tolerance.atol + tolerance.rtol * np.abs(expected).max()), error
-
-
-def test_stock_gru_cell_state_refuses_a_candidate_recurrent_bias() -> None:
-    gru, weights = _gru_weights(seed=15)
-    weights[gru.recurrent_bias][-1] = 0.25
-    with pytest.raises(ValueError, match="candidate block must be zero"):
-        jax_model.stock_gru_cell_state(weights, gru)
 
 
 @pytest.mark.usefixtures("fresh_compiled_code")
@@ -228,18 +173,10 @@ def test_state_model_at_large_batches_takes_no_output_only_path(
         return unroll(*args, **kwargs)
 
     monkeypatch.setattr(jax_model, "unroll", recorded_unroll)
-    rng = np.random.default_rng(16)
-    shape = (batch, 5, STATE_CONFIG.input_dim)
-    x, y = (rng.uniform(-1.0, 1.0, shape).astype(np.float32) for _ in "xy")
-    model = frae.create("jax_scan", STATE_CONFIG, seed=17)
-    oracle = frae.create("reference", STATE_CONFIG, seed=17)
-    assert_close("outputs", model.predict(x), oracle.predict(x))
-    loss, grads = model.loss_and_grads(x, y)
-    expected_loss, expected = oracle.loss_and_grads(x, y)
-    assert_close("loss", np.float32(loss), np.float64(expected_loss))
-    for name, grad in grads.items():
-        assert_close("gradients", grad, expected[name], name)
-    assert len(options) == 2
+    model = frae.create("jax_scan", STATE_CONFIG, seed=3)
+    check_forward(model, STATE_CONFIG, batch, steps=5)
+    check_gradients(model, STATE_CONFIG, batch, steps=5)
+    assert len(options) == 4  # predict, encode, decode and the gradient
     assert not any(kwargs.get("batch_last") or kwargs.get("remat") for kwargs in options)
 
 
@@ -331,9 +268,8 @@ def test_one_trace_per_shape(
 def test_a_new_state_compiles_nothing(
     monkeypatch: pytest.MonkeyPatch, config: frae.FRAEConfig, method: str
 ) -> None:
-    """A call without a state (zeros passed in), calls from two other states, with and
-    without ``return_state``: one trace and one compiled program per T. The outputs differ,
-    so the state is not ignored; a new T traces and compiles once more."""
+    """Calls from zeros and two other states trace and compile once per T, and the state
+    changes the outputs; a new T compiles once more."""
     traces = _counted_traces(monkeypatch)
     model = frae.create("jax_scan", config, seed=18)
     call = getattr(model, method)
@@ -362,18 +298,15 @@ def _chained(model: frae.Backend, method: str, sequences: np.ndarray) -> tuple[o
     return np.concatenate(outputs, axis=1), state
 
 
-@pytest.mark.parametrize(
-    "batch", [BATCH, jax_model.BATCH_LAST_MIN_BATCH], ids=["batch_major", "batch_large"]
-)
 @pytest.mark.parametrize("config", [CONFIG, STATE_CONFIG], ids=["output", "state"])
-def test_chained_chunks_equal_one_call_of_the_reference(
-    config: frae.FRAEConfig, batch: int
+def test_chained_chunks_at_a_large_batch_equal_one_call_of_the_reference(
+    config: frae.FRAEConfig,
 ) -> None:
-    """predict, encode and decode in chained chunks equal the reference's one call, outputs
-    and last state, and encode ends in decode's state; from ``BATCH_LAST_MIN_BATCH`` on the
-    output model's loop runs batch-last, its state transposed in and out."""
+    """From ``BATCH_LAST_MIN_BATCH`` on the output model's loop runs batch-last, its state
+    transposed in and out: chained chunks still give the reference's one call and last state."""
     rng = np.random.default_rng(21)
-    x = rng.uniform(-1.0, 1.0, (batch, STEPS, config.input_dim)).astype(np.float32)
+    shape = (jax_model.BATCH_LAST_MIN_BATCH, STEPS, config.input_dim)
+    x = rng.uniform(-1.0, 1.0, shape).astype(np.float32)
     model = frae.create("jax_scan", config, seed=22)
     oracle = frae.create("reference", config, seed=22)
     for method, sequences in (("predict", x), ("encode", x), ("decode", oracle.encode(x))):
@@ -381,8 +314,6 @@ def test_chained_chunks_equal_one_call_of_the_reference(
         outputs, state = _chained(model, method, sequences)
         assert_close("outputs", outputs, expected, method)
         assert_close("outputs", state, expected_state, f"{method}: last state")
-    codes, sender_state = model.encode(x, return_state=True)
-    assert_close("self", sender_state, model.decode(codes, return_state=True)[1])
 
 
 UNROLL_LAYOUTS = [
@@ -418,9 +349,8 @@ def test_every_layout_of_unroll_starts_from_the_state(
 
 
 def test_compiled_calls_move_nothing_between_host_and_device() -> None:
-    """Weights live on the device: given inputs already there, the backend's calls send
-    nothing to it, and those that return arrays bring nothing back (the loss, a float, is
-    the interface's)."""
+    """Given inputs on the device, the compiled calls send nothing to it and bring nothing back
+    (but the loss, the interface's float)."""
     model = frae.create("jax_scan", CONFIG, seed=6)
     x, y = (jax.device_put(_inputs(seed)) for seed in (8, 9))
     z = jax.device_put(_inputs(seed=10, width=CONFIG.latent_dim))
@@ -455,23 +385,12 @@ print(json.dumps({{
 """
 
 
-# A fresh process with none of this one's environment: this process has imported the
-# backend, so a variable it sets would be inherited and look unchanged.
-PROBE_ENVIRONMENT = {
-    key: os.environ[key] for key in ("PATH", "HOME", "LANG", "PYTHONPATH") if key in os.environ
-}
+PROBE_ENVIRONMENT = bare_environment()
 
 
 def _probe(code: str) -> dict[str, object]:
-    result = subprocess.run(
-        [sys.executable, "-c", PROBE.format(code=code)],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        env=PROBE_ENVIRONMENT,
-    )
-    assert result.returncode == 0, result.stderr[-3000:]
-    return {**json.loads(result.stdout.splitlines()[-1]), "stderr": result.stderr}
+    done = python("-c", PROBE.format(code=code), env=PROBE_ENVIRONMENT)
+    return {**last_json(done), "stderr": done.stderr}
 
 
 USE_THE_BACKEND = """
