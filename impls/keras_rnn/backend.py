@@ -1,15 +1,10 @@
 """``KerasRNNBackend``: the contract on a Keras 3 model, on any Keras backend, and the reuse of
 a dropped backend's models by the next backend of its config.
 
-Keras compiles a model's functions for that model object alone: its predict function, the
-gradient function over it and each trainer's train step are traced and compiled again for
-every new object, though an object of the same config computes the same program. So the
-models of a dropped backend wait here (``LIMIT`` of them, the least recently dropped going
-first), and a new backend of an equal config takes them (``take_built``), writes its own
-weights into them and zeroes their optimizers (``KerasRNNBackend.trainer``): what it computes
-is what a fresh build computes, without the compilation. Models a caller was given
-(``keras_model``) may still be in the caller's hands, so they are never reused; nor are those
-of a data-parallel engine, which belong to its devices.
+Keras compiles a model's functions for that model object alone, so the models of a dropped
+backend wait here (``LIMIT`` of them) for a new backend of an equal config, which writes its
+own weights into them and zeroes their optimizers. Models handed to a caller
+(``keras_model``) and those of a data-parallel engine are never reused.
 """
 
 from __future__ import annotations
@@ -59,15 +54,10 @@ from impls.keras_rnn.train import (
 class KerasRNNBackend(BaseBackend):
     """``keras.layers.RNN(FRAECell)`` in a functional ``keras.Model``, compiled with XLA.
 
-    ``keras_model`` is the autoencoder itself, ``[x, state] -> [x̂, feedback]`` (the
-    feedback entering the first step and the one after the last): it saves to and loads
-    from ``.keras``.
-    ``predict``/``encode``/``decode`` call the model inside its Keras backend's compiled
-    function (``inference_function``; ``predict_on_batch`` on torch) and a training step is
-    ``train_on_batch``: Keras' own compiled train step, so ``fit`` reports the loss of each
-    step, not Keras' running mean. With ``devices=N`` the same calls run on Keras' own
-    data-parallel engine (``engine``). A backend made once another of its config is gone
-    reuses that one's models, compiled functions and trainers (the module's docstring).
+    ``keras_model`` is the autoencoder ``[x, state] -> [x̂, feedback]``, saved as ``.keras``.
+    Inference runs in the Keras backend's compiled function (``inference_function``), a
+    training step is Keras' own compiled train step, and with ``devices=N`` both run on
+    Keras' data-parallel engine (``engine``).
     """
 
     name = "keras_rnn"
@@ -81,22 +71,18 @@ class KerasRNNBackend(BaseBackend):
         "jax": (CARRIED_STEPS, RECOMPUTED, *JAX_ROUTES),
     }.get(keras.backend.backend(), ())
     engine: DataParallel | None = None
+    """With ``devices=N``: Keras' data-parallel engine (``train.data_parallel``)."""
     _carried: CarriedSteps | None = None
     """The steps of the ``fit`` under way on JAX, whose state is not yet in the variables."""
-    """With ``devices=N``: Keras' data-parallel engine on the Keras backend
-    (``train.data_parallel``); ``None`` leaves every call as it is on one device."""
 
     def _place(self, devices: int) -> None:
         self.engine = data_parallel(devices)
 
     def _creating(self) -> contextlib.AbstractContextManager[Any]:
-        """The scope for making variables and optimizers: the engine's, which places them
-        on its devices."""
+        """The scope for making variables and optimizers: the engine's devices."""
         return contextlib.nullcontext() if self.engine is None else self.engine.creating()
 
     def _build(self, weights: Weights) -> None:
-        """The models of the config: those a dropped backend of an equal config built, with
-        their compiled functions (``take_built``), or new ones."""
         key = (self.config, self.jit_compile)
         reused = None if self.engine is not None else take_built(key)
         if reused is None:
@@ -109,8 +95,7 @@ class KerasRNNBackend(BaseBackend):
 
     @property
     def keras_model(self) -> keras.Model:
-        """The autoencoder ``[x, state] -> [x̂, feedback]``, the model a user saves; once
-        given out, never reused by another backend (``take_built``)."""
+        """The autoencoder ``[x, state] -> [x̂, feedback]``; once given out, never reused."""
         self._built.handed_out = True
         return self._built.keras_model
 
@@ -140,8 +125,6 @@ class KerasRNNBackend(BaseBackend):
         return export.WRITERS[format](self.config, models, folder)
 
     def _predict_with(self, model: keras.Model, sequences: Array, state: Array) -> tuple[Any, Any]:
-        """``model``'s outputs and last feedback: the state is the compiled function's input,
-        as the sequences are, so a new value reuses its program."""
         if self.engine is None:
             outputs, last = self._built.inference(model, self.jit_compile)(sequences, state)
         else:
@@ -157,8 +140,8 @@ class KerasRNNBackend(BaseBackend):
         return float(loss), {n: ops.convert_to_numpy(g) for n, g in zip(names, grads, strict=True)}
 
     def trainer(self, optimizer: str, learning_rate: float) -> keras.Model:
-        """``keras_model`` compiled for training with ``optimizer`` at ``learning_rate``, its
-        optimizer state zeroed (fresh at each ``fit``); compiled once per optimizer kind."""
+        """The trainer of ``optimizer`` at ``learning_rate``, its optimizer state zeroed;
+        compiled once per optimizer kind."""
         if optimizer not in self._built.trainers:
             replica_by_replica = self.engine is not None and self.engine.replica_by_replica
             with self._creating():  # the optimizer's variables too, hence built here
@@ -209,8 +192,7 @@ class KerasRNNBackend(BaseBackend):
 
     @serialised
     def fit(self, x: Array, y: Array | None = None, **options: Any) -> dict[str, Any]:
-        """``BaseBackend.fit``; on JAX the state its steps carry is written back into the
-        variables however it ends (``CarriedSteps``)."""
+        """``BaseBackend.fit``, the state its steps carry on JAX written back however it ends."""
         try:
             return super().fit(x, y, **options)
         finally:
@@ -251,8 +233,7 @@ LIMIT = 8
 
 @dataclass
 class Built:
-    """The Keras models of one config, their variables by canonical name, and the functions
-    and trainers compiled over them."""
+    """The Keras models of one config and the functions and trainers compiled over them."""
 
     keras_model: keras.Model
     encoder: keras.Model
@@ -265,10 +246,9 @@ class Built:
     handed_out: bool = False
     """Whether ``keras_model`` was given to a caller, who may still hold it."""
     inferences: dict[str, Inference] = field(default_factory=dict)
-    """The compiled calls of ``keras_model``, ``encoder`` and ``decoder``, by model name."""
 
     def inference(self, model: keras.Model, jit_compile: bool | str) -> Inference:
-        """``model``'s compiled call (``inference_function``), made at its first use."""
+        """``model``'s compiled call, made at its first use."""
         if model.name not in self.inferences:
             self.inferences[model.name] = inference_function(model, jit_compile)
         return self.inferences[model.name]
@@ -300,8 +280,7 @@ def build(config: FRAEConfig, jit_compile: bool | str) -> Built:
 
 
 def take_built(key: Key) -> Built | None:
-    """The models a dropped backend built for ``key``, its config and ``jit_compile``, if
-    any wait."""
+    """The models a dropped backend built for ``key``, if any wait."""
     with _lock:
         for handle, (kept_for, built) in _idle.items():
             if kept_for == key:
@@ -325,8 +304,7 @@ def _keep(key: Key, built: Built) -> None:
 
 
 def forget_built() -> None:
-    """Drop every model kept for reuse: the next backend of any config builds and compiles
-    its own."""
+    """Drop every model kept for reuse."""
     with _lock:
         _idle.clear()
 
@@ -336,18 +314,11 @@ Inference = Callable[[Any, Any], Sequence[Any]]
 
 
 def inference_function(model: keras.Model, jit_compile: bool | str) -> Inference:
-    """``model``'s call ``[sequences, state] -> [outputs, last feedback]``, compiled on its
-    Keras backend where ``jit_compile`` is ``True``; ``predict_on_batch`` otherwise, as Keras
-    runs it (``"auto"``: Keras' defaults, which a baseline keeps).
+    """``model``'s call ``[sequences, state] -> [outputs, last feedback]``, compiled on JAX
+    and TensorFlow where ``jit_compile`` is ``True``; ``predict_on_batch`` otherwise.
 
-    ``predict_on_batch`` wraps Keras' compiled predict function in its data handling and, on
-    JAX, in the gathering and write-back of every variable's value: on one frame that costs
-    several times the program (docs/performance.md). So the model is called as Keras' own
-    trainers call it, inside the backend's compiled function: ``jax.jit`` over
-    ``stateless_call`` with the variables' current values as arguments, or a
-    ``tf.function`` under XLA, one concrete function per input shape called with its flat
-    inputs, reading the variables it captured. On torch Keras runs the RNN as a Python loop,
-    and ``predict_on_batch`` stays.
+    ``predict_on_batch``'s data handling costs several times the program on one frame
+    (docs/performance.md), so the model is called as Keras' own trainers call it.
     """
     name = keras.backend.backend()
     if jit_compile is not True or name not in ("jax", "tensorflow"):

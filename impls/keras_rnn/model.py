@@ -1,12 +1,8 @@
 """The FRAE step as a Keras RNN cell, written only with ``keras.ops``.
 
-The cell contract: ``call(inputs, states) -> (output, new_states)`` with ``state_size`` and
-``output_size``. Here the state is the feedback, x̂_{t-1} (size F) or with state feedback the
-GRU's state s_{t-1} (size H), and the output is ``[x̂_t, z_t]`` (size F + L), so one
-``keras.layers.RNN`` gives reconstructions and codes. ``DecoderCell`` runs the same weights
-from given codes (``decode``). Keras supplies the loop: ``tf.while_loop`` on TensorFlow,
-``lax.scan`` on JAX; it starts from a given state (``initial_state``) and returns the one
-after the last step (``return_state``), which a stream carries into its next call.
+The cell's state is the feedback (x̂_{t-1}, or the GRU's s_{t-1}) and its output
+``[x̂_t, z_t]``, so one ``keras.layers.RNN`` gives reconstructions and codes; ``DecoderCell``
+runs the same weights from given codes. Keras supplies the loop.
 """
 
 from __future__ import annotations
@@ -27,14 +23,12 @@ else:  # the Keras backend finds its devices at its first operation
     keras = import_quietly("keras", lambda keras: keras.ops.convert_to_numpy(keras.ops.zeros(())))
 ops = keras.ops
 LOOP_FOLDING = routes.fold_xla_loops() if keras.backend.backend() == "tensorflow" else None
-"""XLA's loop folding on TensorFlow (``frae.routes``), set before TensorFlow compiles its
-first XLA function (the import above compiles none). On JAX the loops fold without it."""
+"""XLA's loop folding on TensorFlow (``frae.routes``); on JAX the loops fold without it."""
 JAX_COMPILER_OPTIONS, JAX_ROUTES = (
     routes.compiler_options(routes.YNNPACK_OFF) if keras.backend.backend() == "jax" else ({}, ())
 )
-"""On JAX, YNNPACK's fusions off in the functions this package jits (inference and the
-gradient; Keras' own training step is jitted inside Keras, without them): at B = 256 predict
-runs twice as fast (docs/performance.md)."""
+"""On JAX, YNNPACK's fusions off in the functions this package jits (not Keras' training
+step): predict twice as fast at B = 256 (docs/performance.md)."""
 
 Tensor = Any
 """A tensor of the Keras backend in use (TensorFlow's, JAX's or torch's), or a symbolic one."""
@@ -42,9 +36,8 @@ PACKAGE = "frae"
 
 
 def variable_name(canonical: str) -> str:
-    """Keras forbids "/" in variable names and torch "." in parameter names:
-    ``encoder/dense_0/kernel`` is stored as ``encoder__dense_0__kernel``, one to one (no
-    canonical name holds "__")."""
+    """``encoder/dense_0/kernel`` -> ``encoder__dense_0__kernel``: Keras forbids "/" in
+    variable names and torch "."."""
     return canonical.replace("/", "__")
 
 
@@ -53,9 +46,8 @@ def canonical_name(variable: keras.Variable) -> str:
 
 
 def to_numpy(value: object) -> np.ndarray:
-    """A variable's value or a result as NumPy, on every Keras backend: torch's parameters
-    leave autograd first, and ``np.asarray`` avoids the NumPy 2 warning that Keras'
-    ``convert_to_numpy`` and ``Variable.numpy`` raise on TensorFlow (``copy`` keyword)."""
+    """A variable's value or a result as NumPy, on every Keras backend (``np.asarray``
+    avoids the NumPy 2 ``copy`` warning of Keras' own conversions on TensorFlow)."""
     return np.asarray(ops.stop_gradient(value))
 
 
@@ -114,9 +106,7 @@ class FRAECell(keras.layers.Layer):
         return (1.0 - update) * candidate + update * state
 
     def decode_step(self, code: Tensor, feedback: Tensor) -> tuple[Tensor, Tensor]:
-        """``(x̂_t, what is fed back at t + 1)`` from z_t and the feedback: x̂_t from
-        ``[z_t, x̂_{t-1}]``, fed back itself; or with state feedback s_t from z_t and
-        s_{t-1}, x̂_t from s_t, and s_t fed back."""
+        """``(x̂_t, what is fed back at t + 1)`` from z_t and the feedback."""
         if self.frae_config.gru is None:
             reconstruction = self.dense_stack(
                 self.frae_config.decoder_layers, ops.concatenate([code, feedback], axis=-1)
@@ -164,14 +154,9 @@ def unroll(
     codes_given: bool = False,
     state: Tensor | None = None,
 ) -> tuple[Tensor, Tensor, Tensor]:
-    """The recurrence over symbolic batch-major ``sequences`` from ``state``, x̂₀ (or s₀),
-    zeros for ``None``: ``(x̂, z, feedback)``, the feedback after the last step x̂_T (or s_T).
-
-    ``weights`` is the ``FRAECell``, the layer that holds every canonical weight (a Keras
-    cell owns its variables); ``keras.layers.RNN`` supplies the loop, ``state`` its
-    ``initial_state``. ``sequences`` is x, or with ``codes_given`` the codes z for the
-    decoder alone (then z is returned as given).
-    """
+    """The recurrence of the ``FRAECell`` ``weights`` over symbolic batch-major x (or with
+    ``codes_given`` the codes z) from ``state`` (zeros for ``None``): ``(x̂, z, feedback)``,
+    the feedback after the last step x̂_T (or s_T)."""
     initial_state = None if state is None else [state]
     if codes_given:
         loop = keras.layers.RNN(
@@ -186,14 +171,7 @@ def unroll(
 
 def build_models(config: FRAEConfig) -> tuple[keras.Model, keras.Model, keras.Model]:
     """The autoencoder ``[x, state] -> [x̂, feedback]``, its encoder ``[x, state] -> [z,
-    feedback]`` and its decoder ``[z, state] -> [x̂, feedback]``.
-
-    ``state`` ``(B, S)`` is the feedback entering the first step and ``feedback`` the one
-    after the last (the contract's "Streaming"): an input of the compiled predict function,
-    so a new value runs the same program. The encoder's feedback is its decoder's (the sender's
-    replica of the receiver). The three share one ``FRAECell``; the autoencoder is the
-    model a user saves.
-    """
+    feedback]`` and its decoder ``[z, state] -> [x̂, feedback]``, sharing one ``FRAECell``."""
     cell = FRAECell(config.to_dict(), name="frae_cell")
     sequences = keras.Input((None, config.input_dim), name="x")
     state = keras.Input((config.feedback_dim,), name="state")

@@ -21,12 +21,10 @@ else:
 
 
 class KeepsWeights(OptimizerMixin):
-    """A Keras optimizer that also keeps, inside its own compiled update, the weights after
-    each step k (W_{k+1}) in row ``kept_slot(k + 1)`` of ``kept`` (``frae.backend``), flat
-    in the order of the variables it was built on (``offsets``), and counts in
-    ``non_finite`` the updates that left a weight NaN or infinite: what ``fit`` needs to roll
-    a diverged run back, for a few element-wise copies instead of a read of every variable
-    between steps. W₁ goes in row 0 from outside, once per ``fit``.
+    """A Keras optimizer that also keeps, inside its compiled update, the weights after each
+    step k (W_{k+1}) flat in row ``kept_slot(k + 1)`` of ``kept``, and counts in
+    ``non_finite`` the updates that left a weight not finite: ``fit``'s rollback without a
+    read of every variable between steps. W₁ goes in row 0 from outside.
     """
 
     def build(self, var_list: list[keras.Variable]) -> None:
@@ -41,17 +39,15 @@ class KeepsWeights(OptimizerMixin):
         self.resumed = self.add_variable((), initializer="zeros", name="resumed")
 
     def zero(self) -> None:
-        """Every variable back to zero, a fresh state, through a function compiled at the
-        first call (``_zeroing``): an eager zeros and assignment cost tens of µs, and the
-        optimizer has some 25 variables (docs/performance.md)."""
+        """Every variable back to zero through a function compiled at the first call: eagerly,
+        25 variables cost tens of µs each (docs/performance.md)."""
         if getattr(self, "_zeroing", None) is None:
             self._zeroing = self._compiled_zeroing()
         self._zeroing()
 
     def _compiled_zeroing(self) -> Callable[[], None]:
-        """On TensorFlow a ``tf.function`` assigning zeros; on JAX one jitted call making
-        fresh zeros (Keras' compiled step donates its state's buffers, so none is shared
-        from one fit to the next), each then assigned; eager on torch."""
+        """A ``tf.function``, or on JAX a jitted call making fresh zeros (Keras' step donates
+        its buffers), then assigned; eager on torch."""
         variables = list(self.variables)
         backend = keras.backend.backend()
         if backend == "tensorflow":
@@ -86,12 +82,8 @@ class SpecSGD(KeepsWeights, keras.optimizers.SGD):
 
 @keras.saving.register_keras_serializable(package=PACKAGE)
 class SpecAdam(KeepsWeights, keras.optimizers.Adam):
-    """Keras' Adam with the contract's constants and ε where the contract puts it:
-    w ← w − lr·m̂/(√v̂ + ε).
-
-    ``keras.optimizers.Adam`` folds the bias corrections into the step size, which moves ε
-    inside: m̂/(√v̂ + ε/√(1 - β₂ᵗ)). Only the update differs; state and schedule are Keras'.
-    """
+    """Keras' Adam with the contract's update, w ← w − lr·m̂/(√v̂ + ε): Keras' own moves ε
+    inside, m̂/(√v̂ + ε/√(1 - β₂ᵗ)). State and schedule are Keras'."""
 
     def __init__(self, **kwargs: Any) -> None:
         options = {"beta_1": ADAM.beta_1, "beta_2": ADAM.beta_2, "epsilon": ADAM.epsilon}
@@ -124,8 +116,7 @@ def _assign(variables: list[keras.Variable], values: list[Tensor]) -> None:
 
 
 def resume(optimizer: keras.optimizers.Optimizer, start: TrainingState) -> None:
-    """``start``'s step and moments into Keras' ``optimizer`` (built, its variables zeroed):
-    ``iterations``, and Adam's ``_momentums`` and ``_velocities`` of each trained variable."""
+    """``start``'s step and moments into Keras' ``optimizer`` (built, its variables zeroed)."""
     optimizer.iterations.assign(start.step)
     optimizer.resumed.assign(float(start.step))
     for moment, slots in _moment_slots(optimizer).items():

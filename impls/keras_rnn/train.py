@@ -1,7 +1,5 @@
-"""Training in Keras: the loss, gradients in the Keras backend's own language, the
-contract's Adam as a Keras optimizer, the compiled training model, and data parallelism on
-Keras' own engines (``keras.distribution`` on JAX, a ``tf.distribute`` strategy on
-TensorFlow; none on torch)."""
+"""Training in Keras: the loss, gradients in the Keras backend's own language, the compiled
+training model, and data parallelism on Keras' own engines (JAX and TensorFlow)."""
 
 from __future__ import annotations
 
@@ -26,14 +24,11 @@ REMAT_MIN_BATCH = 64
 
 @keras.saving.register_keras_serializable(package=PACKAGE)
 class SquaredErrorCell(keras.layers.Layer):
-    """The FRAE step that also sums its own squared error, so training needs no T-long output.
+    """The FRAE step that also sums its own squared error, so training needs no T-long output
+    (whose gradient XLA copies at every backward step).
 
-    Input ``[x_t, y_t]``; states ``[feedback, e_{t-1}]`` (the feedback x̂_{t-1}, or s_{t-1}
-    with state feedback) with e_t = e_{t-1} + Σ_f (x̂_t - y_t)² per sequence; output e_t.
-    Differentiating the mean of x̂ over the stacked sequence instead, TensorFlow's XLA copies
-    the T-long gradient arrays of the outputs at every backward step, and a step costs time
-    proportional to T (the same mechanism as ``tf_while``'s ``mean_squared_error``): with the
-    error summed in the loop, nothing T long crosses the loop's gradient.
+    Input ``[x_t, y_t]``; states ``[feedback, e_{t-1}]`` with
+    e_t = e_{t-1} + Σ_f (x̂_t - y_t)² per sequence; output e_t.
     """
 
     def __init__(self, cell: FRAECell, **kwargs: Any) -> None:
@@ -59,15 +54,13 @@ RECOMPUTED = routes.Setting(
     "recomputed" if routes.chosen() == routes.BEST else None,
     routes.BY_FRAE if routes.chosen() == routes.BEST else routes.BY_DEFAULT,
 )
-"""Whether a gradient on JAX over 64 sequences or more recomputes each step's intermediates
-in the backward loop (``keras.remat``, JAX's ``checkpoint``) instead of storing them, as
-jax_scan does from the same B (``impls.jax_scan.train.REMAT_MIN_BATCH``): at width 256,
-B = 256, a training step three times faster, and the same bits (docs/performance.md)."""
+"""Whether a gradient on JAX from ``REMAT_MIN_BATCH`` sequences recomputes each step in the
+backward loop (``keras.remat``), as jax_scan does: three times faster at B = 256, the same
+bits (docs/performance.md)."""
 
 
 def recomputes(cell: FRAECell, batch: int | None) -> bool:
-    """Whether a step over ``batch`` sequences runs under ``keras.remat`` (``RECOMPUTED``):
-    on JAX, where shapes are static in a trace, output feedback, from ``REMAT_MIN_BATCH``."""
+    """Whether a step over ``batch`` sequences runs under ``keras.remat`` (``RECOMPUTED``)."""
     return (
         RECOMPUTED.value is not None
         and keras.backend.backend() == "jax"
@@ -79,9 +72,7 @@ def recomputes(cell: FRAECell, batch: int | None) -> bool:
 
 @keras.saving.register_keras_serializable(package=PACKAGE)
 class SquaredErrorModel(keras.Model):
-    """``[x, y] -> Σ_{t,f} (x̂ - y)²`` per sequence, ``(B, 1)``; its loss is the mean of that
-    over B, divided by T·F: mean((x̂ - y)²) over ``(B, T, F)``, with no target ``y`` of its
-    own (the target is an input)."""
+    """``[x, y] -> Σ_{t,f} (x̂ - y)²`` per sequence, ``(B, 1)``; its loss is mean((x̂ - y)²)."""
 
     def compute_loss(
         self,
@@ -98,18 +89,12 @@ class SquaredErrorModel(keras.Model):
 class ReplicaTrainer(SquaredErrorModel):
     """The training model under a ``tf.distribute`` strategy of several replicas.
 
-    Keras' TensorFlow trainer compiles its whole step with XLA, ``strategy.run`` included,
-    and XLA cannot reach the other replicas' variables; so each replica compiles only its
-    loss and gradients (``gradient_function``) and Keras' optimizer all-reduces the
-    gradients and updates the variables outside XLA. The optimizer sums the replicas'
-    gradients, so each counts 1/N, as Keras' own losses scale themselves
-    (``scale_loss_for_distribution``). The step reports the replicas' losses, which Keras
-    averages, as a one-element vector: under a ``MultiWorkerMirroredStrategy`` Keras
-    reduces every output along its axis 0, which a scalar lacks.
+    XLA cannot reach the other replicas' variables, so each replica compiles only its loss
+    and gradients, and Keras' optimizer sums them (each scaled 1/N) outside XLA. The loss is
+    a one-element vector: ``MultiWorkerMirroredStrategy`` reduces outputs along axis 0.
     """
 
     replica_gradients: Gradients
-    """One replica's ``(loss, gradients)`` on its part of the mini-batch (``compile_trainer``)."""
 
     def train_step(self, data: Any) -> dict[str, Tensor]:
         (x, y), _, _ = data
@@ -138,12 +123,9 @@ def squared_error_model(
 
 
 def gradient_function(model: keras.Model, jit_compile: bool) -> Gradients:
-    """``(x, y) -> (loss, gradients in model.trainable_variables order)``, compiled, where
-    ``model`` is the ``squared_error_model``.
-
-    Keras has no backend-neutral gradient call, so this is the one place that speaks the
-    Keras backend's own language, as Keras' own trainers do.
-    """
+    """``(x, y) -> (loss, gradients in trainable_variables order)`` of a
+    ``squared_error_model``, compiled, in the Keras backend's own language (Keras has no
+    backend-neutral gradient call)."""
     name = keras.backend.backend()
     if name == "tensorflow":
         import tensorflow as tf
@@ -202,9 +184,7 @@ def compile_trainer(
     replica_by_replica: bool = False,
 ) -> SquaredErrorModel:
     """A ``squared_error_model`` over ``cell``'s weights compiled with ``optimizer``, trained
-    by ``train_on_batch([x, y])``: one per optimizer kind, since compiling a model replaces
-    its optimizer. ``replica_by_replica``: a ``ReplicaTrainer``, whose gradients alone are
-    compiled (with ``jit_compile``), for a ``tf.distribute`` strategy."""
+    by ``train_on_batch([x, y])``; ``replica_by_replica``: a ``ReplicaTrainer``."""
     chosen = SpecSGD() if optimizer == "sgd" else SpecAdam()
     if not replica_by_replica:
         trainer = squared_error_model(config, cell)
@@ -221,20 +201,14 @@ CARRIED_STEPS = routes.Setting(
     "state carried through a fit" if routes.chosen() == routes.BEST else None,
     routes.BY_FRAE if routes.chosen() == routes.BEST else routes.BY_DEFAULT,
 )
-"""Whether ``fit`` on JAX steps with ``CarriedSteps`` (the route) or ``train_on_batch``
-(Keras' default, under ``FRAE_ROUTES=defaults``)."""
+"""Whether ``fit`` on JAX steps with ``CarriedSteps`` (the route) or ``train_on_batch``."""
 
 
 class CarriedSteps:
-    """Keras' own compiled training step on JAX (``trainer.train_function``, what
-    ``train_on_batch`` calls), its state carried from one step of a ``fit`` to the next as
-    Keras' own ``fit`` carries it, and written back into the variables once, by ``sync``.
-
-    ``train_on_batch`` reads every variable into the step's state and assigns every one back
-    after each step (some 40 variables here, most of a step's cost at B = 1). Each step
-    starts from zeroed metric variables, so its loss is its own, as ``train_on_batch``
-    reports it, not Keras' running mean. The step donates its state: until ``sync``, the
-    variables' values are not to be read.
+    """Keras' own compiled training step on JAX, its state carried from one step to the next
+    as Keras' ``fit`` carries it and written into the variables once, by ``sync``, instead of
+    after every step (most of a step's cost at B = 1). Metrics are zeroed at each step, so
+    the loss is the step's own. Until ``sync``, the variables are not to be read.
     """
 
     def __init__(self, trainer: keras.Model) -> None:
@@ -270,15 +244,9 @@ class CarriedSteps:
         self.state = None
 
 
-# Data parallelism (``create(..., devices=N)``, the contract's "Public interface"): an engine
-# tells the backend where to create variables (``creating``), how to run a model
-# (``predict``, ``gradients``) and how to take one training step on a mini-batch split over
-# its devices (``train_step``).
-
-
 class DataParallel(Protocol):
-    """What the backend asks of an engine; ``replica_by_replica``: whether its trainer must
-    be ``ReplicaTrainer`` (each replica's gradients compiled on their own)."""
+    """A data-parallel engine (``devices=N``); ``replica_by_replica``: whether its trainer
+    must be a ``ReplicaTrainer``."""
 
     replica_by_replica: bool
 
@@ -286,8 +254,7 @@ class DataParallel(Protocol):
         """The scope in which variables, models and optimizers are made."""
 
     def predict(self, model: keras.Model, inputs: list[Array]) -> Any:
-        """``model.predict_on_batch(inputs)``, the whole batch's outputs, whatever the
-        devices; ``inputs`` are batch-major arrays of one batch size (sequences, state)."""
+        """``model.predict_on_batch(inputs)``, the whole batch's outputs."""
 
     def gradients(self, function: Callable[[Any, Any], Any], x: Array, y: Array) -> Any:
         """``function(x, y)`` (``gradient_function``) on the engine's devices."""
@@ -309,13 +276,8 @@ def data_parallel(devices: int) -> DataParallel:
 
 
 class JaxDataParallel:
-    """``keras.distribution.DataParallel`` over the first ``devices`` of every process's JAX
-    devices: variables replicated, each mini-batch sharded along its batch axis, and XLA
-    turns the mean over the batch into an all-reduce of the devices' partial sums.
-
-    The distribution is entered as a scope around each call rather than set for the
-    process, so other models in the process keep their own placement.
-    """
+    """``keras.distribution.DataParallel`` over the first ``devices`` JAX devices, entered as
+    a scope around each call so that other models in the process keep their placement."""
 
     replica_by_replica = False
 
@@ -346,8 +308,7 @@ class JaxDataParallel:
 
     def own_rows(self, batch: Array) -> Array:
         """The rows of ``batch`` that this process's devices hold: Keras builds the global
-        batch from each process's part (``jax.make_array_from_process_local_data``), and
-        every process is handed the whole mini-batch. A lone process holds every row."""
+        batch from each process's part."""
         layout = self.distribution.get_data_layout(batch.shape).backend_layout
         rows = {
             index[0].indices(len(batch))[:2]
@@ -357,10 +318,7 @@ class JaxDataParallel:
 
 
 class TensorFlowDataParallel:
-    """A ``tf.distribute`` strategy (``frae.devices.tensorflow_strategy``: the one in scope
-    when the backend is created, else a ``MirroredStrategy`` over the first ``devices``
-    logical devices). Keras' optimizer all-reduces the replicas' gradients.
-    """
+    """A ``tf.distribute`` strategy (``frae.devices.tensorflow_strategy``)."""
 
     replica_by_replica = True
 
@@ -371,9 +329,7 @@ class TensorFlowDataParallel:
         return self.strategy.scope()
 
     def predict(self, model: keras.Model, inputs: list[Array]) -> Any:
-        """Keras' TensorFlow predict runs each replica on its own part of a distributed
-        input and concatenates the parts (a plain array would run whole on every replica):
-        the first replica gets every row, the others none, so it is computed once."""
+        """Every row on the first replica, none on the others: computed once."""
         return model.predict_on_batch(self.on_first_replica(inputs))
 
     def gradients(self, function: Callable[[Any, Any], Any], x: Array, y: Array) -> Any:
@@ -387,8 +343,7 @@ class TensorFlowDataParallel:
         return step
 
     def split(self, batch: Array) -> Any:
-        """``batch`` in equal parts, replica i (numbered over every process) getting part i:
-        Keras' ``train_on_batch`` would hand a plain array whole to every replica."""
+        """``batch`` in equal parts, replica i getting part i."""
         size = len(batch) // self.strategy.num_replicas_in_sync
 
         def part(context: Any) -> Array:
