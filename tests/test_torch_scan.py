@@ -7,20 +7,16 @@ from __future__ import annotations
 
 import contextlib
 import importlib.util
-import itertools
-import json
-import os
 import subprocess
-import sys
 from collections.abc import Callable
 
 import numpy as np
 import pytest
 
 import frae
-from impls.reference.model import gru_step
 from parity_tests.cases import CASES
-from parity_tests.tolerances import TOLERANCES, assert_close
+from parity_tests.tolerances import assert_close
+from tests.processes import bare_environment, last_json, python
 
 pytestmark = pytest.mark.backend_specific("torch_scan")
 torch = pytest.importorskip("torch")
@@ -44,102 +40,31 @@ def _inputs(seed: int, config: frae.FRAEConfig = CONFIG, batch: int = BATCH) -> 
     return rng.uniform(-1.0, 1.0, size=(batch, STEPS, config.input_dim)).astype(np.float32)
 
 
-def test_weights_round_trip_through_the_module() -> None:
-    """Each canonical kernel is its ``nn.Linear``'s weight transposed, each bias its bias."""
-    weights = frae.initial_weights(CONFIG, seed=1)
-    module = torch_model.FRAE(CONFIG)
+@pytest.mark.parametrize("config", CONFIGS.values(), ids=CONFIGS)
+def test_weights_load_into_the_modules_layers_transposed(config: frae.FRAEConfig) -> None:
+    """Each canonical parameter is its ``nn.Linear``'s, or ``nn.GRUCell``'s under its
+    ``gru_layout.TORCH_NAMES`` name, each kernel transposed."""
+    weights = frae.initial_weights(config, seed=1)
+    module = torch_model.module_for(config)
     torch_model.load_canonical(module, weights)
     parameters = torch_model.named_parameters_of(module)
     assert len(parameters) == len(weights)
     for name, value in weights.items():
-        layer, _, kind = name.rpartition("/")
-        linear = module.get_submodule(layer.replace("/", ".layers.", 1))
-        assert isinstance(linear, torch.nn.Linear), name
-        stored = linear.weight if kind == "kernel" else linear.bias
+        layer, kind = name.rpartition("/")[0], torch_model.parameter_name(name).rpartition(".")[2]
+        gru = layer == "decoder/gru"
+        owner = (
+            module.decoder_gru if gru else module.get_submodule(layer.replace("/", ".layers.", 1))
+        )
+        assert type(owner) is (torch.nn.GRUCell if gru else torch.nn.Linear), name
+        stored = getattr(owner, kind)
         assert stored is parameters[torch_model.parameter_name(name)], name
-        expected = value.T if kind == "kernel" else value
+        expected = value.T if name.endswith("kernel") else value
         np.testing.assert_array_equal(stored.detach().numpy(), expected, err_msg=name)
-    back = torch_model.to_canonical(CONFIG, parameters)
-    assert list(back) == list(weights)
-    for name, value in weights.items():
-        np.testing.assert_array_equal(back[name], value, err_msg=name)
-
-
-def test_gru_weights_round_trip_through_the_module() -> None:
-    """Each canonical GRU parameter is ``nn.GRUCell``'s under its ``gru_layout.TORCH_NAMES`` name,
-    the kernels transposed; the whole state model round-trips bit for bit."""
-    weights = frae.initial_weights(STATE_CONFIG, seed=1)
-    module = torch_model.module_for(STATE_CONFIG)
-    torch_model.load_canonical(module, weights)
-    gru = STATE_CONFIG.gru
-    cell = module.decoder_gru
-    assert type(cell) is torch.nn.GRUCell
-    for name, native in [
-        (gru.kernel, cell.weight_ih.T),
-        (gru.recurrent_kernel, cell.weight_hh.T),
-        (gru.bias, cell.bias_ih),
-        (gru.recurrent_bias, cell.bias_hh),
-    ]:
-        np.testing.assert_array_equal(native.detach().numpy(), weights[name], err_msg=name)
-    parameters = torch_model.named_parameters_of(module)
-    assert len(parameters) == len(weights)
-    back = torch_model.to_canonical(STATE_CONFIG, parameters)
-    assert list(back) == list(weights)
-    for name, value in weights.items():
-        np.testing.assert_array_equal(back[name], value, err_msg=name)
-
-
-def _swapped_gates(
-    weights: dict[str, np.ndarray], first: int, second: int
-) -> dict[str, np.ndarray]:
-    """``weights`` with the GRU's gate blocks ``first`` and ``second`` (of [r | p | n])
-    exchanged in K, U, b_K and b_U alike."""
-    swapped = {}
-    for name, value in weights.items():
-        blocks = np.split(value, 3, axis=-1)
-        blocks[first], blocks[second] = blocks[second], blocks[first]
-        swapped[name] = np.concatenate(blocks, axis=-1)
-    return swapped
-
-
-@pytest.mark.parametrize("first, second", [(0, 1), (1, 2), (0, 2)], ids=["rp", "pn", "rn"])
-def test_a_stock_gru_cell_steps_as_the_reference(first: int, second: int) -> None:
-    """Random, non-symmetric canonical GRU weights loaded by ``load_canonical`` into the
-    module's ``nn.GRUCell`` step it as the reference's ``gru_step``, for several steps; the
-    check is sharp: the same weights with two gate blocks swapped are loaded just as well
-    but miss the reference by over a thousand times the tolerance."""
-    gru = STATE_CONFIG.gru
-    rng = np.random.default_rng(12)
-    # N(0, 1), not the initial N(0, 0.05): gates far from σ(0) = 1/2, so blocks differ
-    weights = {name: rng.normal(0.0, 1.0, shape) for name, shape in gru.parameter_shapes().items()}
-    codes = rng.uniform(-1.0, 1.0, size=(STEPS, BATCH, gru.input_dim))
-    expected, state = [], np.zeros((BATCH, gru.state_dim))
-    for code in codes:
-        state, _ = gru_step(weights, gru, code, state)
-        expected.append(state)
-
-    def stepped(canonical: dict[str, np.ndarray]) -> np.ndarray:
-        """The states of the module's own ``nn.GRUCell`` loaded with ``canonical``."""
-        module = torch_model.module_for(STATE_CONFIG)
-        torch_model.load_canonical(module, {k: np.float32(v) for k, v in canonical.items()})
-        cell, state = module.decoder_gru, torch.zeros(BATCH, gru.state_dim)
-        assert type(cell) is torch.nn.GRUCell
-        states = []
-        with torch.no_grad():
-            for code in torch.from_numpy(np.float32(codes)):
-                state = cell(code, state)
-                states.append(state.numpy())
-        return np.stack(states)
-
-    assert_close("outputs", stepped(weights), np.stack(expected))
-    wrong = stepped(_swapped_gates(weights, first, second))
-    assert TOLERANCES["outputs"].fraction_used(wrong, np.stack(expected)) > 1000
 
 
 def test_a_square_kernel_left_untransposed_fails_parity(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The boundary's one transpose is checked: a port that skipped it for square kernels
-    (the shape check cannot see those) in both directions round-trips its weights bit for
-    bit, but the suite's output tolerance against the reference rejects it."""
+    """A port skipping the transpose of square kernels round-trips its weights bit for bit, but
+    the output tolerance against the reference rejects it."""
     load, read = torch_model.load_canonical, torch_model.to_canonical
 
     def untransposed(weights: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
@@ -224,11 +149,8 @@ def test_an_adam_step_beyond_float32_ends_as_divergence() -> None:
 @pytest.mark.parametrize("config", KIT_CONFIGS.values(), ids=KIT_CONFIGS)
 @pytest.mark.parametrize("call", COMPILED_CALLS.values(), ids=COMPILED_CALLS)
 def test_one_compilation_for_every_shape(call: Call, config: frae.FRAEConfig) -> None:
-    """New values, new states (and none: the zeros are passed in), new weights, a new
-    instance and a new T reuse the compiled code: the state is an input of the graph, not a
-    constant in it; B = 1, which Dynamo specializes, compiles once more (for a gradient,
-    shown on the output model: the state model's gradient at B = 1 would be a graph no
-    other test compiles, for the same specialization)."""
+    """New values, states, weights, instances and T reuse the compiled code; B = 1, which Dynamo
+    specializes, compiles once more (the gradient's shown on the output model alone)."""
     torch._dynamo.reset()  # forget the code compiled so far, so that the first call compiles
     graphs = torch._dynamo.utils.counters["stats"]
     model = frae.create("torch_scan", config, seed=4)
@@ -249,40 +171,26 @@ def test_one_compilation_for_every_shape(call: Call, config: frae.FRAEConfig) ->
 
 @pytest.mark.parametrize("config", KIT_CONFIGS.values(), ids=KIT_CONFIGS)
 def test_chained_chunks_equal_one_call_and_compile_once(config: frae.FRAEConfig) -> None:
-    """Chunks chained through ``return_state`` from a given state give the reference's one
-    call over the whole sequence: x̂, z, decode's x̂ from those z, and the last state, which
-    ``encode`` and ``decode`` end in alike. The first chunk's T is the state's width S,
-    which duck shapes would make one symbol, then a constant: the later lengths compile
-    nothing more (one graph for the unroll, one for the decoder)."""
+    """The first chunk as long as the state's width S (a duck-shape trap): chained chunks give
+    the reference's one call, and later lengths compile nothing more (unroll and decoder)."""
     torch._dynamo.reset()
     graphs = torch._dynamo.utils.counters["stats"]
     before = graphs["unique_graphs"]
     width = config.feedback_dim
-    bounds = (0, width, width + 2, width + 5)
     rng = np.random.default_rng(11)
-    x = rng.uniform(-1.0, 1.0, size=(BATCH, bounds[-1], config.input_dim)).astype(np.float32)
+    x = rng.uniform(-1.0, 1.0, size=(BATCH, width + 5, config.input_dim)).astype(np.float32)
     start = rng.uniform(-1.0, 1.0, size=(BATCH, width)).astype(np.float32)
-    # N(0, 0.3): weights large enough that the state visibly changes every step
-    weights = {
-        name: rng.normal(0.0, 0.3, shape).astype(np.float32)
-        for name, shape in config.parameter_shapes().items()
-    }
-    model = frae.create("torch_scan", config, weights=weights)
-    reference = frae.create("reference", config, weights=weights)
-    expected, last = reference.predict(x, state=start, return_state=True)
-    chunks: dict[str, list[np.ndarray]] = {"predict": [], "encode": [], "decode": []}
-    states = {call: start for call in chunks}
-    for low, high in itertools.pairwise(bounds):
-        chunk = x[:, low:high]
+    model = frae.create("torch_scan", config, seed=12)
+    expected, last = frae.create("reference", config, seed=12).predict(
+        x, state=start, return_state=True
+    )
+    outputs, states = [], {"predict": start, "encode": start, "decode": start}
+    for chunk in np.split(x, [width, width + 2], axis=1):
         output, states["predict"] = model.predict(chunk, state=states["predict"], return_state=True)
         code, states["encode"] = model.encode(chunk, state=states["encode"], return_state=True)
-        decoded, states["decode"] = model.decode(code, state=states["decode"], return_state=True)
-        for call, value in zip(chunks, (output, code, decoded), strict=True):
-            chunks[call].append(value)
-    joined = {call: np.concatenate(outputs, axis=1) for call, outputs in chunks.items()}
-    assert_close("outputs", joined["predict"], expected, "predict")
-    assert_close("outputs", joined["encode"], reference.encode(x, state=start), "encode")
-    assert_close("outputs", joined["decode"], expected, "decode")
+        _, states["decode"] = model.decode(code, state=states["decode"], return_state=True)
+        outputs.append(output)
+    assert_close("outputs", np.concatenate(outputs, axis=1), expected, "predict")
     for call, state in states.items():
         assert_close("outputs", state, last, f"{call}'s last state")
     assert graphs["unique_graphs"] - before == 2
@@ -306,23 +214,9 @@ found = {{"env": changed, "state": [state_before, state()], "limit": limit, "out
 print(json.dumps(found))
 """
 
-# A fresh process with none of this one's environment: this process has imported the
-# backend, so a variable it sets would be inherited and look unchanged. Only the run's
-# compile settings (conftest.py) pass: Inductor's cache on disk, shared with every other
-# process of the run, with the scan's graphs in it, and compiling in the process rather than
-# in a pool it starts.
-PROBE_ENVIRONMENT = {
-    key: os.environ[key]
-    for key in (
-        "PATH",
-        "HOME",
-        "LANG",
-        "PYTHONPATH",
-        "TORCHINDUCTOR_CACHE_DIR",
-        "TORCHINDUCTOR_COMPILE_THREADS",
-    )
-    if key in os.environ
-}
+# the run's compile settings (conftest.py) pass too: Inductor's cache on disk, which holds the
+# scan's graphs, and compiling in the process rather than in a pool it starts
+PROBE_ENVIRONMENT = bare_environment("TORCHINDUCTOR_CACHE_DIR", "TORCHINDUCTOR_COMPILE_THREADS")
 
 USE_THE_BACKEND = """
 import numpy as np, frae
@@ -337,13 +231,7 @@ output = model.predict(x).tolist()
 
 
 def _probe(code: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-c", PROBE.format(code=code)],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        env=PROBE_ENVIRONMENT,
-    )
+    return python("-c", PROBE.format(code=code), env=PROBE_ENVIRONMENT, check=False)
 
 
 def _expected_output() -> np.ndarray:
@@ -360,8 +248,8 @@ def test_the_backend_changes_nothing_global_and_prints_nothing() -> None:
     baseline = _probe("torch.compile(lambda x: x + 1)(torch.ones(3))\noutput = None")
     used = _probe(USE_THE_BACKEND)
     assert used.returncode == 0, used.stderr[-3000:]
-    found = json.loads(used.stdout.splitlines()[-1])
-    assert found["env"] == json.loads(baseline.stdout.splitlines()[-1])["env"]
+    found = last_json(used)
+    assert found["env"] == last_json(baseline)["env"]
     assert found["state"][0] == found["state"][1]
     assert found["limit"] == 8
     assert used.stderr == ""
@@ -381,9 +269,7 @@ def test_tensorflow_first_gives_an_error_not_a_crash() -> None:
         f"frae_tf = __import__('frae.quiet').quiet.import_quietly('tensorflow')\n{USE_THE_BACKEND}"
     )
     assert both.returncode == 0, both.stderr[-3000:]
-    assert_close(
-        "self", np.float32(json.loads(both.stdout.splitlines()[-1])["output"]), _expected_output()
-    )
+    assert_close("self", np.float32(last_json(both)["output"]), _expected_output())
 
 
 @pytest.mark.slow
