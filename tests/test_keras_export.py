@@ -8,14 +8,13 @@ in a process whose Keras runs on them.
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 import frae
+from tests.processes import python
 
 pytestmark = pytest.mark.backend_specific("keras_rnn")
 keras = pytest.importorskip("keras")
@@ -64,14 +63,8 @@ def test_the_refused_routes_still_fail(keras_backend: str, tmp_path: Path) -> No
     pytest.importorskip(keras_backend)
     pytest.importorskip("onnxruntime")
     environment = {**os.environ, "KERAS_BACKEND": keras_backend}
-    done = subprocess.run(
-        [sys.executable, "-c", PROBES[keras_backend], str(tmp_path / "artifact")],
-        cwd=ROOT,
-        env=environment,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+    artifact = str(tmp_path / "artifact")
+    done = python("-c", PROBES[keras_backend], artifact, env=environment, check=False)
     refusals = [line for line in done.stdout.splitlines() if line.startswith("refused:")]
     expected = {"jax": 2, "torch": 1}[keras_backend]
     assert refusals == ["refused: True"] * expected, (done.stdout[-2000:], done.stderr[-3000:])

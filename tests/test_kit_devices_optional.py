@@ -5,8 +5,6 @@ reference passes it, and a port that takes ``devices`` and ignores it fails it."
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -14,6 +12,7 @@ import pytest
 import frae
 from frae.config import FRAEConfig
 from frae.params import Weights
+from tests.processes import python
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -42,13 +41,11 @@ PORTS = {f"{__name__}:reference_without_devices": "PASSED", f"{__name__}:devices
 
 @pytest.mark.nested
 def test_the_kit_passes_a_port_without_devices_and_fails_one_that_ignores_them() -> None:
-    command = [sys.executable, "-m", "pytest", "parity_tests/test_data_parallel.py"]
+    command = ["-m", "pytest", "parity_tests/test_data_parallel.py"]
     command += ["-k", "refused", "-rA", "-q", "-p", "no:cacheprovider"]
     for port in PORTS:
         command += ["--backend", port]
-    result = subprocess.run(
-        command, cwd=ROOT, capture_output=True, text=True, timeout=600, check=False
-    )
+    result = python(*command, check=False)
     output = result.stdout + result.stderr
     verdict = re.compile(
         r"^(PASSED|FAILED) \S+::test_devices_refused_without_engine\[(\S+)\]", re.M

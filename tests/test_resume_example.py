@@ -4,23 +4,20 @@ second backend's uninterrupted run."""
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+from tests.processes import python
 
 
 @pytest.mark.slow
 def test_the_example_continues_one_curve_on_another_backend(tmp_path: Path) -> None:
     pytest.importorskip("jax")
-    command = [sys.executable, "-m", "examples.resume_across_frameworks"]
+    command = ["-m", "examples.resume_across_frameworks"]
     command += ["--first", "reference", "--then", "jax_scan", "--first-epochs", "2"]
     command += ["--epochs", "4", "--checkpoint", str(tmp_path / "c.safetensors")]
-    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr[-2000:]
+    done = python(*command, timeout=300)
     rows = [line.split() for line in done.stdout.splitlines() if re.match(r"\s+\d+\s", line)]
     assert [int(row[0]) for row in rows] == list(range(1, 17))  # 4 mini-batches, 4 epochs
     assert {row[1] for row in rows[:8]} == {"reference"} and {row[1] for row in rows[8:]} == {

@@ -5,16 +5,13 @@ otherwise."""
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 from typing import Any
 
 import numpy as np
 import pytest
 
 from frae import routes
+from tests.processes import fresh_json
 
 FOLDED = f"{routes.EXTRA_OPTIONS}{routes.LOOP_FOLDING}={routes.FOLDING_BYTES}"
 
@@ -99,18 +96,8 @@ print(json.dumps({"routes": [str(s) for s in model.routes],
 
 
 def _fresh(script: str, *args: str, **environment: str) -> dict[str, Any]:
-    """What ``script`` prints last, as JSON, run in a fresh process with ``environment`` over
-    this one's, less its XLA flags."""
-    env = {k: v for k, v in os.environ.items() if k not in ("XLA_FLAGS", routes.BEFORE)}
-    run = subprocess.run(
-        [sys.executable, "-c", script, *args],
-        env={**env, **environment},
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=True,
-    )
-    return dict(json.loads(run.stdout.splitlines()[-1]))
+    """What ``script`` prints last, as JSON, in a fresh process without this one's XLA flags."""
+    return dict(fresh_json(script, *args, without=("XLA_FLAGS", routes.BEFORE), **environment))
 
 
 @pytest.mark.slow
@@ -223,9 +210,8 @@ print(json.dumps(results))
 
 @pytest.mark.slow
 def test_keras_on_jax_recomputes_from_b_64_on_its_route_alone_with_the_same_bits() -> None:
-    """On its route Keras on JAX runs a gradient's step under ``keras.remat`` from B = 64 (not
-    at B = 1), under the defaults never; loss and gradients equal on both; its routes list
-    that and YNNPACK's fusions off, each as this package's or as the framework's default."""
+    """On its route alone Keras on JAX recomputes a gradient's step from B = 64, with equal loss
+    and gradients; its routes say so, YNNPACK's fusions off."""
     pytest.importorskip("jax")
     best = _fresh(REMAT_RUN, KERAS_BACKEND="jax")
     defaults = _fresh(REMAT_RUN, KERAS_BACKEND="jax", **{routes.ROUTES: routes.DEFAULTS})

@@ -1,15 +1,7 @@
-"""``torch_scan``'s route (``frae.routes``): Inductor's C++ wrapper for inference and
-gradients by default, the Python wrapper for the gradient of a one-step scan (which the
-C++ wrapper fails to compile in PyTorch 2.14), a user's ``TORCHINDUCTOR_CPP_WRAPPER`` kept,
-and ``FRAE_ROUTES=defaults`` compiling with ``torch.compile``'s defaults; ``routes`` says
-which."""
+"""``torch_scan``'s route (``frae.routes``): Inductor's C++ wrapper by default (Python for T = 1's
+gradient), a user's ``TORCHINDUCTOR_CPP_WRAPPER`` kept, ``FRAE_ROUTES=defaults`` honoured."""
 
 from __future__ import annotations
-
-import json
-import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -18,6 +10,7 @@ import frae
 from frae import routes
 from parity_tests.cases import CASES
 from parity_tests.tolerances import assert_close
+from tests.processes import fresh_json
 
 pytestmark = pytest.mark.backend_specific("torch_scan")
 torch_backend = pytest.importorskip("impls.torch_scan.backend")
@@ -130,22 +123,9 @@ print(json.dumps({"routes": [[s.value, s.by] for s in model.routes],
 def test_a_backend_reports_its_route_and_leaves_inductor_s_own_setting(
     environment: dict[str, str], values: list[str | None], by: list[str], inductor: bool
 ) -> None:
-    """In a process of each environment: ``routes`` as ``route`` makes them, and Inductor's
-    process-wide ``cpp_wrapper`` the environment's (the route passes its options to each
-    compilation, never through Inductor's config)."""
-    env = {
-        key: value
-        for key, value in os.environ.items()
-        if key not in (routes.ROUTES, torch_backend.USER_CPP_WRAPPER)
-    }
-    run = subprocess.run(
-        [sys.executable, "-c", REPORT],
-        env={**env, **environment},
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=True,
-    )
-    seen = json.loads(run.stdout.splitlines()[-1])
+    """In each environment ``routes`` are as ``route`` makes them, and Inductor's process-wide
+    ``cpp_wrapper`` is the environment's."""
+    hidden = (routes.ROUTES, torch_backend.USER_CPP_WRAPPER)
+    seen = fresh_json(REPORT, without=hidden, **environment)
     assert seen["routes"] == [list(pair) for pair in zip(values, by, strict=True)]
     assert seen["inductor"] is inductor
