@@ -17,7 +17,7 @@ from frae.training_state import fresh_state
 from impls.reference.model import gru_step
 from impls.reference.model import unroll as reference_unroll
 from parity_tests.tolerances import TOLERANCES, assert_close
-from tests.bench_cases import check_forward, check_gradients
+from tests.bench_cases import check_forward, check_gradients, check_streaming
 from tests.processes import bare_environment, last_json, python
 
 pytestmark = pytest.mark.backend_specific("jax_scan")
@@ -288,32 +288,14 @@ def test_a_new_state_compiles_nothing(
     assert traces == {STEPS: 1, 3: 1} and compiled._cache_size() == 2
 
 
-def _chained(model: frae.Backend, method: str, sequences: np.ndarray) -> tuple[object, object]:
-    """``method`` over chunks of 1, 2 and 4 steps, each from the state the one before
-    returned: the outputs joined, and the last state."""
-    outputs, state = [], None
-    for chunk in np.split(sequences, [1, 3], axis=1):
-        output, state = getattr(model, method)(chunk, state=state, return_state=True)
-        outputs.append(output)
-    return np.concatenate(outputs, axis=1), state
-
-
 @pytest.mark.parametrize("config", [CONFIG, STATE_CONFIG], ids=["output", "state"])
 def test_chained_chunks_at_a_large_batch_equal_one_call_of_the_reference(
     config: frae.FRAEConfig,
 ) -> None:
     """From ``BATCH_LAST_MIN_BATCH`` on the output model's loop runs batch-last, its state
     transposed in and out: chained chunks still give the reference's one call and last state."""
-    rng = np.random.default_rng(21)
-    shape = (jax_model.BATCH_LAST_MIN_BATCH, STEPS, config.input_dim)
-    x = rng.uniform(-1.0, 1.0, shape).astype(np.float32)
-    model = frae.create("jax_scan", config, seed=22)
-    oracle = frae.create("reference", config, seed=22)
-    for method, sequences in (("predict", x), ("encode", x), ("decode", oracle.encode(x))):
-        expected, expected_state = getattr(oracle, method)(sequences, return_state=True)
-        outputs, state = _chained(model, method, sequences)
-        assert_close("outputs", outputs, expected, method)
-        assert_close("outputs", state, expected_state, f"{method}: last state")
+    batch = jax_model.BATCH_LAST_MIN_BATCH
+    check_streaming(frae.create("jax_scan", config, seed=3), config, batch=batch)
 
 
 UNROLL_LAYOUTS = [

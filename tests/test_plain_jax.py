@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import frae
-from parity_tests.tolerances import assert_close
+from tests.bench_cases import check_streaming
 
 pytest.importorskip("jax")
 pytest.importorskip("optax")
@@ -49,16 +49,4 @@ def test_a_new_state_compiles_nothing(config: frae.FRAEConfig) -> None:
 
 @pytest.mark.parametrize("config", CONFIGS)
 def test_chained_chunks_equal_one_call_of_the_reference(config: frae.FRAEConfig) -> None:
-    """Chunks of 1, 2 and 4 steps, each from the state the one before returned, equal the
-    reference's one call: outputs and last state, for predict, encode and decode."""
-    rng = np.random.default_rng(3)
-    x = rng.uniform(-1.0, 1.0, (BATCH, STEPS, config.input_dim)).astype(np.float32)
-    model, oracle = frae.create(PORT, config, seed=4), frae.create("reference", config, seed=4)
-    for method, sequences in (("predict", x), ("encode", x), ("decode", oracle.encode(x))):
-        expected, expected_state = getattr(oracle, method)(sequences, return_state=True)
-        outputs, state = [], None
-        for chunk in np.split(sequences, [1, 3], axis=1):
-            output, state = getattr(model, method)(chunk, state=state, return_state=True)
-            outputs.append(output)
-        assert_close("outputs", np.concatenate(outputs, axis=1), expected, method)
-        assert_close("outputs", state, expected_state, f"{method}: last state")
+    check_streaming(frae.create(PORT, config, seed=3), config)
