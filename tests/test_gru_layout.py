@@ -1,13 +1,6 @@
 """``frae.gru_layout``: the GRU's canonical weights in Keras', PyTorch's and Flax's layouts.
-
-The known examples are written out from each framework's documented layout, not from the
-module: Keras' ``GRUCell`` splits its kernels' columns as z, r, h (update, reset,
-candidate) and holds ``bias[0]`` for the input and ``bias[1]`` for the recurrent product;
-PyTorch's ``nn.GRUCell`` stacks ``(W_ir | W_iz | W_in)`` as the rows of ``weight_ih``
-``(3H, L)``, the same for ``weight_hh``, ``bias_ih`` and ``bias_hh``; Flax's ``nnx.GRUCell``
-splits ``dense_i`` and ``dense_h`` (no bias) as r, z, n. With H = 2 each gate's block is
-two entries wide, so a swapped block or a transposed kernel shows.
-"""
+The known examples are written from each framework's documented layout, not from the module,
+with H = 2, so that a swapped gate block or a transposed kernel shows."""
 
 from __future__ import annotations
 

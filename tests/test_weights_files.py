@@ -3,6 +3,7 @@ is inflated and never unpickled; how ``save_weights`` writes."""
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import os
 import stat
@@ -19,20 +20,14 @@ import pytest
 import frae
 from frae.params import infer_config
 
+OTHER = frae.FRAEConfig(input_dim=3, encoder_units=(5,), latent_dim=2, decoder_units=(4, 6))
 CONFIGS = {
     "default": frae.FRAEConfig(),
-    "other": frae.FRAEConfig(input_dim=3, encoder_units=(5,), latent_dim=2, decoder_units=(4, 6)),
+    "other": OTHER,
     # no hidden layers: the encoder's 2F inputs feed the latent layer, and L + F the output
-    "bare": frae.FRAEConfig(input_dim=3, encoder_units=(), latent_dim=2, decoder_units=()),
+    "bare": dataclasses.replace(OTHER, encoder_units=(), decoder_units=()),
     # state feedback: the GRU's four entries between the sides, the decoder reading H
-    "state": frae.FRAEConfig(
-        input_dim=3,
-        encoder_units=(5,),
-        latent_dim=2,
-        decoder_units=(4,),
-        feedback="state",
-        state_dim=6,
-    ),
+    "state": dataclasses.replace(OTHER, decoder_units=(4,), feedback="state", state_dim=6),
     "state_bare": frae.FRAEConfig(
         encoder_units=(), decoder_units=(), feedback="state", state_dim=7
     ),
