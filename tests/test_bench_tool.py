@@ -1,10 +1,5 @@
-"""The benchmark as a tool, end to end, as a user runs it on a port of their own.
-
-A port outside the repository (a copy of ``examples/plain_jax.py`` in a folder of its
-own, found from the working folder without ``PYTHONPATH``) is measured twice by the quick
-benchmark on a model of width 64 given as ``--config``; ``frae diff`` then compares the two
-runs' results files, measurement by measurement, and its exit status follows the threshold.
-"""
+"""The benchmark as a user runs it on a port outside the repository: the quick benchmark twice
+at width 64 from ``--config``, then ``frae diff`` of the two runs and its exit status."""
 
 from __future__ import annotations
 
@@ -12,18 +7,17 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from bench.records import ResultRecord, RunRecord, read
+from tests.processes import ROOT, python
 
 # the module's runs of the benchmark are fixtures: its tests share a worker, which runs them once
 pytestmark = [pytest.mark.nested, pytest.mark.xdist_group("bench_tool")]
 pytest.importorskip("flax", reason="the example port needs jax: pip install 'frae[jax]'")
 
-ROOT = Path(__file__).resolve().parents[1]
 PORT = "my_port:PlainJaxFRAE"
 WIDTH_64 = {"encoder_units": [64], "latent_dim": 16, "decoder_units": [64]}
 LABEL = "2-64-16-64-2"
@@ -31,14 +25,7 @@ LABEL = "2-64-16-64-2"
 
 def frae_command(*arguments: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    return subprocess.run(
-        [sys.executable, "-m", "frae", *arguments],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+    return python("-m", "frae", *arguments, cwd=cwd, env=env, check=False)
 
 
 @pytest.fixture(scope="module")

@@ -4,8 +4,6 @@ installed backend lists makes an artifact that runs and equals the reference."""
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -13,17 +11,14 @@ import pytest
 
 import frae
 from parity_tests.tolerances import assert_close
+from tests.processes import python
 
 ROOT = Path(__file__).resolve().parent.parent
 LIST_FORMATS = "import frae, sys; print(*frae.create(sys.argv[1]).export_formats)"
 
 
 def run(*command: str) -> str:
-    done = subprocess.run(
-        [sys.executable, *command], cwd=ROOT, capture_output=True, text=True, timeout=600
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    return done.stdout
+    return python(*command).stdout
 
 
 @pytest.mark.slow
