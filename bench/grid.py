@@ -101,7 +101,7 @@ def quick_grid(model: str = DEFAULT_MODEL) -> list[Point]:
 
 def on_model(points: Iterable[Point], model: str) -> list[Point]:
     """``points`` on the model labelled ``model``."""
-    return [point._replace(model=model) for point in points]
+    return [Point(model, *point[1:]) for point in points]
 
 
 def choose_grid(
