@@ -26,8 +26,8 @@ Streamed = tuple[jax.Array, jax.Array]
 
 
 class Jitted[**P, R](Protocol):
-    """What ``jax.jit`` returns for a function ``(*P) -> R``: called as the function, or
-    lowered ahead of time for inspection (``bench.kernels`` reads the compiled HLO)."""
+    """What ``jax.jit`` returns for a function ``(*P) -> R``: called, or lowered ahead of
+    time (``bench.kernels`` reads the compiled HLO)."""
 
     def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R: ...
 
@@ -36,17 +36,11 @@ class Jitted[**P, R](Protocol):
 
 @dataclass(frozen=True)
 class Compiled:
-    """One config's jitted functions, shared by every backend of that config.
+    """One config's jitted functions, the config bound, shared by every backend of it.
 
-    Each function is jitted once here, with the config bound, so a call hashes no static
-    argument and a repeated call with the same shapes reuses the compiled code. Training
-    takes and returns canonical weights, a plain dict of arrays that jit flattens at little
-    cost per call (an ``nnx.State`` argument costs more). ``predict``, ``encode`` and
-    ``decode``, called a frame at a time by a stream, take the weights ``pack``ed into one
-    array instead (each array argument costs a call as much as a small step of the loop), and
-    ``(packed, sequences, state)``, the feedback entering the first step an argument like the
-    sequences (so a stream's next state compiles nothing, and a call without one passes
-    zeros); they return the outputs and the feedback after the last step.
+    Training takes canonical weights, a plain dict; ``predict``, ``encode`` and ``decode``
+    take ``(packed, sequences, state)``, the weights ``pack``ed into one array (each array
+    argument costs a frame's call as much as a small step of the loop).
     """
 
     pack: Jitted[[Params], jax.Array]
@@ -60,8 +54,7 @@ class Compiled:
 
 
 def jit[**P, R](function: Callable[P, R]) -> Jitted[P, R]:
-    """``jax.jit`` with the compiler options every function of this backend gets
-    (``model.COMPILER_OPTIONS``)."""
+    """``jax.jit`` with this backend's ``model.COMPILER_OPTIONS``."""
     return jax.jit(function, compiler_options=model.COMPILER_OPTIONS)
 
 
@@ -73,7 +66,7 @@ def compiled(config: FRAEConfig) -> Compiled:
         kept: int, *, codes_given: bool = False
     ) -> Jitted[[jax.Array, Any, Any], Streamed]:
         """``model.unroll`` from a state, jitted: its output ``kept`` (0: x̂, 1: z) and the
-        last feedback, in the layout for the sequences' batch (``model.runs_batch_last``)."""
+        last feedback."""
 
         def run(packed: jax.Array, sequences: Any, state: Any) -> Streamed:
             batch_last = model.runs_batch_last(config, sequences.shape[0])
@@ -121,14 +114,8 @@ def data_parallel_steps(
 
 
 class JaxScanBackend(BaseBackend):
-    """float32 throughout; the weights stay on the default device between calls.
-
-    Each call hands the jitted function the NumPy input, and to predict, encode and decode
-    the state too (the host-to-device transfers), and returns the device results, which the
-    base class converts to NumPy once. The jitted functions belong to the config
-    (``compiled``), so backends of one config share their compiled code. Adam is optax's,
-    which places ε outside the square root as the contract.
-    """
+    """float32 throughout; the weights stay on the device between calls, and backends of
+    one config share their jitted functions (``compiled``)."""
 
     name = "jax_scan"
     routes = model.ROUTES
@@ -137,21 +124,16 @@ class JaxScanBackend(BaseBackend):
     _packed_from: Params | None = None
     _packed: jax.Array
     mesh: jax.sharding.Mesh | None = None
-    """With ``devices=N``: the first N of ``jax.devices()`` (every process's, when
-    ``jax.distributed`` joined several), one axis ``"batch"``."""
+    """With ``devices=N``: the first N of ``jax.devices()``, one axis ``"batch"``."""
 
     def _place(self, devices: int) -> None:
-        """Data parallelism by ``jax.sharding``: the weights and optimizer state replicated
-        over a mesh of ``devices``, each training mini-batch sharded along its batch axis,
-        and a training step that is one jitted SPMD program
-        (``train.data_parallel_train_step``)."""
+        """The weights replicated over a mesh of ``devices``, each mini-batch sharded."""
         present = jax.devices()
         check_device_count(devices, len(present), f"JAX ({jax.process_count()} process(es))")
         self.mesh = jax.sharding.Mesh(np.array(present[:devices]), (train.DEVICES_AXIS,))
 
     def _global(self, value: Any, spec: jax.sharding.PartitionSpec) -> jax.Array:
-        """``value``, the same NumPy array in every process, as one array over the mesh laid
-        out by ``spec``: each process puts only its own devices' parts."""
+        """``value``, the same in every process, over the mesh laid out by ``spec``."""
         assert self.mesh is not None  # placed on devices (_place)
         sharding = jax.sharding.NamedSharding(self.mesh, spec)
         array = np.asarray(value)
@@ -200,9 +182,6 @@ class JaxScanBackend(BaseBackend):
     def _streamed(
         self, function: Jitted[[jax.Array, Any, Any], Streamed], sequences: Array, state: Array
     ) -> tuple[Any, Any]:
-        """``function`` on the packed weights, the sequences and the state, the last two each
-        sent to the device as an argument; its outputs and last feedback as arrays this
-        process can read."""
         outputs, last = function(self.packed, sequences, state)
         return self._local(outputs), self._local(last)
 
@@ -216,7 +195,6 @@ class JaxScanBackend(BaseBackend):
     def _train_step(
         self, optimizer: str, learning_rate: float, start: TrainingState
     ) -> tuple[TrainStep, Moments]:
-        """One jitted step per mini-batch; weights and optimizer state stay on device."""
         step_function = self._step_function(optimizer)
         rate: np.float32 | jax.Array = np.float32(learning_rate)
         put = jax.device_put if self.mesh is None else self._replicate

@@ -1,22 +1,12 @@
 """The FRAE recurrence in Flax NNX, stepped through time by ``jax.lax.scan``.
 
-The encoder and decoder are ``nnx.Module`` stacks of ``nnx.Linear`` layers (kernels
-``(in, out)``, as the canonical layout), named so that a parameter's NNX state path is its
-canonical name split at ``/``: ``("encoder", "dense_0", "kernel")``. With state feedback the
-decoder holds a ``GRUCell`` of its own under ``"gru"``, its parameters named as the
-canonical ones: ``("decoder", "gru", "recurrent_kernel")``. ``state_from_weights`` and
-``weights_from_state`` are the one conversion between the two; ``stock_gru_cell_state``
-maps canonical GRU weights to Flax's own ``nnx.GRUCell`` (``frae.gru_layout.to_flax``),
-which cannot hold all of them.
+A parameter's NNX state path is its canonical name split at ``/``
+(``("decoder", "gru", "recurrent_kernel")``), kernels ``(in, out)`` as canonical;
+``state_from_weights`` and ``weights_from_state`` are the one conversion.
 
-Functions take canonical weights, a plain dict of arrays; inside a trace they become the
-module's ``State`` and ``nnx.merge`` rebuilds the modules from the config's ``GraphDef``
-(built once per config, abstractly), both of which compile away. The time loop is a plain
-``jax.lax.scan`` over the merged modules' cell, not ``nnx.scan``: the parameters are only
-read in the loop, never written, so they enter the scan as constants and the only carry is
-the feedback x̂_{t-1} (or s_{t-1}), which starts from the caller's state (a stream's
-previous chunk) or zeros; ``nnx.scan`` would split and merge the modules around the loop
-body for state that never changes across steps.
+Functions take canonical weights; inside a trace ``nnx.merge`` rebuilds the modules from the
+config's ``GraphDef``, which compiles away. The loop is a plain ``jax.lax.scan``, not
+``nnx.scan``: the parameters are only read, so the only carry is the feedback.
 """
 
 from __future__ import annotations
@@ -38,31 +28,23 @@ Array = jax.Array
 Params = dict[str, Array]
 """Weights by canonical name."""
 Step = tuple[Array, tuple[Array, Array]]
-"""A step's ``(carry, y)``: the new feedback x̂_t (or s_t), and ``(x̂_t, z_t)`` to stack over
-time."""
+"""A step's ``(carry, y)``: the new feedback, and ``(x̂_t, z_t)`` to stack over time."""
 
-# Full float32 products: on GPUs the default precision of a float32 matmul may be TF32
-# (10-bit mantissa), far outside the parity tolerances against the float64 reference.
+# Full float32 products: a GPU's default TF32 is far outside the parity tolerances.
 PRECISION = jax.lax.Precision.HIGHEST
 
-# YNNPACK's fusions ("__ynn_fusion" in the optimized HLO) off for every function of this
-# backend: at B = 256 predict and a gradient (batch-major, recomputed) run faster without
-# them, and B = 1 is unchanged (docs/performance.md).
+# YNNPACK's fusions off: faster at B = 256, the same at B = 1 (docs/performance.md).
 COMPILER_OPTIONS, ROUTES = routes.compiler_options(routes.YNNPACK_OFF)
-"""The options passed and the settings they make (``frae.routes``): under
-``FRAE_ROUTES=defaults``, or where the user's ``XLA_FLAGS`` names the option, none."""
+"""The options passed and the settings they make (``frae.routes``)."""
 
-# From this batch size on, the loop runs in (features, B) layout, the batch contiguous,
-# so that each layer's product and activation run over B lanes. Measured at T = 1000 with
-# YNNPACK off, batch-last is the faster layout from B = 48 for predict and from B = 64 for
-# a gradient recomputing each step (the layout ``train`` uses from the same B), and the
-# slower one below (docs/performance.md).
+# From this batch size on, the loop runs in (features, B) layout, each layer over B lanes:
+# the faster layout from B = 48 for predict and B = 64 for a gradient (docs/performance.md).
 BATCH_LAST_MIN_BATCH = 64
 
 
 def runs_batch_last(config: FRAEConfig, batch: int) -> bool:
-    """Whether the loop over ``batch`` sequences runs in ``(features, B)`` layout: with
-    output feedback from ``BATCH_LAST_MIN_BATCH`` on; the state model always batch-major."""
+    """Whether the loop over ``batch`` sequences runs in ``(features, B)`` layout (output
+    feedback only)."""
     return config.gru is None and batch >= BATCH_LAST_MIN_BATCH
 
 
@@ -83,14 +65,8 @@ def product(h: Array, kernel: Array) -> Array:
 
 
 class DenseStack(nnx.Module):
-    """Dense layers applied in turn, ``h ← act(h @ kernel + bias)``.
-
-    Args:
-        layers: the config's layers of one side (``FRAEConfig.encoder_layers``); each is
-            stored under its short name (``"dense_0"``, ``"latent"``).
-        rngs: for NNX's initializers; ``graphdef`` builds the modules abstractly, so nothing
-            is drawn, and the values always come from canonical weights.
-    """
+    """Dense layers applied in turn, ``h ← act(h @ kernel + bias)``, under their short names.
+    ``rngs`` draws nothing: ``graphdef`` builds the modules abstractly."""
 
     def __init__(self, layers: Sequence[Layer], *, rngs: nnx.Rngs) -> None:
         self.layer_names = tuple(layer.short_name for layer in layers)
@@ -119,10 +95,8 @@ class DenseStack(nnx.Module):
 
 
 class FRAE(nnx.Module):
-    """Encoder and decoder of one config; ``step`` is the recurrent cell.
-
-    The cell follows ``lax.scan``'s ``(carry, x) -> (carry, y)``, the carry being the
-    feedback x̂_{t-1} of shape ``(B, F)``::
+    """Encoder and decoder of one config; ``step`` is the recurrent cell, its carry the
+    feedback x̂_{t-1} ``(B, F)``::
 
         z_t = encoder(concat(x_t, x̂_{t-1}))     # (B, L)
         x̂_t = decoder(concat(z_t, x̂_{t-1}))     # (B, F)
@@ -154,17 +128,13 @@ class FRAE(nnx.Module):
 
 
 class GRUCell(nnx.Module):
-    """The contract's GRU (its "State feedback" section), ``(carry, x) -> (carry, y)`` as
-    ``lax.scan``'s::
+    """The contract's GRU, column blocks [r | p | n] of width H each::
 
         a = z_t @ kernel + bias;   c = s_{t-1} @ recurrent_kernel + recurrent_bias
         r = σ(a_r + c_r);   p = σ(a_p + c_p);   n = tanh(a_n + r ⊙ c_n)
         s_t = (1 - p) ⊙ n + p ⊙ s_{t-1}
 
-    with column blocks [r | p | n] of width H each. Flax's ``nnx.GRUCell`` has no recurrent
-    bias, so it cannot hold b_U: this cell's parameters are the canonical four, under their
-    canonical names. Their values come from canonical weights (``state_from_weights``); the
-    zeros here only give ``graphdef`` their shapes.
+    Flax's ``nnx.GRUCell`` has no recurrent bias, so this cell holds the canonical four.
     """
 
     def __init__(self, input_dim: int, state_dim: int) -> None:
@@ -187,8 +157,7 @@ class GRUCell(nnx.Module):
 
 
 class GRUDecoder(DenseStack):
-    """The state model's decoder: its ``gru`` (a ``GRUCell``), and the dense layers that
-    read the GRU's state, applied by calling it."""
+    """The state model's decoder: its ``gru``, and the dense layers that read its state."""
 
     def __init__(self, gru: GRU, layers: Sequence[Layer], *, rngs: nnx.Rngs) -> None:
         super().__init__(layers, rngs=rngs)
@@ -224,21 +193,18 @@ Model = FRAE | StateFRAE
 
 @functools.lru_cache(maxsize=64)
 def graphdef(config: FRAEConfig) -> nnx.GraphDef[Model]:
-    """The static graph of ``config``'s model (``FRAE``, or ``StateFRAE`` with state
-    feedback), built abstractly (no weights drawn)."""
+    """The static graph of ``config``'s model, built abstractly (no weights drawn)."""
     model = FRAE if config.gru is None else StateFRAE
     return nnx.graphdef(nnx.eval_shape(lambda: model(config, rngs=nnx.Rngs(0))))
 
 
 def packed(config: FRAEConfig, weights: Mapping[str, Array]) -> Array:
-    """The weights raveled and laid end to end in canonical order, one array: a jitted call
-    taking it passes one argument where the dict passes one per weight."""
+    """The weights raveled end to end in canonical order: one argument for a jitted call."""
     return jnp.concatenate([weights[name].ravel() for name in config.parameter_shapes()])
 
 
 def unpacked(config: FRAEConfig, packed_weights: Array) -> Params:
-    """``packed``'s inverse, canonical weights as slices of ``packed_weights`` (in a trace,
-    slices that XLA reads in place)."""
+    """``packed``'s inverse, canonical weights as slices of ``packed_weights``."""
     weights, start = {}, 0
     for name, shape in config.parameter_shapes().items():
         size = math.prod(shape)
@@ -248,9 +214,7 @@ def unpacked(config: FRAEConfig, packed_weights: Array) -> Params:
 
 
 def state_from_weights(weights: Mapping[str, Array]) -> nnx.State:
-    """Canonical weights to the NNX state of the model: ``"encoder/dense_0/kernel"`` goes to
-    the path ``("encoder", "dense_0", "kernel")``, ``"decoder/gru/bias"`` to ``("decoder",
-    "gru", "bias")``, each an ``nnx.Param``."""
+    """Canonical weights to the NNX state of the model, each name split at ``/``."""
     flat: dict[PathParts, nnx.Param[Array]] = {
         tuple(name.split("/")): nnx.Param(jnp.asarray(value)) for name, value in weights.items()
     }
@@ -266,9 +230,8 @@ def weights_from_state(state: nnx.State) -> Params:
 
 
 def stock_gru_cell_state(weights: Mapping[str, Any], gru: GRU) -> nnx.State:
-    """Canonical GRU weights as the state of Flax's ``nnx.GRUCell(L, H)``, laid out by
-    ``gru_layout.to_flax``: its ``dense_i`` holds K and b_K with b_U's reset and update
-    blocks, its ``dense_h`` holds U and no bias.
+    """Canonical GRU weights as the state of Flax's ``nnx.GRUCell(L, H)``
+    (``gru_layout.to_flax``).
 
     Raises:
         ValueError: b_U's candidate block is not zero, which ``nnx.GRUCell`` cannot hold.
@@ -291,19 +254,16 @@ def unroll(
     remat: bool = False,
     batch_last: bool = False,
 ) -> tuple[Array, Array, Array]:
-    """Step the recurrence from ``state``, x̂₀ (or s₀), zeros for ``None``; returns
-    ``(x̂, z, feedback)``: x̂ and z each ``(B, T, ·)``, and the feedback after the last step,
-    x̂_T (or s_T), ``(B, S)``.
+    """Step the recurrence from ``state`` ``(B, S)`` (zeros for ``None``) over x, or with
+    ``codes_given`` over the codes z for the decoder alone.
 
-    ``weights`` are canonical (arrays or tracers); ``sequences`` is x, or with
-    ``codes_given`` the codes z for the decoder alone; ``state`` is ``(B, S)``, an array or
-    a tracer (a jitted caller passes it as an argument, so a new value compiles nothing);
-    ``steps_per_iteration`` time steps run per iteration of the scan's loop (its
-    ``unroll``); with ``remat`` a gradient recomputes each step instead of storing its
-    intermediates; with ``batch_last`` the loop runs on ``(features, B)`` arrays
-    (``runs_batch_last``; output feedback only). The one transpose of each array:
-    batch-major at the edges, time-major (and the feedback feature-major with
-    ``batch_last``) for the scan.
+    Args:
+        steps_per_iteration: the scan's ``unroll``.
+        remat: a gradient recomputes each step instead of storing its intermediates.
+        batch_last: the loop runs on ``(features, B)`` arrays (``runs_batch_last``).
+
+    Returns:
+        ``(x̂, z, feedback)``: x̂ and z each ``(B, T, ·)``, and x̂_T (or s_T) ``(B, S)``.
     """
     model = nnx.merge(graphdef(config), state_from_weights(weights))
     batch = sequences.shape[0]

@@ -18,18 +18,13 @@ from frae.training_state import TrainingState
 from impls.jax_scan import model
 from impls.jax_scan.model import Array, Params
 
-# The scan of a gradient steps this many time steps per loop iteration: back-propagation
-# stores and reads a dozen arrays per step, and fewer iterations share the per-iteration
-# work around them among more steps: at B = 1 this unroll was the fastest measured. The
-# forward alone runs fastest unrolled by 1, so ``predict`` does not unroll.
+# Time steps per loop iteration of a gradient's scan: the fastest measured at B = 1 (the
+# forward alone is fastest not unrolled).
 GRADIENT_UNROLL = 4
 
-# From this batch size on, a gradient recomputes each step's forward in the backward loop
-# (``jax.checkpoint`` on the cell) instead of storing its intermediates, and does not
-# unroll: with large batches, writing and reading the stored arrays costs more than the
-# arithmetic again (recomputing was faster at B = 64 and more so at B = 256); below,
-# storing is as fast or faster (B = 32, and B = 1 unrolled). Measured with output feedback
-# (docs/performance.md), and only taken there: the state model always stores and unrolls.
+# From this batch size on, a gradient recomputes each step in the backward loop
+# (``jax.checkpoint``) instead of storing it, and does not unroll: faster at B = 64 and more
+# so at B = 256 with output feedback (docs/performance.md).
 REMAT_MIN_BATCH = 64
 
 
@@ -59,21 +54,15 @@ def loss_and_grads(config: FRAEConfig, params: Params, x: Array, y: Array) -> tu
 
 
 Gradient = Callable[[FRAEConfig, Params, Array, Array], tuple[Array, Params]]
-"""``loss_and_grads``'s signature: what a training step differentiates with."""
 
 
 def optimizer(name: str, learning_rate: float | Array) -> optax.GradientTransformation:
-    """The contract's optimizers: ``"sgd"``, w ← w - lr·g, or ``"adam"`` with ε outside the
-    root, w ← w - lr·m̂/(√v̂ + ε), as optax places it.
-
-    β₁ and β₂ go in as float32 (``ADAM.float32_betas``), so that optax forms the moment
-    weight 1 - β and the bias correction 1 - βᵗ from the same rounded β.
-    """
+    """The contract's optimizers: ``"sgd"``, w ← w - lr·g, or ``"adam"``,
+    w ← w - lr·m̂/(√v̂ + ε), β rounded to float32 as in the other backends."""
     if name == "sgd":
         return optax.sgd(learning_rate)
     beta_1, beta_2 = ADAM.float32_betas()
-    # flattened: one update of one vector of every weight, not ten updates of tiny arrays,
-    # which made a short training step faster
+    # flattened: one update of one vector, faster than ten of tiny arrays
     return optax.flatten(optax.adam(learning_rate, b1=beta_1, b2=beta_2, eps=ADAM.epsilon))
 
 
@@ -83,10 +72,8 @@ def init_optimizer(name: str, params: Params) -> optax.OptState:
 
 
 def optimizer_state(start: TrainingState) -> optax.OptState:
-    """optax's state of the contract's optimizer at ``start``, in NumPy (for an explicit
-    ``device_put``): for Adam, ``optax.flatten``'s one vector per moment, the weights raveled
-    in the order of their sorted names, as ``ravel_pytree`` lays out the weights' dict; for
-    SGD, none."""
+    """optax's state of the optimizer at ``start``, in NumPy: for Adam, ``optax.flatten``'s
+    one vector per moment, raveled in sorted-name order as ``ravel_pytree`` lays it out."""
     if start.optimizer == "sgd":
         return (optax.EmptyState(), optax.EmptyState())
     adam = optax.ScaleByAdamState(
@@ -100,9 +87,8 @@ def _raveled(moment: Mapping[str, np.ndarray]) -> np.ndarray:
 
 
 def moments(state: optax.OptState, config: FRAEConfig) -> tuple[Weights, Weights]:
-    """Adam's m and v by canonical name from optax's ``state`` (``optimizer_state``'s
-    layout), NumPy float32; empty for SGD. Each moment's vector is read to the host once
-    and cut there, with no operation on the device."""
+    """Adam's m and v by canonical name from optax's ``state``, NumPy float32; empty for
+    SGD."""
     adam = state[0]
     if not isinstance(adam, optax.ScaleByAdamState):
         return {}, {}
@@ -163,15 +149,11 @@ def data_parallel_train_step(
     gradient: Gradient = loss_and_grads,
     combine: Callable[[Params], Params] = mean_over_devices,
 ) -> tuple[Params, optax.OptState, Array]:
-    """``train_step`` with the mini-batch split over ``mesh``: each device runs the forward
-    and back-propagation through time on its shard (``jax.shard_map``), one all-reduce
-    (``combine``: ``pmean``) averages the gradients, and the update runs on the replicated
-    weights. The loss is the mean of the devices' shard means, the mini-batch's mean.
+    """``train_step`` with the mini-batch split over ``mesh`` (``jax.shard_map``), the
+    gradients averaged by one all-reduce (``combine``) and the update on replicated weights.
 
-    Written as an explicit SPMD program: left to XLA's automatic partitioning, the same
-    jitted ``train_step`` on a sharded batch reduces the weight gradients' running sums over
-    the devices at every time step of the backward loop, and at B = 256, T = 1000 on 2 CPU
-    devices runs many times slower than this program, or than one device.
+    An explicit SPMD program: XLA's automatic partitioning reduced the gradients' running
+    sums at every backward step, many times slower.
     """
     replicated, split = PartitionSpec(), PartitionSpec(DEVICES_AXIS)
 
