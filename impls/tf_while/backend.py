@@ -24,8 +24,7 @@ from impls.tf_while.model import tf
 
 
 class _DropRetracingAdvice(logging.Filter):
-    """Each backend instance traces its functions once per shape, so TensorFlow's advice
-    about frequent retracing (counted over all instances) does not apply; other messages pass."""
+    """Drops TensorFlow's retracing advice: each instance traces once per shape."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         return "triggered tf.function retracing" not in record.getMessage()
@@ -41,11 +40,8 @@ Streamed = tuple[tf.Tensor, tf.Tensor]
 def predict(
     config: FRAEConfig, variables: model.Variables, x: tf.Tensor, state: tf.Tensor
 ) -> Streamed:
-    """x̂ of ``x`` from the feedback ``state`` ``(B, S)``, and x̂_T (or s_T).
-
-    ``state`` is an argument, so it is an input of the traced program: one trace (and one
-    XLA executable) per shape of ``x`` serves every state value, zeros included.
-    """
+    """x̂ of ``x`` from the feedback ``state`` ``(B, S)`` (an input of the traced program),
+    and x̂_T (or s_T)."""
     outputs, _, last = model.unroll(config, variables, x, state=state)
     return outputs, last
 
@@ -53,8 +49,7 @@ def predict(
 def encode(
     config: FRAEConfig, variables: model.Variables, x: tf.Tensor, state: tf.Tensor
 ) -> Streamed:
-    """z of ``x`` from ``state``, and the decoder's feedback after the last step (the
-    sender's replica of the receiver), as ``predict``."""
+    """z of ``x`` from ``state``, and the decoder's feedback after the last step."""
     _, codes, last = model.unroll(config, variables, x, state=state)
     return codes, last
 
@@ -62,8 +57,7 @@ def encode(
 def decode(
     config: FRAEConfig, variables: model.Variables, z: tf.Tensor, state: tf.Tensor
 ) -> Streamed:
-    """x̂ of the codes ``z`` from ``state``, and the feedback after the last step, as
-    ``predict``."""
+    """x̂ of the codes ``z`` from ``state``, and the feedback after the last step."""
     outputs, _, last = model.unroll(config, variables, z, codes_given=True, state=state)
     return outputs, last
 
@@ -72,28 +66,17 @@ _TRACED_CONFIGS: dict[FRAEConfig, FRAEConfig] = {}
 
 
 def traced_config(config: FRAEConfig) -> FRAEConfig:
-    """The one object of ``config``'s value that the shared functions are called with.
-
-    TensorFlow traces an argument that is neither a tensor nor a variable, such as the
-    config, by a weak reference to the object: an equal config in another object is a new
-    trace, and a trace dies with its config. A model's config is usually its own object (its
-    ``create`` builds one), so without this every model would trace and compile anew once
-    the one before it was gone.
-    """
+    """The one object of ``config``'s value that the shared functions are called with:
+    TensorFlow traces a config by a weak reference to the object, so an equal config in
+    another object would trace and compile anew."""
     return _TRACED_CONFIGS.setdefault(config, config)
 
 
 @functools.cache
 def compiled_functions(jit_compile: bool) -> dict[str, Any]:
-    """One ``tf.function`` per operation, shared by every instance.
-
-    Weights, optimizer slots and the feedback entering a call are arguments, not captured,
-    so two instances with the same config and input shape share one trace and one XLA
-    executable whatever their weights and states; the config is a static (hashable)
-    argument. There is no input signature: each shape of the sequences, (B, T), is its own
-    trace, whose loop has the static trip count T that XLA needs (one compilation per chunk
-    length); the state's shape (B, S) follows from B and the config.
-    """
+    """One ``tf.function`` per operation, shared by every instance: weights, slots and
+    state are arguments, the config static, and each (B, T) its own trace (XLA needs the
+    static trip count T)."""
     compile_ = functools.partial(tf.function, jit_compile=jit_compile, autograph=False)
     return {
         "predict": compile_(predict),
@@ -105,9 +88,8 @@ def compiled_functions(jit_compile: bool) -> dict[str, Any]:
 
 
 def training_functions(compile_: Any, loss: train.Loss) -> dict[str, Any]:
-    """``loss_and_grads`` and the SGD and Adam steps, each taking ``loss``'s gradient from the
-    tape; lambdas, because TensorFlow cannot call the concrete function of a function with
-    keyword arguments (it takes them for inputs)."""
+    """``loss_and_grads`` and the SGD and Adam steps of ``loss``; lambdas, because TensorFlow
+    takes keyword arguments for inputs."""
     return {
         "loss_and_grads": compile_(
             lambda config, v, x, y: train.loss_and_grads(config, v, x, y, loss=loss)
@@ -120,19 +102,12 @@ def training_functions(compile_: Any, loss: train.Loss) -> dict[str, Any]:
 
 
 class TFWhileBackend(BaseBackend):
-    """``tf.while_loop`` + ``TensorArray`` under ``tf.function(jit_compile=True)``.
+    """``tf.while_loop`` + ``TensorArray`` under ``tf.function(jit_compile=True)``, each
+    operation (a training step included) one XLA program per config and input shape.
 
-    Each operation is one ``tf.function`` traced once per config and input shape and
-    compiled by XLA; a training step (forward, back-propagation through time, update) is
-    one of them.
-
-    With ``devices=N`` the weights and Adam's slots are mirrored variables of a
-    ``tf.distribute`` strategy (``frae.devices.tensorflow_strategy``). A training step runs
-    the XLA-compiled loss and gradient on each replica's slice of the mini-batch, the
-    strategy's all-reduce averages them, and each replica applies the same update to its
-    copy. The all-reduce and the update are TensorFlow ops around the XLA program:
-    TensorFlow's XLA has no collectives on CPUs, and cannot place a program updating a
-    mirrored variable on the replica's device. The other calls read the first copy.
+    With ``devices=N`` the variables are mirrored by a ``tf.distribute`` strategy; the
+    all-reduce and the update run as TensorFlow ops around each replica's XLA gradient
+    (TensorFlow's XLA has no collectives on CPUs).
     """
 
     name = "tf_while"
@@ -146,15 +121,10 @@ class TFWhileBackend(BaseBackend):
         }
     )
     strategy: tf.distribute.Strategy | None = None
-    """With ``devices=N``: the strategy whose N replicas train
-    (``frae.devices.tensorflow_strategy``)."""
-
     first_copy: model.Variables
-    """The variables the shared functions take: each variable's first local copy where they
-    are mirrored, since TensorFlow traces a mirrored variable by its shape alone and would
-    run a second model's call on the first model's variables; else the variables."""
+    """Each variable's first local copy where mirrored: TensorFlow traces a mirrored
+    variable by its shape alone, and would run another model's call on these."""
     first_slots: train.Slots
-    """``optimizer_slots``, each the first local copy as in ``first_copy``."""
 
     def _place(self, devices: int) -> None:
         self.strategy = tensorflow_strategy(devices)
@@ -178,15 +148,8 @@ class TFWhileBackend(BaseBackend):
 
     def _call(self, operation: str, *args: Any) -> Any:
         """``compiled_functions()[operation](config, variables, *args)``, through the concrete
-        function of these argument shapes, looked up once per shape, called with its flat
-        inputs: the variables' handles in ``tf.nest``'s order (the weights', then those of
-        any optimizer slots in ``args``), then the tensors.
-
-        Calling the ``tf.function`` matches every argument against its traces (the config,
-        ten variables, the tensors) at each call, and calling the concrete function with the
-        structured arguments matches them to its signature: on a call of one frame, or in a
-        ``fit`` of a few steps, each costs more than TensorFlow's own launch of the XLA
-        program (docs/performance.md). The flat call skips both.
+        function of these shapes called with its flat inputs: matching structured arguments
+        costs more than the program on one frame (docs/performance.md).
         """
         tensors = [
             tf.convert_to_tensor(arg) if isinstance(arg, np.ndarray) else arg for arg in args
@@ -199,8 +162,7 @@ class TFWhileBackend(BaseBackend):
         return concrete._call_flat([*self._handles, *inputs], concrete.captured_inputs)
 
     def _concrete_function(self, operation: str, tensors: Sequence[Any]) -> Any:
-        """The concrete function of ``operation`` for the shapes of ``tensors``, traced at
-        the first call of those shapes."""
+        """The concrete function of ``operation`` for the shapes of ``tensors``."""
         key = (operation, *(getattr(t, "shape", None) for t in tensors))
         concrete = self._concrete.get(key)
         if concrete is None:
@@ -218,7 +180,6 @@ class TFWhileBackend(BaseBackend):
             self.variables[name].assign(value)
 
     def _stream(self, operation: str, sequences: Array, state: Array) -> tuple[Array, Array]:
-        """``operation``'s outputs and last feedback, both NumPy, from the feedback ``state``."""
         outputs, last = self._call(operation, sequences, state)
         return outputs.numpy(), last.numpy()
 
@@ -263,9 +224,8 @@ class TFWhileBackend(BaseBackend):
     def _data_parallel_step(
         self, optimizer: str, learning_rate: float, start: TrainingState
     ) -> TrainStep:
-        """``_train_step`` over the strategy's replicas: returns the mean of the replicas'
-        losses (the mini-batch's, as the slices are equal) and keeps the first replica's
-        weights after the update for a rollback, as the one-device step does."""
+        """``_train_step`` over the strategy's replicas: the mean of their losses, and the
+        first replica's weights kept for a rollback."""
         lr = tf.constant(learning_rate, tf.float32)
         slots = (self.optimizer_slots,) if optimizer == "adam" else ()
         # eagerly, as a shared tf.function would not tell this model's variables from
@@ -283,9 +243,7 @@ class TFWhileBackend(BaseBackend):
         return step
 
     def _replicate(self, optimizer: str) -> Callable[..., tuple[tf.Tensor, tf.Tensor]]:
-        """This model's data-parallel step with ``optimizer``, one ``tf.function``: each
-        replica's loss and gradients on its slice (XLA), their mean by the strategy's
-        all-reduce, the update; the first local replica's loss and weights after it."""
+        """This model's data-parallel step with ``optimizer``, one ``tf.function``."""
         strategy = self.strategy
         assert strategy is not None
         if optimizer == "adam":
@@ -315,8 +273,7 @@ class TFWhileBackend(BaseBackend):
         return run_replicas
 
     def _slices(self, sequences: Array) -> Any:
-        """Each of this process's replicas' equal slice of ``sequences`` (the whole
-        mini-batch, which every process passes), on that replica's device."""
+        """Each of this process's replicas' equal slice of ``sequences``, on its device."""
         assert self.strategy is not None
         size = len(sequences) // self.strategy.num_replicas_in_sync
         local_devices = self.strategy.extended.worker_devices

@@ -1,12 +1,9 @@
 """tf_while's artifacts: a SavedModel with one signature per function, and the LiteRT flat
 buffer converted from it, for any B and T, the weights baked in as constants.
 
-The exported loop is ``model.make_cell`` in a ``tf.while_loop`` whose trip count is the
-input's dynamic T. It writes each step's outputs into a preallocated ``(T, B, ·)`` tensor
-with XLA's dynamic-update-slice rather than a ``TensorArray``: LiteRT's converter lowers a
-``TensorArray`` only when its element shape is static (``tf.TensorListReserve`` "requires
-element_shape to be static"), and a dynamic B makes it dynamic; the update-slice becomes
-LiteRT's ``DYNAMIC_UPDATE_SLICE``, and the loop its ``WHILE``.
+The exported loop writes each step's outputs into a preallocated ``(T, B, ·)`` tensor with
+XLA's dynamic-update-slice, not a ``TensorArray``, which LiteRT's converter lowers only for a
+static element shape (a dynamic B is not).
 """
 
 from __future__ import annotations

@@ -82,12 +82,8 @@ given z_t, the feedback x̂ (output feedback, where ``feedback_t`` is x̂_t) or 
 
 
 def make_cell(config: FRAEConfig, variables: Variables, *, codes_given: bool = False) -> Cell:
-    """One time step on the weights as read now, for the body of a ``tf.while_loop``.
-
-    The weights are read once, here, outside the loop: a variable read inside the body is a
-    new tensor at every iteration, which the loop's gradient saves T times (a copy of every
-    kernel per step); a tensor from outside is a loop invariant, read where it is.
-    """
+    """One time step, the weights read here, outside the loop: a read inside the body would
+    be saved T times by the loop's gradient."""
     weights = {name: tf.convert_to_tensor(variable) for name, variable in variables.items()}
     gru = config.gru
 
@@ -121,13 +117,8 @@ def unroll(
     """Run the recurrence from ``state`` over batch-major ``sequences`` (static shape).
 
     Args:
-        config: the model's sizes and activations.
-        weights: the canonical weights, one ``tf.Variable`` each.
-        sequences: ``(B, T, F)`` inputs x, or ``(B, T, L)`` codes z if ``codes_given``
-            (the decoder alone, with its own feedback).
-        state: the feedback entering the first step, x̂₀ (or s₀), ``(B, S)``; the initial
-            value of the loop variable, so a tensor argument of a compiled caller stays an
-            input of its program. ``None``: zeros.
+        sequences: ``(B, T, F)`` inputs x, or ``(B, T, L)`` codes z if ``codes_given``.
+        state: the feedback entering the first step ``(B, S)``; ``None``: zeros.
 
     Returns:
         ``(x̂, z, feedback)``: batch-major ``(B, T, F)`` and ``(B, T, L)``, and the feedback

@@ -21,14 +21,9 @@ Loss = Callable[[FRAEConfig, Variables, tf.Tensor, tf.Tensor], tf.Tensor]
 def mean_squared_error(
     config: FRAEConfig, variables: Variables, x: tf.Tensor, y: tf.Tensor
 ) -> tf.Tensor:
-    """mean((x̂ - y)²) over ``(B, T, F)``, each step's squares summed inside the loop.
-
-    The loss is the only output, so no array of reconstructions crosses the loop and the
-    loop's gradient reads nothing from one: differentiating through ``unroll`` instead,
-    XLA copies the T-long gradient arrays of the outputs and codes at every backward step,
-    and a step costs time proportional to T; summed inside, a step's cost is the same at
-    every T (docs/performance.md). The sum is kept in float64, so adding T small terms one
-    at a time loses nothing the float32 mean would keep.
+    """mean((x̂ - y)²) over ``(B, T, F)``, each step's squares summed inside the loop, in
+    float64: through ``unroll``'s T-long outputs XLA copies their gradient at every backward
+    step, so a step would cost time proportional to T (docs/performance.md).
     """
     cell = make_cell(config, variables)
     batch, steps = x.shape[0], x.shape[1]
@@ -57,13 +52,9 @@ def loss_and_grads(
     *,
     loss: Loss = mean_squared_error,
 ) -> tuple[tf.Tensor, dict[str, tf.Tensor]]:
-    """``loss`` (by default ``mean_squared_error``) and its gradient through the whole loop,
-    from ``tf.GradientTape``.
-
-    ``variables`` may be tensors too (a data-parallel replica passes its copy's values).
-    Raises ``ValueError`` at trace time, naming them, if the loss does not depend on some
-    weights (the original failure would have been caught here).
-    """
+    """``loss`` and its gradient from ``tf.GradientTape``; ``variables`` may be tensors (a
+    replica's values). Raises ``ValueError`` at trace time, naming the weights the loss does
+    not depend on."""
     with tf.GradientTape() as tape:
         tape.watch(variables)  # tensors; a trainable variable is watched anyway
         value = loss(config, variables, x, y)
@@ -88,21 +79,15 @@ def sgd_step(
     *,
     loss: Loss = mean_squared_error,
 ) -> tuple[tf.Tensor, tf.Tensor]:
-    """w ← w − lr·g; returns the loss before the update and the weights after it.
-
-    The weights come out as one more output of the step's program, which costs little, so
-    that ``fit`` can keep them for a rollback: copying them into variables inside the
-    program costs more (TensorFlow then updates the variables out of place), and reading ten
-    variables between steps more still.
-    """
+    """w ← w − lr·g; returns the loss before the update and the weights after it, an output
+    of the program for ``fit``'s rollback (cheaper than copying into variables)."""
     value, grads = loss_and_grads(config, variables, x, y, loss=loss)
     sgd_update(variables, grads, lr)
     return value, flat_weights(variables)
 
 
 def sgd_update(variables: Variables, grads: dict[str, tf.Tensor], lr: tf.Tensor) -> None:
-    """w ← w − lr·g, given the gradients (``sgd_step``'s update; a data-parallel step's,
-    after the all-reduce)."""
+    """w ← w − lr·g, given the gradients."""
     for name, grad in grads.items():
         variables[name].assign_sub(lr * grad)
 
@@ -136,8 +121,7 @@ def adam_step(
 def adam_update(
     variables: Variables, slots: Slots, grads: dict[str, tf.Tensor], lr: tf.Tensor
 ) -> None:
-    """The contract's Adam update given the gradients (``adam_step``'s; a data-parallel
-    step's, after the all-reduce): one step more in ``slots``, m and v moved, w updated."""
+    """The contract's Adam update given the gradients."""
     beta_1, beta_2 = (tf.constant(beta) for beta in ADAM.float32_betas())
     step = slots["step"]["count"].assign_add(1.0)
     first_correction = 1.0 - beta_1**step
@@ -150,8 +134,7 @@ def adam_update(
 
 
 def resume_slots(slots: Slots, start: TrainingState) -> None:
-    """``start``'s step and moments into Adam's ``slots`` (eagerly: on mirrored slots, every
-    copy); ``start_fit`` zeroes them first."""
+    """``start``'s step and moments into Adam's ``slots`` (eagerly: every mirrored copy)."""
     slots["step"]["count"].assign(float(start.step))
     for moment in MOMENTS:
         for name, value in getattr(start, moment).items():
@@ -167,8 +150,7 @@ def slot_moments(slots: Slots) -> tuple[Weights, Weights]:
 
 
 def start_fit(variables: Variables, *slots: Slots) -> tf.Tensor:
-    """Fresh optimizer state (every slot of ``slots`` back to zero); returns W₁, the weights
-    the ``fit`` starts from, as one vector (``flat_weights``)."""
+    """Every slot of ``slots`` back to zero; returns W₁ as one vector (``flat_weights``)."""
     for group in (group for state in slots for group in state.values()):
         for slot in group.values():
             slot.assign(tf.zeros_like(slot))
