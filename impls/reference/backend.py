@@ -15,14 +15,9 @@ from impls.reference.model import Params, unroll
 
 
 class ReferenceBackend(BaseBackend):
-    """Exact and slow: every other backend is compared with this one.
-
-    Weights are float32 values, as everywhere (the exchange format, so a round trip through
-    ``get_weights`` changes nothing), but every computation on them is float64: outputs,
-    losses, gradients and optimizer state carry no float32 rounding, and each update is
-    computed in float64 and then rounded to float32, as a float32 weight would be. Nothing
-    is compiled, so there is no compile cache.
-    """
+    """Exact and slow: every other backend is compared with this one. Weights are float32
+    values, as everywhere, but every computation on them is float64, each update rounded to
+    float32 as a float32 weight would be."""
 
     name = "reference"
     compute_dtype = np.float64

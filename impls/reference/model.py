@@ -97,14 +97,12 @@ def unroll(
     state: Array | None = None,
     traces: list[StepTraces] | None = None,
 ) -> tuple[Array, Array, Array]:
-    """Step the recurrence from ``state``, x̂₀ (or s₀), zeros for ``None``; returns
-    ``(x̂, z, feedback)``: x̂ and z each ``(B, T, ·)``, and the feedback after the last step,
-    x̂_T (or s_T), ``(B, S)``.
+    """Step the recurrence from ``state`` (zeros for ``None``) over x, or with ``codes_given``
+    over the codes z for the decoder alone; ``traces``, when a list, receives each step's
+    layer traces for back-propagation through time.
 
-    ``weights`` are float64 arrays by canonical name; ``sequences`` is x, from which the
-    encoder makes each code from ``[x_t, x̂_{t-1}]`` (or ``[x_t, s_{t-1}]``); or, with
-    ``codes_given``, the codes z for the decoder alone (``decode``). ``traces``, when a list,
-    receives each step's layer traces for back-propagation through time.
+    Returns:
+        ``(x̂, z, feedback)``: x̂ and z each ``(B, T, ·)``, and x̂_T (or s_T) ``(B, S)``.
     """
     batch, steps, _ = sequences.shape
     dtype = sequences.dtype  # float64 in the reference; float32 for a float32 yardstick

@@ -36,8 +36,7 @@ from frae import gru_layout
 from frae.config import FRAEConfig, Layer
 
 Step = tuple[torch.Tensor, tuple[torch.Tensor, torch.Tensor]]
-"""A step's ``(carry, y)``: the new feedback x̂_t (or s_t), and ``(x̂_t, z_t)`` to stack over
-time."""
+"""A step's ``(carry, y)``: the new feedback, and ``(x̂_t, z_t)`` to stack over time."""
 
 ACTIVATIONS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
     "swish": nn.functional.silu,  # a·sigmoid(a)
