@@ -38,18 +38,8 @@ class Arithmetic(Protocol):
 def activation_slope[A: Arithmetic](
     name: str, pre: A, out: A, sigmoid: Callable[[A], A], ones_like: Callable[[A], A]
 ) -> A:
-    """d act(a) / da from the pre-activation ``pre`` and the output ``out`` = act(a).
-
-    Args:
-        name: one of ``ACTIVATIONS``.
-        pre: a, of any shape.
-        out: act(a), of the same shape.
-        sigmoid: the library's σ, used for swish alone.
-        ones_like: the library's ``ones_like``, for linear.
-
-    Returns:
-        act'(a), of ``pre``'s shape and type.
-    """
+    """act'(a) of the activation ``name`` from ``pre`` = a and ``out`` = act(a), with the
+    library's own ``sigmoid`` (for swish) and ``ones_like`` (for linear)."""
     if name == "swish":
         sigma = sigmoid(pre)
         return cast(A, sigma + out * (1.0 - sigma))

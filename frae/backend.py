@@ -1,10 +1,6 @@
-"""The backend contract (the contract's "Public interface") and the boundary every backend shares.
-
-``Backend`` is the protocol a caller relies on. ``BaseBackend`` implements it once for every
-framework: it validates input (``frae.validation``), adds and drops the batch axis of a
-single sequence, copies weights in and out, and runs the ``fit`` loop. A framework backend
-subclasses it and writes only the ``_``-prefixed methods, which receive checked
-``(B, T, ·)`` arrays of ``compute_dtype``.
+"""``BaseBackend``: the contract's "Public interface" implemented once for every framework
+(validation, the batch axis of a single sequence, weights in and out, the ``fit`` loop); a
+framework backend writes only the ``_``-prefixed methods, on checked ``(B, T, ·)`` arrays.
 """
 
 from __future__ import annotations
@@ -335,9 +331,8 @@ class BaseBackend(abc.ABC):
         return array[0] if single else array
 
     def _keep_weights(self, step: int) -> None:
-        """Keep W_step, the weights before optimizer step ``step`` of this ``fit``: the
-        rollback needs the first and the last two. Here a host copy; a backend may keep them
-        more cheaply (references to immutable arrays, or copies made inside its step)."""
+        """Keep W_step, the weights before step ``step``, for the rollback; a backend may keep
+        them more cheaply than this host copy."""
         self._kept[kept_slot(step)] = self.get_weights()
 
     def _weights_before(self, step: int) -> Mapping[str, Any]:
@@ -345,12 +340,10 @@ class BaseBackend(abc.ABC):
         return self._kept[kept_slot(step)]
 
     def _weights_finite(self) -> bool:
-        """Whether every current weight is finite."""
         return _all_finite(self._read_weights())
 
     def _place(self, devices: int) -> None:
-        """Prepare data-parallel training on ``devices`` (> 1) of the process's devices, before
-        ``_build`` makes the weights: a backend with a data-parallel engine overrides this."""
+        """Prepare data-parallel training on ``devices`` (> 1), before ``_build``."""
         raise ValueError(
             f"backend {self.name!r} has no data-parallel engine: devices must be None or 1, "
             f"got {devices}"

@@ -81,10 +81,8 @@ def load_checkpoint(
 ) -> tuple[Weights, TrainingState | None]:
     """The weights and training state (``None`` if the file holds none) at ``path``.
 
-    The header is checked first: the format and version, every tensor's name, dtype
-    (float32) and shape against ``config`` (default: the file's own), and, by safetensors,
-    every offset within the file's size; only then is any tensor read. A ``.npz`` weights
-    file (``frae.save_weights``) reads as weights with no training state.
+    The header (names, float32, shapes against ``config`` or the file's own, offsets) is
+    checked before any tensor is read. A ``.npz`` weights file reads with no training state.
 
     Raises:
         ValueError: naming the path, for a file that is not a readable checkpoint, or that

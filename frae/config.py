@@ -15,27 +15,15 @@ the decoder's GRU state s_{t-1} (the contract's "State feedback")."""
 
 FUSED_PRODUCT_MAX_SIZE = 256
 """Kernels with at most this many entries are applied as ``sum(h[..., :, None] * kernel,
-axis=-2)``, not as a matmul, in every compiled backend.
-
-XLA fuses that broadcast product and its sum with the bias and the activation into one loop
-per layer, where a matmul stays a call of its own; in a time step of tiny layers, each call
-costs more than its few multiplies (docs/performance.md has the measurements). Larger
-kernels keep the matmul and its tuned library kernel. Both forms are float32 products with
-float32 sums, held to the same tolerances.
-"""
+axis=-2)``, not as a matmul, in every compiled backend: XLA fuses it with the bias and the
+activation, where a matmul's call costs more than a tiny layer's multiplies
+(docs/performance.md)."""
 
 
 @dataclass(frozen=True)
 class Layer:
-    """One dense layer of the step, ``h ← activation(h @ kernel + bias)``.
-
-    Attributes:
-        name: canonical prefix, ``"encoder/dense_0"``; its weights are ``name + "/kernel"``
-            of shape ``(fan_in, units)`` and ``name + "/bias"`` of shape ``(units,)``.
-        fan_in: width of the layer's input.
-        units: width of its output.
-        activation: one of ``ACTIVATIONS``.
-    """
+    """One dense layer of the step, ``h ← activation(h @ kernel + bias)``, its weights
+    ``name + "/kernel"`` ``(fan_in, units)`` and ``name + "/bias"`` ``(units,)``."""
 
     name: str
     fan_in: int
@@ -61,13 +49,8 @@ class GRU:
     """The decoder's GRU of a state-feedback model (the contract's "State feedback").
 
     ``a = z_t @ kernel + bias`` and ``c = s_{t-1} @ recurrent_kernel + recurrent_bias``, each
-    of width 3H in column blocks [reset | update | candidate] (``GATES``); the reset gate
-    multiplies ``c``'s candidate block after its bias.
-
-    Attributes:
-        name: canonical prefix, ``"decoder/gru"``.
-        input_dim: width of z_t, L.
-        state_dim: width of the state s_t, H.
+    of width 3H in column blocks [reset | update | candidate] (``GATES``); ``input_dim`` is
+    L, ``state_dim`` H.
     """
 
     name: str

@@ -38,13 +38,10 @@ def start_devices(
     """Give this process ``cpu_devices`` virtual CPU devices and join a cluster of
     ``processes`` (``coordinator``: ``host:port`` of process 0), before ``framework`` starts.
 
-    JAX: ``jax_num_cpu_devices``, and ``jax.distributed`` with gloo CPU collectives.
-    TensorFlow: logical CPU devices, and ``MultiWorkerMirroredStrategy`` over ``TF_CONFIG``
-    (set here for workers at ``coordinator``'s port + i on one host; on several hosts, set
-    it on each instead). PyTorch: ``torch.distributed`` over gloo (one device per process).
+    JAX: ``jax.distributed`` over gloo; TensorFlow: ``MultiWorkerMirroredStrategy`` over
+    ``TF_CONFIG`` (workers at ``coordinator``'s port + i); PyTorch: ``torch.distributed``.
 
-    Returns what ``create`` needs from it: TensorFlow's strategy, under whose scope the
-    backend is created (``create_in``), or ``None``.
+    Returns TensorFlow's strategy, under whose scope the backend is created, or ``None``.
     """
     if framework == "jax":
         jax = importlib.import_module("jax")

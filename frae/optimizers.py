@@ -29,13 +29,9 @@ class AdamSpec:
     epsilon: float = 1e-7
 
     def float32_betas(self) -> tuple[np.float32, np.float32]:
-        """β₁ and β₂ rounded to float32 once, for the float32 backends.
-
-        A float32 backend forms both 1 − β and 1 − βᵗ from these same rounded values, so
-        the two cancel exactly in m̂ and v̂. Taking 1 − 0.999 from the double and βᵗ from
-        float32 0.99900001 (what optax and TensorFlow do with Python floats) makes v̂ err
-        by 1.3e-5 relative at every early step, which moves 50 Adam steps outside the
-        parity tolerance.
+        """β₁ and β₂ rounded to float32 once, so that a float32 backend's 1 − β and 1 − βᵗ
+        cancel exactly in m̂ and v̂: mixing the double and float32 β (as optax and TensorFlow
+        do with Python floats) moves 50 Adam steps outside the parity tolerance.
         """
         return np.float32(self.beta_1), np.float32(self.beta_2)
 

@@ -35,11 +35,8 @@ _MESSAGE_LIMIT = 1000  # zipfile's and numpy's messages may quote a whole name o
 
 
 def initial_weights(config: FRAEConfig, seed: int = 0) -> Weights:
-    """Draw every weight from ``numpy.random.default_rng(seed)``, N(0, 0.05), table order.
-
-    Each layer's kernel then bias, encoder then decoder, as ``FRAEConfig.parameter_shapes``
-    lists them; so every backend starts from the same float32 values.
-    """
+    """Draw every weight from ``numpy.random.default_rng(seed)``, N(0, 0.05), in
+    ``FRAEConfig.parameter_shapes`` order, so every backend starts from the same values."""
     rng = np.random.default_rng(validation.check_seed(seed))
     return {
         name: rng.normal(0.0, INIT_STDDEV, size=shape).astype(np.float32)
@@ -115,18 +112,9 @@ class _Votes:
 
 
 def _infer_config(shapes: Mapping[str, object]) -> FRAEConfig:
-    """The config that most of ``shapes`` (canonical name -> shape) agree on.
-
-    A hidden layer's width is voted on by its bias length, its kernel's columns and the next
-    kernel's rows. ``input_dim`` F by the output layer's bias and columns and, with output
-    feedback, half the rows of the encoder's first kernel, which reads ``[x_t, x̂_{t-1}]``
-    (2F); ``latent_dim`` by the latent layer's bias and columns and the rows of the decoder's
-    first kernel, which reads ``[z_t, x̂_{t-1}]`` (L + F), less F, or of the GRU's kernel. Any
-    ``decoder/gru/`` name makes it a state-feedback model, whose ``state_dim`` H is voted on by
-    the recurrent kernel's rows, a third of the GRU's columns and biases, the rows of the first
-    decoder kernel after it; F then gets the encoder's first kernel's rows less H as a third
-    vote. One entry casts at most one of a width's votes. The layer counts come from the names
-    alone, so names without shapes give them too.
+    """The config that most of ``shapes`` (canonical name -> shape) agree on: each width is
+    voted on by every shape that fixes it (a bias length, a kernel's columns, the next
+    kernel's rows), one vote per entry; the layer counts come from the names alone.
     """
 
     votes = _Votes(shapes)
@@ -175,9 +163,7 @@ def _majority(votes: Iterable[int | None]) -> int:
 
 
 def save_weights(path: str | os.PathLike[str], weights: Mapping[str, object]) -> None:
-    """Write canonical float32 weights to ``path`` (an uncompressed ``.npz``), atomically
-    (``frae.files.write_atomically``): a reader sees the old file or the new one, never half
-    of one, even after a crash."""
+    """Write canonical float32 weights to ``path`` (an uncompressed ``.npz``), atomically."""
     checked = validation.check_weights(weights, infer_config(weights).parameter_shapes())
     write_atomically(path, lambda stream: np.savez(stream, **checked))  # type: ignore[arg-type]
 
@@ -185,10 +171,8 @@ def save_weights(path: str | os.PathLike[str], weights: Mapping[str, object]) ->
 def load_weights(path: str | os.PathLike[str], config: FRAEConfig | None = None) -> Weights:
     """Read canonical weights; names, dtypes and shapes (against ``config`` when given) checked.
 
-    Every array in the file must already be float32: a file is the exchange format, and a
-    different dtype means it was not written by ``save_weights``. The names and every
-    member's ``.npy`` header are checked before any data is decompressed, and nothing is
-    unpickled.
+    Every array must be float32. Names and headers are checked before any data is
+    decompressed, and nothing is unpickled.
 
     Raises:
         ValueError: naming the path, for a file that is not a readable ``.npz`` archive, or

@@ -1,20 +1,7 @@
-"""Each backend's route: the framework settings that make this model fastest on a CPU,
-applied by default, a user's own setting kept, and what was applied visible.
-
-A route setting is a framework's own documented option, chosen here because it is measured
-to help this model (docs/performance.md, "The settings that matter") and to leave the
-contract's tolerances met (the conformance kit runs every backend on its route). Three
-rules hold for each:
-
-- a backend created without any setting of the user's gets its best route;
-- a setting the user made (their own ``XLA_FLAGS`` option, their own Inductor option) is
-  kept and reported as theirs, never overwritten;
-- ``FRAE_ROUTES=defaults`` in the environment leaves every framework at its own defaults
-  (the benchmark's ``NAME[defaults]`` variants), and each backend's ``routes`` attribute
-  says what it runs with.
-
-Imports no framework: a process-wide option is written into the environment before the
-framework reads it.
+"""Each backend's route: the framework settings measured to make this model fastest on a CPU
+(docs/performance.md, "The settings that matter"), applied by default; a setting the user
+made is kept and reported as theirs, and ``FRAE_ROUTES=defaults`` leaves every framework at
+its own defaults. Each backend's ``routes`` attribute says what it runs with.
 """
 
 from __future__ import annotations
@@ -31,37 +18,22 @@ BY_FRAE, BY_USER, BY_DEFAULT = "frae", "user", "framework default"
 """Who a setting's value comes from: this package, the user, or the framework itself."""
 
 LOOP_FOLDING = "xla_cpu_small_while_loop_byte_threshold"
-"""XLA:CPU's gate on hoisting a ``while`` loop into one compiled function
-(``SmallWhileLoopHoistingPass``): a loop accessing fewer bytes than this runs as one kernel
-instead of one kernel per fusion of its body at every iteration. XLA's default is about a
-kilobyte, which a gradient's loop over T = 1000 steps passes."""
+"""XLA:CPU's gate on hoisting a ``while`` loop accessing fewer bytes per iteration than this
+into one kernel (XLA's default, about a kilobyte, is too small for a gradient's loop)."""
 FOLDING_BYTES = 300_000
-"""The threshold this package sets. XLA counts the bytes one iteration of the loop accesses
-(``HloCostAnalysis``), which do not grow with T: under 300 kB, every loop of the default and
-state-feedback models at B = 1 and 256, and of the width-256 model at B = 1, runs as one
-kernel; the width-256 model's loops at B = 256 (a matrix product of 256 × 256 per layer and
-step) keep XLA's kernels, which run those products faster than the folded loop
-(docs/performance.md, "The settings that matter")."""
+"""Folds every loop but the width-256 model's at B = 256, whose products XLA's own kernels
+run faster (docs/performance.md, "The settings that matter")."""
 YNNPACK_OFF = {"xla_cpu_experimental_ynn_fusion_type": ""}
-"""XLA:CPU's YNNPACK fusions off, a compiler option (``compiler_options``): from B = 256 for
-this model XLA hands large element-wise fusions to YNNPACK, each a library call dispatched to
-its thread pool at every time step, which costs more than the fused loop it replaces
-(docs/performance.md, "The settings that matter")."""
+"""XLA:CPU's YNNPACK fusions off: from B = 256 each costs a thread-pool dispatch per time
+step, more than the fused loop it replaces (docs/performance.md)."""
 EXTRA_OPTIONS = "--xla_backend_extra_options="
-"""The ``XLA_FLAGS`` flag that carries backend options, ``key=value`` pairs separated by
-commas."""
+"""The ``XLA_FLAGS`` flag that carries backend options, ``key=value,...``."""
 
 
 @dataclass(frozen=True)
 class Setting:
-    """One setting a backend runs with.
-
-    Attributes:
-        option: the framework's option, as its documentation names it
-            (``XLA_FLAGS xla_cpu_small_while_loop_byte_threshold``).
-        value: its value, as the framework reads it (``None``: the framework's default).
-        by: who chose it: ``BY_FRAE``, ``BY_USER`` or ``BY_DEFAULT``.
-    """
+    """One setting a backend runs with: the framework's option as its documentation names
+    it, its value (``None``: the framework's default), and who chose it (``BY_*``)."""
 
     option: str
     value: str | None
@@ -81,20 +53,14 @@ def chosen(environ: MutableMapping[str, str] | None = None) -> str:
 
 
 BEFORE = "FRAE_XLA_FLAGS_BEFORE"
-"""Where ``fold_xla_loops`` keeps ``XLA_FLAGS`` as it found them when it adds its option:
-a child process inherits both, so a backend there reads the option as this package's (and,
-under ``FRAE_ROUTES=defaults``, takes it out again), never as the user's."""
+"""Where ``fold_xla_loops`` keeps ``XLA_FLAGS`` as it found them, so that a child process
+reads the option as this package's, never as the user's."""
 
 
 def fold_xla_loops(environ: MutableMapping[str, str] | None = None) -> Setting:
     """XLA's loop folding: ``LOOP_FOLDING`` set to ``FOLDING_BYTES`` in ``XLA_FLAGS``,
     unless the user's ``XLA_FLAGS`` names it already (kept) or ``FRAE_ROUTES=defaults``.
-
-    XLA reads ``XLA_FLAGS`` once, at the first compilation in the process (TensorFlow's
-    first XLA function, JAX's first ``jit``), so this is called where a backend's module is
-    imported, before it compiles anything; a program that compiled an XLA function before
-    importing a backend keeps what ``XLA_FLAGS`` said then. Other flags, and other backend
-    options, are kept as they are.
+    Called at a backend's import: XLA reads ``XLA_FLAGS`` at its first compilation.
     """
     env = os.environ if environ is None else environ
     option = f"XLA_FLAGS {LOOP_FOLDING}"
@@ -120,12 +86,9 @@ def _folded(flags: str) -> str:
 def compiler_options(
     options: dict[str, str], environ: MutableMapping[str, str] | None = None
 ) -> tuple[dict[str, str], tuple[Setting, ...]]:
-    """XLA options given to each compilation (``jax.jit(..., compiler_options=)``), which
-    would override the same option in ``XLA_FLAGS``: each is passed unless the user's
-    ``XLA_FLAGS`` sets it (``--NAME=...``: theirs is kept) or ``FRAE_ROUTES=defaults``.
-
-    Returns the options to pass and the settings they make.
-    """
+    """The options to pass to each compilation (``jax.jit(..., compiler_options=)``) and the
+    settings they make: each unless the user's ``XLA_FLAGS`` sets it or
+    ``FRAE_ROUTES=defaults``."""
     env = os.environ if environ is None else environ
     flags = env.get("XLA_FLAGS", "").split()
     passed, settings = {}, []
@@ -155,9 +118,8 @@ def extra_option(flags: str, key: str) -> str | None:
 
 
 def with_extra_option(flags: str, key: str, value: str) -> str:
-    """``flags`` with backend option ``key=value`` added: to the existing
-    ``--xla_backend_extra_options`` flag's list when there is one (a second such flag would
-    replace the first), else as a flag of its own."""
+    """``flags`` with backend option ``key=value`` added, to the existing
+    ``--xla_backend_extra_options`` flag if any (a second one would replace it)."""
     pair = f"{key}={value}"
     existing = re.search(rf"(?:^|\s){re.escape(EXTRA_OPTIONS)}(\S*)", flags)
     if existing is None:

@@ -20,16 +20,9 @@ MOMENTS = ("m", "v")
 
 @dataclass(frozen=True)
 class TrainingState:
-    """The optimizer's state after ``step`` optimizer steps over ``epoch`` whole epochs.
-
-    Attributes:
-        optimizer: ``"sgd"`` or ``"adam"``.
-        step: optimizer steps taken (Adam's t of the last one); the next is ``step + 1``.
-        epoch: epochs completed; with ``shuffle``, the next epoch's permutation is the
-            ``epoch + 1``-th that ``fit``'s ``seed`` draws.
-        m, v: Adam's first and second moments by canonical name, float32 arrays of the
-            weights' shapes; empty for SGD.
-    """
+    """The optimizer's state after ``step`` optimizer steps (Adam's t of the last) over
+    ``epoch`` whole epochs, with Adam's moments ``m`` and ``v`` by canonical name (empty for
+    SGD); with ``shuffle``, the next epoch's permutation is the ``epoch + 1``-th drawn."""
 
     optimizer: str
     step: int
@@ -46,8 +39,7 @@ def fresh_state(optimizer: str, config: FRAEConfig) -> TrainingState:
 
 
 def is_fresh(state: TrainingState) -> bool:
-    """Whether ``state`` is where a fit without one starts: no step taken, moments zero (a
-    backend may then make its optimizer's state where it computes, copying nothing in)."""
+    """Whether ``state`` is where a fit without one starts: no step taken, moments zero."""
     moments = (*state.m.values(), *state.v.values())
     return state.step == 0 and not any(np.any(moment) for moment in moments)
 
