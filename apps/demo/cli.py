@@ -83,8 +83,7 @@ def run_demo(
 def train_variants(
     out: Path, signal: Signal, chosen: Sequence[Variant], epochs: int, jobs: int
 ) -> Results:
-    """Each of ``chosen`` trained by its worker, ``jobs`` at a time, on ``signal``'s
-    windows (written once to a scratch file every worker reads); a line per finished one."""
+    """Each of ``chosen`` trained by its worker, ``jobs`` at a time; a line per finished one."""
     with tempfile.TemporaryDirectory() as scratch:
         data = Path(scratch) / "windows.npz"
         np.savez(data, train=signal.train, test=signal.test)

@@ -42,14 +42,8 @@ def closed_loop(
 
     Each step's code z_t becomes ẑ_t = Δ·round(z_t / Δ) (Δ = ``step``; 0 keeps z_t), and
     the decoder's GRU or dense layers, and so the feedback the encoder reads at t + 1, see
-    ẑ_t alone: ``predict`` when Δ = 0, ``decode(ẑ)`` for any Δ. Built from the reference's
-    dense stack and GRU step (the contract's "The model" and "State feedback").
-
-    Args:
-        config: the model.
-        weights: canonical weights, any backend's ``get_weights()``.
-        x: sequences, (B, T, F).
-        step: the grid step Δ ≥ 0.
+    ẑ_t alone: ``predict`` when Δ = 0, ``decode(ẑ)`` for any Δ. ``weights`` are any
+    backend's ``get_weights()``, ``x`` is (B, T, F).
 
     Returns:
         x̂, (B, T, F) float64, and the symbols round(z_t / Δ), (B, T, L) (zeros when Δ = 0).

@@ -37,8 +37,7 @@ ONE_THREAD = {
     "TF_NUM_INTEROP_THREADS": "1",
 }
 """Each worker's thread settings unless the caller set them: the steps are too small to
-share, and on a busy machine threads that wait at every barrier cost torch_scan many times
-the time of one thread (B = 250, T = 7)."""
+share, and waiting threads cost torch_scan many times one thread's time."""
 ROOT = Path(__file__).resolve().parents[2]
 """The folder the worker starts in, where ``apps`` is found."""
 
@@ -69,12 +68,8 @@ def variants(backends: Sequence[str] | None = None) -> list[Variant]:
 
 def train_in_this_process(job: dict[str, Any]) -> dict[str, Any]:
     """The worker's part: train each model of ``job`` on its windows, save the weights,
-    measure the held-out SNR. A model that fails reports its error; the others go on.
-
-    Times: each model's wall-clock seconds from creation to its SNR, and the CPU seconds
-    (every thread's) of each model and of the whole process, imports included: on a quiet
-    machine a worker's wall time is about its CPU time, since the small steps leave a
-    framework's threads little to share."""
+    measure the held-out SNR, and time it (wall-clock and CPU seconds, and the process's CPU
+    seconds, imports included). A model that fails reports its error; the others go on."""
     with np.load(job["data"]) as data:
         train, test = data["train"], data["test"]
     results: dict[str, Any] = {}
