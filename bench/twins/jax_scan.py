@@ -89,14 +89,9 @@ def _times_transpose(d_pre: Array, kernel: Array) -> Array:
 def _backward(
     config: FRAEConfig, saved: tuple[Params, Traced], d_loss: Array
 ) -> tuple[Params, Array, Array]:
-    """Back-propagation through time, written out; returns d loss / d (params, x, y).
-
-    One reverse loop over time carries only g = d loss / d x̂_t, ``(B, F)``. At step t the
-    gradient reaching x̂_t is 2(x̂_t - y_t)/(B·T·F) + g; through each layer, decoder then
-    encoder (the z part), d_pre = d_out · act'(a) and d_in = d_pre @ kernelᵀ; the new g is
-    the feedback rows' part of both sides' d_in. The loop emits each layer's d_pre per step.
-    After it, each weight's gradient is one product over all T·B rows:
-    d kernel = Σ_{t,b} input[t,b]ᵀ d_pre[t,b], d bias = Σ_{t,b} d_pre[t,b].
+    """d loss / d (params, x, y). One reverse loop carries only g = d loss / d x̂_t: through
+    each layer d_pre = d_out · act'(a), d_in = d_pre @ kernelᵀ, the new g both sides' feedback
+    rows; then d kernel = Σ_{t,b} input[t,b]ᵀ d_pre[t,b], d bias = Σ_{t,b} d_pre[t,b].
     """
     params, (error, inputs, slopes) = saved
     features, latent = config.input_dim, config.latent_dim
@@ -162,12 +157,8 @@ def compiled_by_hand(config: FRAEConfig) -> Compiled:
 
 
 class JaxScanBPTTBackend(JaxScanBackend):
-    """``JaxScanBackend`` with its backward pass written by hand, called by
-    ``jax.value_and_grad`` through ``jax.custom_vjp`` (``loss_by_hand``): one reverse loop
-    over time carrying only the feedback's gradient, then each weight's gradient as one
-    product over all steps. Gradients and both optimizers' steps use it, on one device or
-    several; the rest is inherited. It is written for output feedback: a state-feedback
-    config trains by autodiff, as ``JaxScanBackend``."""
+    """``JaxScanBackend`` whose gradients and optimizer steps, on one device or several, go
+    through ``loss_by_hand``; a state-feedback config trains by autodiff."""
 
     name = "jax_scan_bptt"
 

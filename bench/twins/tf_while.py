@@ -19,12 +19,8 @@ every step, time-major."""
 def recorded_forward(
     config: FRAEConfig, weights: dict[str, tf.Tensor], x: tf.Tensor, y: tf.Tensor
 ) -> tuple[tf.Tensor, Records, tf.Tensor]:
-    """The loss, as ``train.mean_squared_error`` sums it, and what the backward pass reads.
-
-    Returns:
-        ``(loss, records, d_outputs)``: the loss; each layer's inputs and slopes per step;
-        the loss's own gradient at each x̂_t, 2(x̂_t − y_t)/(B·T·F), ``(T, B, F)``.
-    """
+    """``(loss, records, d_outputs)``: the loss as ``train.mean_squared_error`` sums it, each
+    layer's inputs and slopes per step, and d loss / d x̂_t = 2(x̂_t − y_t)/(B·T·F)."""
     batch, steps = x.shape[0], x.shape[1]
     inputs = tf.transpose(x, [1, 0, 2])
     targets = tf.transpose(y, [1, 0, 2])
@@ -75,17 +71,9 @@ def recorded_forward(
 def backward(
     config: FRAEConfig, weights: dict[str, tf.Tensor], records: Records, d_outputs: tf.Tensor
 ) -> dict[str, tf.Tensor]:
-    """d loss / d weights of an output-feedback model by back-propagation through time,
-    written out.
-
-    One reverse loop over time carries only g = d loss / d x̂_t, ``(B, F)``: at step t the
-    gradient reaching x̂_t is ``d_outputs[t] + g``; through each decoder layer, last first,
-    d_pre = d_out · act'(a) and d_in = d_pre @ kernelᵀ; the z part of the decoder's d_in
-    goes through the encoder the same way; the new g is the feedback rows' part of both
-    (decoder rows L…, encoder rows F…). The loop emits each layer's d_pre per step. After
-    it, each kernel's gradient is one product over all steps,
-    Σ_{t,b} input[t,b]ᵀ d_pre[t,b], and each bias's Σ_{t,b} d_pre[t,b]: no weight gradient is
-    accumulated inside the loop.
+    """d loss / d weights. One reverse loop carries only g = d loss / d x̂_t: through each
+    layer d_pre = d_out · act'(a), d_in = d_pre @ kernelᵀ, the new g both sides' feedback
+    rows; then d kernel = Σ_{t,b} input[t,b]ᵀ d_pre[t,b], d bias = Σ_{t,b} d_pre[t,b].
     """
     steps, batch, features = d_outputs.shape
     latent = config.latent_dim
@@ -136,10 +124,8 @@ def backward(
 def mean_squared_error_by_hand(
     config: FRAEConfig, variables: Variables, x: tf.Tensor, y: tf.Tensor
 ) -> tf.Tensor:
-    """``train.mean_squared_error``'s value, with ``backward`` as its gradient:
-    ``tf.custom_gradient`` makes ``tf.GradientTape.gradient`` call it in place of
-    TensorFlow's own. Output feedback only: ``recorded_forward`` and ``backward`` know no
-    GRU."""
+    """``train.mean_squared_error``'s value, with ``backward`` as its gradient by
+    ``tf.custom_gradient``; output feedback only."""
     if config.gru is not None:
         raise ValueError('the hand-written backward is for feedback="output" models only')
     names = list(variables)
@@ -171,17 +157,8 @@ def compiled_by_hand(jit_compile: bool) -> dict[str, Any]:
 
 
 class TFWhileBPTTBackend(TFWhileBackend):
-    """``TFWhileBackend`` with its backward pass written by hand (``backward``): the tape's
-    gradient, in ``loss_and_grads`` and in the SGD and Adam steps (on one device or on a
-    strategy's replicas), goes through ``tf.custom_gradient``: one reverse ``tf.while_loop``
-    carrying only the feedback's gradient, each weight's gradient one product over all steps
-    after it.
-
-    The backward pass is written for output feedback; a state-feedback model (the
-    contract's "State feedback") runs ``TFWhileBackend``'s functions, its gradient
-    TensorFlow's autodiff. predict, encode and decode, the feedback an input and an output of
-    each (the contract's "Streaming"), are ``TFWhileBackend``'s functions and traces for both
-    models."""
+    """``TFWhileBackend`` whose gradients and optimizer steps, on one device or a strategy's
+    replicas, go through ``backward``; a state-feedback model trains by autodiff."""
 
     name = "tf_while_bptt"
 

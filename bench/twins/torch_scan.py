@@ -51,11 +51,7 @@ def _recorded_stack(
 
 
 def recorded_unroll(module: model.FRAE, x: torch.Tensor) -> tuple[torch.Tensor, Records]:
-    """The forward for the hand-written backward: x̂ time-major ``(T, B, F)`` and the records.
-
-    The cell is ``module.step``'s, its layers ``module``'s, stepped by the scan from
-    x̂₀ = 0; only the records are added, two more outputs per layer and step.
-    """
+    """``module.step`` scanned from x̂₀ = 0: x̂ time-major ``(T, B, F)`` and the records."""
     config = module.config
 
     def step(
@@ -81,15 +77,9 @@ def recorded_unroll(module: model.FRAE, x: torch.Tensor) -> tuple[torch.Tensor, 
 def reverse_loop(
     module: model.FRAE, d_outputs: torch.Tensor, slopes: tuple[torch.Tensor, ...]
 ) -> list[torch.Tensor]:
-    """Each layer's d loss / d a (its d_pre) at every step, ``(T, B, units)`` in
-    ``config.layers`` order, from ``d_outputs`` = d loss / d x̂ (``(T, B, F)``) and the
-    slopes the forward recorded.
-
-    One loop from t = T down to 1 carries only the feedback's gradient g = d loss / d x̂_t
-    (``(B, F)``, 0 after the last step): the gradient reaching x̂_t is d_outputs[t] + g, and
-    through each layer, last first, d_pre = d_out · act'(a) and d_in = d_pre @ kernelᵀ; the
-    decoder's d_in splits into the code's rows (on into the encoder) and the feedback's,
-    and the new g is the decoder's and the encoder's feedback rows summed.
+    """Each layer's d_pre = d loss / d a at every step, ``(T, B, units)``, from ``d_outputs``
+    = d loss / d x̂. One reverse loop carries only g = d loss / d x̂_t; through each layer
+    d_pre = d_out · act'(a), d_in = d_pre @ kernelᵀ, and the new g is both sides' feedback rows.
     """
     config = module.config
     linears = _linears(module)
@@ -129,10 +119,8 @@ def reverse_loop(
 def weight_gradients(
     d_pres: list[torch.Tensor], inputs: tuple[torch.Tensor, ...]
 ) -> list[torch.Tensor]:
-    """Each layer's weight and bias gradients, in ``parameters_in_layer_order``, each one
-    product over all steps: d kernel = Σ_{t,b} input[t, b]ᵀ d_pre[t, b] and
-    d bias = Σ_{t,b} d_pre[t, b], where summing inside the loop would add ten gradients
-    per step."""
+    """d kernel = Σ_{t,b} input[t, b]ᵀ d_pre[t, b] and d bias = Σ_{t,b} d_pre[t, b], one
+    product over all steps, in ``parameters_in_layer_order``."""
     grads = []
     for d_pre, layer_input in zip(d_pres, inputs, strict=True):
         # (units, T·B) @ (T·B, fan_in): nn.Linear's (out, in), the kernel transposed
@@ -148,17 +136,11 @@ ReverseLoop = Callable[[model.FRAE, torch.Tensor, tuple[torch.Tensor, ...]], lis
 
 
 class HandWrittenBPTT(torch.autograd.Function):
-    """mean((x̂ - y)²) over ``(B, T, F)`` whose backward is written by hand: autograd's
-    ``backward`` and ``grad`` on this loss run ``reverse_loop`` and ``weight_gradients``,
-    not a gradient derived by autograd or AOTAutograd.
+    """mean((x̂ - y)²) whose backward runs ``reverse_loop`` and ``weight_gradients``.
 
-    ``apply(forward, backward, module, x, y, *parameters_in_layer_order(module))``, with
-    ``forward`` ``recorded_unroll`` and ``backward`` ``reverse_loop``, each compiled or
-    not: the parameters are passed so that autograd knows the leaves the loss depends on,
-    the loops read them from ``module``. x and y get no gradient. The loss and the weight
-    gradients' products are single operations outside the compiled loops: Inductor's C++
-    code guards a reduction on its size (at most 4096 elements or more), which would
-    compile the loops again for a large B·T.
+    The parameters are passed only so that autograd knows the leaves. The loss and the weight
+    products stay outside the compiled loops: Inductor guards a reduction on its size, which
+    would compile the loops again for a large B·T.
     """
 
     @staticmethod
@@ -217,15 +199,8 @@ def _shapes_apart(function: Callable[..., Any]) -> Callable[..., Any]:
 
 @functools.lru_cache(maxsize=64)
 def compiled_hand_written(config: FRAEConfig) -> tuple[RecordedUnroll, ReverseLoop]:
-    """``config``'s two loops for the hand-written backward, ``recorded_unroll`` and
-    ``reverse_loop``, each compiled by Inductor as its own scan graph with the Python
-    wrapper, shared by every backend of that config.
-
-    Each loop is compiled apart because the backward is ours, not AOTAutograd's: there is
-    no joint graph to compile, and ``torch.autograd.Function.backward`` runs the compiled
-    reverse loop. Inductor's C++ wrapper runs both loops faster but fails to compile a
-    one-step reverse loop in PyTorch 2.14 (a buffer declared twice), as it does the base's
-    gradient.
+    """``recorded_unroll`` and ``reverse_loop``, each compiled apart (there is no joint graph)
+    with the Python wrapper: the C++ wrapper fails on a one-step reverse loop in PyTorch 2.14.
     """
     compile_ = functools.partial(
         torch.compile, fullgraph=True, dynamic=True, options=dict(PYTHON_WRAPPER)
@@ -234,16 +209,8 @@ def compiled_hand_written(config: FRAEConfig) -> tuple[RecordedUnroll, ReverseLo
 
 
 class TorchScanBPTTBackend(TorchScanBackend):
-    """``torch_scan`` with back-propagation through time written by hand.
-
-    ``loss_and_grads`` (``torch.autograd.grad``) and ``fit`` (``loss.backward()`` and the
-    same ``torch.optim`` update, under DDP too) differentiate ``hand_written_loss``, whose
-    ``torch.autograd.Function`` runs one reverse loop carrying only the feedback's gradient
-    and forms each weight's gradient as one product over all steps. Inference, weights and
-    the rollback are ``torch_scan``'s. The hand-written backward is the output-feedback
-    model's: with ``feedback="state"`` the gradient is ``torch_scan``'s, by autograd
-    through the compiled scan.
-    """
+    """``torch_scan`` whose gradients (``loss_and_grads``, ``fit``, DDP too) come from
+    ``hand_written_loss``; a state-feedback model keeps ``torch_scan``'s autograd."""
 
     name = "torch_scan_bptt"
 
