@@ -42,31 +42,23 @@ WIDE = wide_models()[ROOFLINE_MODEL]
 # 12 + 30 + 10 = 76, Σ units = 14; the GRU 2·5·(4 + 6)·18 = 1800 and 5·6·(14 + 3) = 510;
 # forward 2·5·76 + 2·5·14 + 1800 + 510 = 3210; weights 27 + 16 + 35 + 12 + (72 + 108 + 36)
 # = 306.
+
+
+def by_hand(forward: float, weights: float, batch: int, steps: int, features: int) -> dict:
+    """Each operation's counts from the forward's FLOPs and the weights, as the hand counts."""
+    elements, per_step = batch * features, weights / steps
+    return {
+        "predict": Counts(forward, 4 * 2 * elements + 4 * per_step),
+        "loss_and_grads": Counts(3 * forward + 3 * elements, 4 * elements + 4 * 2 * per_step),
+        "train_step": Counts(
+            3 * forward + 3 * elements + 14 * per_step, 4 * elements + 4 * (2 + 7) * per_step
+        ),
+    }
+
+
 HAND_COUNTS = {
-    "output": (
-        OTHER_CONFIG,
-        7,
-        11,
-        {
-            "predict": Counts(1708, 4 * 2 * 7 * 3 + 4 * 122 / 11),
-            "loss_and_grads": Counts(3 * 1708 + 3 * 7 * 3, 4 * 7 * 3 + 4 * 2 * 122 / 11),
-            "train_step": Counts(
-                3 * 1708 + 3 * 7 * 3 + 14 * 122 / 11, 4 * 7 * 3 + 4 * (2 + 7) * 122 / 11
-            ),
-        },
-    ),
-    "state": (
-        STATE,
-        5,
-        10,
-        {
-            "predict": Counts(3210, 4 * 2 * 5 * 2 + 4 * 306 / 10),
-            "loss_and_grads": Counts(3 * 3210 + 3 * 5 * 2, 4 * 5 * 2 + 4 * 2 * 306 / 10),
-            "train_step": Counts(
-                3 * 3210 + 3 * 5 * 2 + 14 * 306 / 10, 4 * 5 * 2 + 4 * (2 + 7) * 306 / 10
-            ),
-        },
-    ),
+    "output": (OTHER_CONFIG, 7, 11, by_hand(1708, 122, 7, 11, 3)),
+    "state": (STATE, 5, 10, by_hand(3210, 306, 5, 10, 2)),
 }
 WIDE_PREDICT_FLOPS = 2 * 256 * (4 * 256 + 256 * 16 + 18 * 256 + 256 * 2) + 2 * 256 * 530
 """The width-256 model's predict at B=256: 5.2 MFLOP of products, 0.27 of biases and
