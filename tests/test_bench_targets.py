@@ -5,6 +5,8 @@ state-feedback model is judged by its own targets. No timing is asserted.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from bench.analysis import Pivot
@@ -128,18 +130,9 @@ def test_a_targets_verdict_follows_the_figures(case: tuple, rows: list) -> None:
 
 
 def state_run(records: list[Record]) -> list[Record]:
-    """``records``, their measurements of the state-feedback model, after the run's record of
-    that model."""
-    import dataclasses
-
-    run = run_record(models={STATE_LABEL: STATE_CONFIG})
-    return [
-        run,
-        *(
-            dataclasses.replace(r, model=STATE_LABEL) if isinstance(r, ResultRecord) else r
-            for r in records
-        ),
-    ]
+    """``records`` made measurements of the state-feedback model, after the run's record."""
+    moved = [replace(r, model=STATE_LABEL) if isinstance(r, ResultRecord) else r for r in records]
+    return [run_record(models={STATE_LABEL: STATE_CONFIG}), *moved]
 
 
 def test_a_state_feedback_model_is_judged_by_its_own_targets() -> None:
@@ -208,13 +201,8 @@ def test_the_state_targets_are_the_output_ones_over_the_floor_with_their_own_lim
     assert [t.name for t in STATE_TARGETS] == [t.name for t in over_floor]
     assert STATE_LIMITS.keys() <= {t.name for t in over_floor}
     for state, output in zip(STATE_TARGETS, over_floor, strict=True):
-        assert state.statement == STATE + output.statement
-        assert state.limit == STATE_LIMITS.get(output.name, output.limit)
-        assert (state.operation, state.over, state.shape) == (
-            output.operation,
-            output.over,
-            output.shape,
-        )
+        limit = STATE_LIMITS.get(output.name, output.limit)
+        assert state == replace(output, statement=STATE + output.statement, limit=limit)
 
 
 def test_every_target_has_a_name_of_its_own() -> None:
@@ -226,8 +214,6 @@ def test_every_target_has_a_name_of_its_own() -> None:
 def test_where_the_targets_come_from_is_written_from_their_limits() -> None:
     """The prose states each limit as the targets hold it: a limit changed in the data is
     the limit the prose states."""
-    from dataclasses import replace
-
     from bench.targets import STATE_TARGETS_ORIGIN, TARGETS_ORIGIN, output_origin, state_origin
 
     assert "(3× for predict, 1.5× for the best" in TARGETS_ORIGIN
