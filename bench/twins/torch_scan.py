@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from typing import Any, cast
+from typing import cast
 
 import torch
 from torch import nn
@@ -185,18 +185,6 @@ def hand_written_loss(
     )
 
 
-def _shapes_apart(function: Callable[..., Any]) -> Callable[..., Any]:
-    """``function`` called under ``shapes_apart``: the settings must hold when autograd
-    calls the backward, outside any ``with`` of the backend's."""
-
-    @functools.wraps(function)
-    def call(*args: Any) -> Any:
-        with shapes_apart():
-            return function(*args)
-
-    return call
-
-
 @functools.lru_cache(maxsize=64)
 def compiled_hand_written(config: FRAEConfig) -> tuple[RecordedUnroll, ReverseLoop]:
     """``recorded_unroll`` and ``reverse_loop``, each compiled apart (there is no joint graph)
@@ -205,7 +193,8 @@ def compiled_hand_written(config: FRAEConfig) -> tuple[RecordedUnroll, ReverseLo
     compile_ = functools.partial(
         torch.compile, fullgraph=True, dynamic=True, options=dict(PYTHON_WRAPPER)
     )
-    return _shapes_apart(compile_(recorded_unroll)), _shapes_apart(compile_(reverse_loop))
+    # each call under the settings: autograd calls the backward outside the backend's ``with``
+    return shapes_apart()(compile_(recorded_unroll)), shapes_apart()(compile_(reverse_loop))
 
 
 class TorchScanBPTTBackend(TorchScanBackend):
