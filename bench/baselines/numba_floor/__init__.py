@@ -10,10 +10,6 @@ written as a performance engineer would write it by hand for any ``FRAEConfig``:
   and the lanes are summed once at the end;
 - ``fastmath`` is off: IEEE arithmetic in the arrays' dtype (float32 for the benchmark,
   float64 for the exactness test).
-
-One job per module: ``layers`` (a dense layer at one step), ``gru`` (the GRU's, for state
-feedback), ``loops`` (the time loops, and Adam), ``backend`` (``NumbaFloorBackend``, the
-kernels behind the contract).
 """
 
 from bench.baselines.numba_floor.backend import NumbaFloor64Backend, NumbaFloorBackend

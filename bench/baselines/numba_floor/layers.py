@@ -69,12 +69,8 @@ def dense_forward(layer: Layer, record: bool, activate: Kernel) -> Kernel:
 
 
 def dense_backward(layer: Layer) -> Kernel:
-    """One layer's backward at one step.
-
-    ``delta`` holds d loss/d row. The layer turns its output rows into d loss/d pre-activation
-    (times the recorded slope), adds them into its weights' per-lane gradients, and passes
-    them back through the kernel to its input rows.
-    """
+    """One layer's backward at one step: ``delta`` (d loss/d row) times the recorded slope
+    into its weights' per-lane gradients and back through the kernel to its input rows."""
     in_row, fan_in, out_row, units, kernel, bias, _ = layer
 
     @inlined

@@ -47,13 +47,9 @@ def _forward(layout: Plan, encoder: Kernel, middle: Kernel, decoder: Kernel) -> 
 
     @compiled
     def forward(inputs, initial, codes_given, theta, work, slopes, outputs, codes, final):  # type: ignore[no-untyped-def]
-        """Step the recurrence from the feedback ``initial`` (B, S) over time-major ``inputs``
-        (T, width, B): x, or with ``codes_given`` the codes z for the decoder alone.
-
-        ``work`` and ``slopes`` are (S, rows, B): with S = T step t keeps its workspace (and
-        its slopes, in the recording kernel) for the backward pass; with S = 1 one workspace
-        is reused.
-        Writes ``outputs`` (T, F, B), ``codes`` (T, L, B) and the last feedback into ``final``.
+        """Step the recurrence from ``initial`` over time-major ``inputs`` (T, width, B), x or
+        with ``codes_given`` z; ``work`` and ``slopes`` are (S, rows, B), S = T kept for the
+        backward pass or S = 1 reused. Writes ``outputs``, ``codes`` and ``final``.
         """
         steps, inputs_width, batch = inputs.shape
         span = work.shape[0]
@@ -98,12 +94,9 @@ def _backward(layout: Plan, layers: Kernel, zero: Any) -> Kernel:
 
     @compiled
     def backward(work, slopes, outputs, targets, scale, theta, delta, carry, lanes, loss):  # type: ignore[no-untyped-def]
-        """Gradient of mean((x̂ - y)²) after a recorded forward; ``scale`` is 2/(B·T·F).
-
-        The gradient reaching x̂_t is the loss's own, scale·(x̂_t - y_t), plus ``carry``:
-        what flows back from step t+1 through both feedback blocks. ``delta`` (rows, B) holds
-        each row's gradient at one step; ``lanes`` (weights, B) and ``loss`` (B,) accumulate
-        per batch lane.
+        """Gradient of mean((x̂ - y)²) after a recorded forward: the gradient reaching x̂_t is
+        scale·(x̂_t - y_t), scale = 2/(B·T·F), plus ``carry`` from step t+1 through both
+        feedback blocks; ``lanes`` (weights, B) and ``loss`` (B,) accumulate per batch lane.
         """
         steps, _, batch = outputs.shape
         lanes[:, :] = zero
@@ -175,11 +168,8 @@ def _adam(theta, grads, first, second, rate, beta_1, beta_2, epsilon, count):  #
 
 @functools.cache
 def kernels(config: FRAEConfig, dtype_name: str) -> Kernels:
-    """The loops of ``config`` in ``dtype_name`` ("float32" or "float64"), each compiled at
-    its first call.
-
-    Constants are scalars of that dtype, so a float32 kernel never widens to float64.
-    """
+    """The loops of ``config`` in ``dtype_name``, compiled at their first call; constants are
+    scalars of that dtype, so a float32 kernel never widens to float64."""
     dtype = np.dtype(dtype_name).type
     layout = plan(config)
     zero, one = dtype(0.0), dtype(1.0)
