@@ -14,16 +14,10 @@ For the same measurement in two runs, with the time per step of every timed call
     too few calls if even calls wholly apart could not reach p < α
     within noise  otherwise
 
-with α = 0.002 (asv's threshold) and δ_min = 5 % by default. The rank test asks whether a
-call of one run tends to take longer than a call of the other, whatever the shape of their
-spreads (timings have long right tails, which a t-test would mistake for a shift); the
-margin asks that the change be large enough to matter, for many calls make a trifling shift
-significant, and larger than the two runs' processes differ among themselves: calls within
-one process are alike where processes are not (``bench.rounds``), so a run of one round
-cannot show that spread, and its verdicts rest on δ_min alone. With few calls a test cannot
-be significant however far apart they are (five against five: p ≥ 0.0079), and the verdict
-says so rather than "within noise". ``faster`` uses 1/r and the test is two-sided, so
-swapping OLD and NEW swaps ``slower`` and ``faster`` exactly.
+with α = 0.002 (asv's threshold) and δ_min = 5 % by default. A rank test, for timings have
+long right tails that a t-test would mistake for a shift; a margin, for many calls make a
+trifling shift significant, and processes differ more than calls within one (``bench.rounds``).
+Swapping OLD and NEW swaps ``slower`` and ``faster`` exactly.
 """
 
 from __future__ import annotations

@@ -63,15 +63,8 @@ class Pair:
 
 
 def load(path: Path, name: str) -> Run:
-    """The run in ``path``, a ``results.jsonl`` or a report folder holding one.
-
-    Args:
-        path: the file or folder.
-        name: the argument it came from (``OLD``, ``NEW``), for the error messages.
-
-    Raises:
-        ValueError: ``path`` is missing or does not hold a benchmark's results.
-    """
+    """The run in ``path``, a ``results.jsonl`` or a report folder holding one; raises
+    ``ValueError``, naming the argument ``name``, where it holds no benchmark's results."""
     if path.is_dir():
         if not (path / "results.jsonl").is_file():
             raise ValueError(

@@ -284,12 +284,8 @@ def _typed[T: (Machine, Settings)](kind: type[T], data: dict[str, Any]) -> T:
 
 
 def parse(lines: Iterable[str]) -> list[Record]:
-    """The records of a results file's lines, of any format from ``OLDEST`` to ``FORMAT``,
-    the run's line (the first) giving it.
-
-    Raises:
-        ValueError: the file's format is older than ``OLDEST`` or newer than ``FORMAT``.
-    """
+    """The records of a results file's lines, of any format from ``OLDEST`` to ``FORMAT`` (the
+    run's line, the first, gives it; ``ValueError`` for any other)."""
     raw = [json.loads(line) for line in lines if line.strip()]
     version = raw[0].get("format", 1) if raw and raw[0].get("kind") == "run" else FORMAT
     if not isinstance(version, int) or not OLDEST <= version <= FORMAT:

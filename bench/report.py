@@ -329,11 +329,7 @@ def sections(
     records: Iterable[Record], images: Sequence[Path] = (), preamble: str = ""
 ) -> list[Section]:
     """The report's sections, in order, ``preamble`` (Markdown) after the head and the plots
-    ``images`` last.
-
-    Raises:
-        ValueError: ``records`` do not hold the run's record.
-    """
+    ``images`` last; ``ValueError`` where ``records`` hold no run record."""
     records = list(records)
     pivot = Pivot.of(records)
     run = pivot.run

@@ -100,20 +100,9 @@ def parameters(config: FRAEConfig) -> int:
 
 def counts(config: FRAEConfig, operation: str, batch: int, steps: int) -> Counts | None:
     """FLOPs and bytes per time step of ``operation`` on ``config`` at (B, T); ``None`` for
-    the stream.
-
-    The bytes are the traffic no implementation avoids: x_t read and x̂_t written each step
-    (B·F each), the weights read once a call and, for a gradient, written once a call. The
-    activations, the feedback and the weights stay in the caches from step to step (read
-    every step, the width-256 model's weights would bound its predict above what the matrix
-    floor takes), and what a backward pass keeps can be recomputed: none is counted.
-
-    - ``predict``: the forward (``forward_flops``).
-    - ``loss_and_grads``: the forward, the backward (``BACKWARD_OVER_FORWARD`` times the
-      forward) and the loss (``LOSS_FLOPS`` per element); x_t read, x̂_t not written.
-    - ``train_step``: the gradient's, and one Adam update per T steps (``ADAM_FLOPS`` and
-      ``ADAM_ARRAYS`` per weight, over T): a training step's µs per step divides one
-      optimizer step by its T.
+    the stream. The bytes are the traffic no implementation avoids: x_t and x̂_t each step,
+    the weights once a call; activations, feedback and weights stay in the caches (read every
+    step, the width-256 model's weights would bound its predict above the matrix floor's).
     """
     weights, features = parameters(config), config.input_dim
     forward = forward_flops(config, batch)

@@ -3,15 +3,9 @@
     python -m bench.worker '<job as JSON>'
 
 prints one JSON line per record (``bench.records``): the variant's facts, then one line per
-(operation, B, T). Per operation and input shape, on a fresh model: the first call (which
-traces and compiles), one untimed warm-up, then calls timed one by one with
-``time.perf_counter`` until at least ``repeats`` and ``min_time_s`` (at most
-``max_samples``; at least ``MIN_SAMPLES`` once ``budget_s`` has passed), or one timed call
-where the first took over ``long_call_s``. A training sample is ``fit(x, epochs=K)`` / K, or
-``fit(x, epochs=1)`` where a step takes over ``long_step_s``. The stream (``streams``) sends
-one sequence a chunk at a time, the state carried from call to call, as a codec runs online:
-the sender through ``encode``, the receiver through ``decode`` of the codes; the whole
-sequence streamed is one timed call, with no warm-up, a record per side and chunk length.
+(operation, B, T). On a fresh model per shape: the first call (which compiles), one untimed
+warm-up, then calls timed one by one. The stream sends one sequence a chunk at a time, the
+state carried from call to call, as a codec runs online; the whole sequence is one timed call.
 """
 
 from __future__ import annotations
