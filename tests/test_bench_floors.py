@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import frae
-from frae.backend import Array, Streamed
+from frae.backend import Array, BaseBackend, Streamed
 from parity_tests.tolerances import assert_close
 from tests.bench_cases import (
     NO_HIDDEN_CONFIG,
@@ -42,21 +42,14 @@ ROOT = Path(__file__).resolve().parent.parent
 needs_cc = pytest.mark.skipif(compiler() is None, reason="no C compiler (cc or gcc)")
 
 
-class DroppedBiasFloor(floor.NumbaFloor64Backend):
-    """Broken: the output layer's bias is lost on the way in (a forgotten offset)."""
+def dropped[B: BaseBackend](base: type[B], name: str) -> type[B]:
+    """Broken: ``base`` with the weight ``name`` lost on the way in (a forgotten offset)."""
 
-    def _write_weights(self, weights: dict[str, Any]) -> None:
-        super()._write_weights(
-            {**weights, "decoder/output/bias": 0 * weights["decoder/output/bias"]}
-        )
+    class Dropped(base):  # type: ignore[valid-type,misc]
+        def _write_weights(self, weights: dict[str, Any]) -> None:
+            super()._write_weights({**weights, name: 0 * weights[name]})
 
-
-class DroppedRecurrentBiasFloor(floor.NumbaFloor64Backend):
-    """Broken: the GRU's recurrent bias is lost on the way in."""
-
-    def _write_weights(self, weights: dict[str, Any]) -> None:
-        bias = "decoder/gru/recurrent_bias"
-        super()._write_weights({**weights, bias: 0 * weights[bias]})
+    return Dropped
 
 
 class ShiftedGradientFloor(floor.NumbaFloor64Backend):
@@ -77,6 +70,7 @@ class TruncatedFloor(floor.NumbaFloor64Backend):
         return loss, grads
 
 
+BIAS = "decoder/output/bias"
 FLOAT64_CONFIGS = {"default": frae.FRAEConfig(), "other": OTHER_CONFIG, **STATE_CONFIGS}
 
 
@@ -103,10 +97,14 @@ def test_numba_floor_float32_is_within_float32_tolerances(config: frae.FRAEConfi
 
 
 BROKEN_FLOORS = {
-    "dropped-bias": (DroppedBiasFloor, check_forward, frae.FRAEConfig()),
+    "dropped-bias": (dropped(floor.NumbaFloor64Backend, BIAS), check_forward, frae.FRAEConfig()),
     "shifted-gradient": (ShiftedGradientFloor, check_gradients, frae.FRAEConfig()),
     "truncated-bptt": (TruncatedFloor, check_gradients, frae.FRAEConfig()),
-    "state-dropped-recurrent-bias": (DroppedRecurrentBiasFloor, check_forward, STATE_CONFIG),
+    "state-dropped-recurrent-bias": (
+        dropped(floor.NumbaFloor64Backend, "decoder/gru/recurrent_bias"),
+        check_forward,
+        STATE_CONFIG,
+    ),
     "state-shifted-gradient": (ShiftedGradientFloor, check_gradients, STATE_CONFIG),
     "state-truncated-bptt": (TruncatedFloor, check_gradients, STATE_CONFIG),
 }
@@ -223,19 +221,11 @@ def test_loading_a_fast_math_floor_keeps_subnormals_in_the_process(backend: str)
 
 @needs_cc
 def test_the_c_check_rejects_a_broken_forward() -> None:
-    class DroppedBiasC(CForwardBackend):
-        def _write_weights(self, weights: dict[str, Any]) -> None:
-            bias = weights["decoder/output/bias"]
-            super()._write_weights({**weights, "decoder/output/bias": 0 * bias})
-
     config = frae.FRAEConfig()
     x = sequences(config, seed=1)
+    expected = frae.create("reference", config, seed=3).predict(x)
     with pytest.raises(AssertionError):
-        assert_close(
-            "outputs",
-            DroppedBiasC(config, seed=3).predict(x),
-            frae.create("reference", config, seed=3).predict(x),
-        )
+        assert_close("outputs", dropped(CForwardBackend, BIAS)(config, seed=3).predict(x), expected)
 
 
 class StateDroppedFloor(floor.NumbaFloorBackend):
