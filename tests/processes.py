@@ -51,3 +51,11 @@ def bare_environment(*kept: str) -> dict[str, str]:
     alone: a variable this process set is then not inherited, and cannot look unchanged."""
     names = ("PATH", "HOME", "LANG", "PYTHONPATH", *kept)
     return {name: os.environ[name] for name in names if name in os.environ}
+
+
+def output_here(code: str) -> Any:
+    """The ``output`` that ``code`` leaves when run in this process, to compare with a fresh
+    one's."""
+    namespace: dict[str, Any] = {}
+    exec(code, namespace)
+    return namespace["output"]

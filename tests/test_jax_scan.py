@@ -18,7 +18,7 @@ from impls.reference.model import gru_step
 from impls.reference.model import unroll as reference_unroll
 from parity_tests.tolerances import TOLERANCES, assert_close
 from tests.bench_cases import check_forward, check_gradients, check_streaming
-from tests.processes import bare_environment, last_json, python
+from tests.processes import bare_environment, last_json, output_here, python
 
 pytestmark = pytest.mark.backend_specific("jax_scan")
 jax = pytest.importorskip("jax")
@@ -385,13 +385,6 @@ output = model.predict(x).tolist()
 """
 
 
-def _expected_output() -> np.ndarray:
-    """``USE_THE_BACKEND``'s output in this process."""
-    namespace: dict[str, object] = {}
-    exec(USE_THE_BACKEND, namespace)
-    return np.float32(namespace["output"])
-
-
 @pytest.mark.slow
 def test_the_backend_changes_nothing_global() -> None:
     """Environment, JAX's settings, devices and imported frameworks are what importing JAX,
@@ -402,7 +395,7 @@ def test_the_backend_changes_nothing_global() -> None:
     used = _probe(USE_THE_BACKEND)
     for key in ("env", "config", "devices", "modules", "stderr"):
         assert used[key] == baseline[key], key
-    assert_close("self", np.float32(used["output"]), _expected_output())
+    assert_close("self", np.float32(used["output"]), np.float32(output_here(USE_THE_BACKEND)))
 
 
 @pytest.mark.slow
@@ -410,7 +403,7 @@ def test_the_backend_changes_nothing_global() -> None:
 def test_the_backend_works_after_tensorflow_was_imported() -> None:
     used = _probe(f"import tensorflow\n{USE_THE_BACKEND}")
     assert "tensorflow" in used["modules"]
-    assert_close("self", np.float32(used["output"]), _expected_output())
+    assert_close("self", np.float32(used["output"]), np.float32(output_here(USE_THE_BACKEND)))
 
 
 @pytest.fixture

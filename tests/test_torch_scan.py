@@ -16,7 +16,7 @@ import pytest
 import frae
 from parity_tests.cases import CASES
 from parity_tests.tolerances import assert_close
-from tests.processes import bare_environment, last_json, python
+from tests.processes import bare_environment, last_json, output_here, python
 
 pytestmark = pytest.mark.backend_specific("torch_scan")
 torch = pytest.importorskip("torch")
@@ -234,13 +234,6 @@ def _probe(code: str) -> subprocess.CompletedProcess[str]:
     return python("-c", PROBE.format(code=code), env=PROBE_ENVIRONMENT, check=False)
 
 
-def _expected_output() -> np.ndarray:
-    """``USE_THE_BACKEND``'s output in this process."""
-    namespace: dict[str, object] = {}
-    exec(USE_THE_BACKEND, namespace)
-    return np.float32(namespace["output"])
-
-
 @pytest.mark.slow
 def test_the_backend_changes_nothing_global_and_prints_nothing() -> None:
     """Environment, PyTorch's settings (threads, grad mode, dtype, Dynamo's limits) are as
@@ -253,7 +246,7 @@ def test_the_backend_changes_nothing_global_and_prints_nothing() -> None:
     assert found["state"][0] == found["state"][1]
     assert found["limit"] == 8
     assert used.stderr == ""
-    assert_close("self", np.float32(found["output"]), _expected_output())
+    assert_close("self", np.float32(found["output"]), np.float32(output_here(USE_THE_BACKEND)))
 
 
 @pytest.mark.slow
@@ -269,7 +262,9 @@ def test_tensorflow_first_gives_an_error_not_a_crash() -> None:
         f"frae_tf = __import__('frae.quiet').quiet.import_quietly('tensorflow')\n{USE_THE_BACKEND}"
     )
     assert both.returncode == 0, both.stderr[-3000:]
-    assert_close("self", np.float32(last_json(both)["output"]), _expected_output())
+    assert_close(
+        "self", np.float32(last_json(both)["output"]), np.float32(output_here(USE_THE_BACKEND))
+    )
 
 
 @pytest.mark.slow
