@@ -3,20 +3,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import numpy as np
 
 from frae.backend import Array
-from frae.config import GRU, FRAEConfig
-from impls.reference.model import Params, dense_stack, gru_step, sigmoid
-from parity_tests.mutants import Float32Reference
-
-GRUCell = Callable[[Params, GRU, Array, Array], Array]
-"""z_t, s_{t-1} -> s_t, with the GRU's canonical weights."""
+from frae.config import GRU
+from impls.reference.model import GRUTrace, Params, gru_step, sigmoid, unroll
+from parity_tests.mutants import Float32Reference, float32_unroll
 
 
-def _reset_before_recurrent_product(params: Params, gru: GRU, code: Array, state: Array) -> Array:
+def _reset_before_recurrent_product(
+    params: Params, gru: GRU, code: Array, state: Array
+) -> tuple[Array, None]:
     """Keras' ``reset_after=False``: n = tanh(a_n + (r ⊙ s_{t-1}) @ U_n + b_Un)."""
     a = code @ params[gru.kernel] + params[gru.bias]
     c = state @ params[gru.recurrent_kernel] + params[gru.recurrent_bias]
@@ -27,47 +24,22 @@ def _reset_before_recurrent_product(params: Params, gru: GRU, code: Array, state
     candidate = np.tanh(
         a[:, 2 * width :] + (reset * state) @ recurrent_n + params[gru.recurrent_bias][2 * width :]
     )
-    return (1.0 - update) * candidate + update * state
+    return (1.0 - update) * candidate + update * state, None
 
 
-def _update_gate_inverted(params: Params, gru: GRU, code: Array, state: Array) -> Array:
+def _update_gate_inverted(
+    params: Params, gru: GRU, code: Array, state: Array
+) -> tuple[Array, GRUTrace]:
     """s_t = p ⊙ n + (1 − p) ⊙ s_{t-1}: the update gate's two sides exchanged."""
     trace = gru_step(params, gru, code, state)[1]
-    return trace.update * trace.candidate + (1.0 - trace.update) * state
+    return trace.update * trace.candidate + (1.0 - trace.update) * state, trace
 
 
-def _canonical_cell(params: Params, gru: GRU, code: Array, state: Array) -> Array:
-    return gru_step(params, gru, code, state)[0]
-
-
-def _state_unroll(
-    config: FRAEConfig,
-    params: Params,
-    sequences: Array,
-    state: Array,
-    *,
-    cell: GRUCell = _canonical_cell,
-    codes_given: bool = False,
-    carry_new_state: bool = True,
-) -> tuple[Array, Array, Array]:
-    """The state-feedback recurrence with ``cell`` for the GRU from ``state``, float32 out:
-    ``(x̂, z, s_T)``; without ``carry_new_state``, ``state`` is fed back throughout."""
-    assert config.gru is not None
-    outputs, codes = [], []
-    for t in range(sequences.shape[1]):
-        code = (
-            sequences[:, t]
-            if codes_given
-            else dense_stack(
-                params, config.encoder_layers, np.concatenate([sequences[:, t], state], 1), None
-            )
-        )
-        new_state = cell(params, config.gru, code, state)
-        outputs.append(dense_stack(params, config.decoder_layers, new_state, None))
-        codes.append(code)
-        state = new_state if carry_new_state else state
-    stacked = np.stack(outputs, 1), np.stack(codes, 1), state
-    return tuple(value.astype(np.float32) for value in stacked)  # type: ignore[return-value]
+def _input_carry_returned(
+    params: Params, gru: GRU, code: Array, state: Array
+) -> tuple[Array, GRUTrace]:
+    """s_{t-1} where s_t belongs: the state from before the step is fed back and carried."""
+    return state, gru_step(params, gru, code, state)[1]
 
 
 class ResetBeforeRecurrentProduct(Float32Reference):
@@ -77,12 +49,8 @@ class ResetBeforeRecurrentProduct(Float32Reference):
     breaks = "outputs"
 
     def _predict(self, x: Array, state: Array) -> tuple[Array, Array]:
-        if self.config.gru is None:
-            return super()._predict(x, state)
-        outputs, _, last = _state_unroll(
-            self.config, self.params, x, state, cell=_reset_before_recurrent_product
-        )
-        return outputs, last
+        cell = _reset_before_recurrent_product
+        return float32_unroll(self.config, self.params, x, state, cell=cell)
 
 
 class UpdateGateInverted(Float32Reference):
@@ -91,12 +59,8 @@ class UpdateGateInverted(Float32Reference):
     breaks = "decoder"
 
     def _decode(self, z: Array, state: Array) -> tuple[Array, Array]:
-        if self.config.gru is None:
-            return super()._decode(z, state)
-        outputs, _, last = _state_unroll(
-            self.config, self.params, z, state, cell=_update_gate_inverted, codes_given=True
-        )
-        return outputs, last
+        cell = _update_gate_inverted
+        return float32_unroll(self.config, self.params, z, state, cell=cell, codes_given=True)
 
 
 class StateFedBackFromBeforeGRU(Float32Reference):
@@ -106,10 +70,10 @@ class StateFedBackFromBeforeGRU(Float32Reference):
     breaks = "codes"
 
     def _encode(self, x: Array, state: Array) -> tuple[Array, Array]:
-        if self.config.gru is None:
-            return super()._encode(x, state)
-        _, codes, last = _state_unroll(self.config, self.params, x, state, carry_new_state=False)
-        return codes, last
+        _, codes, last = unroll(
+            self.config, self.params, x, state=state, cell=_input_carry_returned
+        )
+        return codes.astype(np.float32), last.astype(np.float32)
 
 
 MUTANTS = [ResetBeforeRecurrentProduct, UpdateGateInverted, StateFedBackFromBeforeGRU]

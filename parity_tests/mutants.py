@@ -16,19 +16,27 @@ import numpy as np
 
 from frae import gru_layout, validation
 from frae.backend import Array, Infer, Moments, TrainStep
-from frae.config import GRU
+from frae.config import GRU, FRAEConfig
 from frae.optimizers import ADAM
 from frae.params import Weights
 from frae.training_state import TrainingState
 from impls.reference import train
 from impls.reference.backend import ReferenceBackend
-from impls.reference.model import unroll
+from impls.reference.model import Params, unroll
 
 
 def _float32(streamed: tuple[Array, Array]) -> tuple[Array, Array]:
     """A call's outputs and last state rounded to float32, as a float32 port returns them."""
     outputs, last = streamed
     return outputs.astype(np.float32), last.astype(np.float32)
+
+
+def float32_unroll(
+    config: FRAEConfig, params: Params, sequences: Array, state: Array, **options: Any
+) -> tuple[Array, Array]:
+    """``unroll``'s outputs and last state from ``state``, rounded to float32."""
+    outputs, _, last = unroll(config, params, sequences, state=state, **options)
+    return _float32((outputs, last))
 
 
 def _step_by_step(infer: Infer, sequences: Array, state: Array) -> tuple[Array, Array]:
@@ -85,8 +93,7 @@ class Float16Inside(Float32Reference):
 
     def _predict(self, x: Array, state: Array) -> tuple[Array, Array]:
         rounded = {k: v.astype(np.float16).astype(np.float64) for k, v in self.params.items()}
-        outputs, _, last = unroll(self.config, rounded, x, state=state)
-        return _float32((outputs, last))
+        return float32_unroll(self.config, rounded, x, state)
 
 
 class CodesOfFirstSequence(Float32Reference):
@@ -198,15 +205,9 @@ class BiasDrawnBeforeKernel(Float32Reference):
             rng = np.random.default_rng(seed)
             shapes = self.config.parameter_shapes()
             layers = dict.fromkeys(name.rpartition("/")[0] for name in shapes)
-            self._write_weights(
-                {
-                    f"{layer}/{part}": rng.normal(0.0, 0.05, shapes[f"{layer}/{part}"]).astype(
-                        np.float32
-                    )
-                    for layer in layers
-                    for part in ("bias", "kernel")
-                }
-            )
+            names = [f"{layer}/{part}" for layer in layers for part in ("bias", "kernel")]
+            drawn = {name: rng.normal(0.0, 0.05, shapes[name]).astype(np.float32) for name in names}
+            self._write_weights(drawn)
 
 
 class SquareKernelsTransposedOnImport(Float32Reference):
@@ -301,8 +302,7 @@ class HiddenActivationFixedToSwish(Float32Reference):
 
     def _predict(self, x: Array, state: Array) -> tuple[Array, Array]:
         config = dataclasses.replace(self.config, activation="swish")
-        outputs, _, last = unroll(config, self.params, x, state=state)
-        return _float32((outputs, last))
+        return float32_unroll(config, self.params, x, state)
 
 
 class RollbackOffByOneStep(Float32Reference):
@@ -328,9 +328,9 @@ class PredictWritesBackItsWeights(Float32Reference):
     def _predict(self, x: Array, state: Array) -> tuple[Array, Array]:
         params = self.params
         time.sleep(0.002)  # the computation, while another thread may run
-        outputs, _, last = unroll(self.config, params, x, state=state)
+        result = float32_unroll(self.config, params, x, state)
         self.params = params
-        return _float32((outputs, last))
+        return result
 
 
 class ReadOnlyOutputs(Float32Reference):

@@ -6,7 +6,7 @@ at ``unroll``'s edges and stepped through time one ``(B, ·)`` slice at a time.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -75,6 +75,10 @@ def gru_step(params: Params, gru: GRU, code: Array, state: Array) -> tuple[Array
     return new_state, GRUTrace(code, state, c, reset, update, candidate)
 
 
+GRUCell = Callable[[Params, GRU, Array, Array], tuple[Array, GRUTrace | None]]
+"""z_t, s_{t-1} -> (s_t, its trace or ``None``), with the GRU's canonical weights."""
+
+
 def dense_stack(
     params: Params, layers: Iterable[Layer], h: Array, traces: list[LayerTrace] | None
 ) -> Array:
@@ -96,10 +100,11 @@ def unroll(
     codes_given: bool = False,
     state: Array | None = None,
     traces: list[StepTraces] | None = None,
+    cell: GRUCell = gru_step,
 ) -> tuple[Array, Array, Array]:
     """Step the recurrence from ``state`` (zeros for ``None``) over x, or with ``codes_given``
     over the codes z for the decoder alone; ``traces``, when a list, receives each step's
-    layer traces for back-propagation through time.
+    layer traces for back-propagation through time; ``cell`` steps the GRU.
 
     Returns:
         ``(x̂, z, feedback)``: x̂ and z each ``(B, T, ·)``, and x̂_T (or s_T) ``(B, S)``.
@@ -126,7 +131,7 @@ def unroll(
             decoder_input = np.concatenate([code, feedback], axis=1)
             feedback = output = dense_stack(weights, decoder, decoder_input, decoder_trace)
         else:
-            feedback, gru_trace = gru_step(weights, gru, code, feedback)
+            feedback, gru_trace = cell(weights, gru, code, feedback)
             output = dense_stack(weights, decoder, feedback, decoder_trace)
         codes[:, t] = code
         outputs[:, t] = output
