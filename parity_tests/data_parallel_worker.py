@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -27,6 +28,11 @@ SEQUENCES, STEPS = 16, 24
 MODELS = {"output": frae.FRAEConfig(), "state": frae.FRAEConfig(feedback="state", state_dim=8)}
 
 
+def _lists(arrays: Mapping[str, Any]) -> dict[str, Any]:
+    """A mapping of names to arrays as JSON: the same names to nested lists."""
+    return {name: value.tolist() for name, value in arrays.items()}
+
+
 def train(model: frae.Backend, x: np.ndarray) -> dict[str, Any]:
     """Two SGD steps, four Adam steps over shuffled mini-batches and two more resumed from
     their training state; the results, and Adam's moments after."""
@@ -37,10 +43,10 @@ def train(model: frae.Backend, x: np.ndarray) -> dict[str, Any]:
     state = resumed["training_state"]
     return {
         "loss": sgd + adam["loss"] + resumed["loss"],
-        "weights": {name: value.tolist() for name, value in model.get_weights().items()},
+        "weights": _lists(model.get_weights()),
         "predict": model.predict(x).tolist(),
-        "m": {name: value.tolist() for name, value in state.m.items()},
-        "v": {name: value.tolist() for name, value in state.v.items()},
+        "m": _lists(state.m),
+        "v": _lists(state.v),
         "counts": [state.step, state.epoch],
     }
 
