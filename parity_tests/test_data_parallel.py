@@ -122,8 +122,7 @@ def assert_same_training(result: dict[str, Any], devices: int, first: dict[str, 
 
 @pytest.mark.processes
 def test_data_parallel_equals_one_device(backend_spec: str, tmp_path: Path) -> None:
-    """One process, four virtual CPU devices (torch: one device per process, so four are
-    more than it has)."""
+    """Training on four virtual CPU devices in one process equals training on one."""
     if not has_engine(backend_spec):
         pytest.skip("no data-parallel engine: test_devices_refused_without_engine")
     if framework(backend_spec) == "torch":  # no process group here: one device
@@ -140,13 +139,12 @@ def test_data_parallel_equals_one_device(backend_spec: str, tmp_path: Path) -> N
 def test_data_parallel_across_processes(
     backend_spec: str, tmp_path: Path, training_only: bool
 ) -> None:
-    """Two processes on localhost, one device each, joined by the framework's engine, end
-    where one process on one device ends. Where the one-process test trained both models,
-    the cluster trains the output model alone: what it adds is the same for both."""
+    """Two processes on localhost, one device each, end where one device ends."""
     if not has_engine(backend_spec):
         pytest.skip("no data-parallel engine: test_devices_refused_without_engine")
     if training_only and framework(backend_spec) != "torch":
         pytest.skip("its twin's engine, its gradient checked on 4 devices in one process")
+    # the one-process test trained both models; what a cluster adds is the same for both
     models = MODELS if framework(backend_spec) == "torch" else ("output",)
     results = run_workers(
         backend_spec, tmp_path, devices=2, processes=2, cpu_devices=None, models=models
@@ -165,8 +163,7 @@ def takes_devices(backend: str) -> bool:
 
 
 def test_devices_refused_without_engine(backend_spec: str) -> None:
-    """A backend without an engine refuses ``devices`` > 1 with a ``ValueError`` naming
-    ``devices``, the weights given untouched; ``devices=1`` only if its factory takes it."""
+    """A backend without an engine refuses ``devices`` > 1 and leaves the weights given."""
     if has_engine(backend_spec):
         pytest.skip("has a data-parallel engine: test_data_parallel_equals_one_device")
     weights = frae.create(backend_spec, seed=1).get_weights()

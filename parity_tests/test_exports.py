@@ -63,8 +63,7 @@ def test_the_formats_listed_are_the_contracts(make_backend: MakeBackend) -> None
 def test_a_format_it_cannot_make_is_refused_and_nothing_written(
     make_backend: MakeBackend, format: object, tmp_path: Path
 ) -> None:
-    """An unknown format, or one the backend does not list, is a ``ValueError`` naming the
-    format (or, for a port without ``export``, that it has none), and nothing is written."""
+    """A format the backend cannot make is a ``ValueError`` naming it; nothing is written."""
     model = make_backend(frae.FRAEConfig())
     if format == "not made":
         unmade = [f for f in frae.FORMATS if f not in exports.formats_of(model)]
@@ -83,8 +82,7 @@ def test_a_format_it_cannot_make_is_refused_and_nothing_written(
 def test_a_folder_that_cannot_take_the_artifact_is_refused(
     make_backend: MakeBackend, tmp_path: Path
 ) -> None:
-    """A folder that is not empty, a file, or a path under a file: a clear error naming the
-    path, and the parent's contents unchanged."""
+    """A path that cannot take the artifact is an error naming it; nothing is changed."""
     model = make_backend(frae.FRAEConfig())
     listed = exports.formats_of(model)
     if not listed:

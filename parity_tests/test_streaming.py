@@ -63,8 +63,7 @@ def stream_inputs(case: Case, batch: int | None, seed: int = 32) -> np.ndarray:
 def test_chained_chunks_equal_one_call(
     make_backend: MakeBackend, reference: MakeBackend, case: Case, layout: str
 ) -> None:
-    """predict, encode and decode, cut at drawn points and chained through their states,
-    equal one call of the reference over the whole sequence, outputs and last state."""
+    """Calls chained through their states equal one call of the reference over it all."""
     model, oracle = _pair(make_backend, reference, case)
     x = stream_inputs(case, LAYOUTS[layout])
     calls = {"predict": x, "encode": x, "decode": oracle.encode(x).astype(np.float32)}
@@ -92,8 +91,7 @@ def test_chained_chunks_equal_one_call(
 def test_a_chunk_continues_from_the_state_it_is_given(
     make_backend: MakeBackend, reference: MakeBackend, case: Case
 ) -> None:
-    """From a state that is not zero (another sequence's), a call equals the reference's from
-    that state: the state given is the one used, row by row."""
+    """A call from a state that is not zero equals the reference's from that state."""
     model, oracle = _pair(make_backend, reference, case)
     _, start = oracle.predict(case.inputs(seed=33), return_state=True)
     start = start.astype(np.float32)
@@ -107,8 +105,7 @@ def test_a_chunk_continues_from_the_state_it_is_given(
 
 @pytest.mark.parametrize("case", BOTH_MODELS)
 def test_encode_ends_in_the_receivers_state(make_backend: MakeBackend, case: Case) -> None:
-    """The sender's ``encode`` runs the decoder too: its last state is what ``decode`` of its
-    codes ends in, chunk after chunk."""
+    """``encode``'s last state is the one ``decode`` of its codes ends in."""
     model = make_backend(case.config, weights=stream_weights(case))
     x = case.inputs(seed=35)
     sender = receiver = None
@@ -120,8 +117,7 @@ def test_encode_ends_in_the_receivers_state(make_backend: MakeBackend, case: Cas
 
 @pytest.mark.parametrize("case", BOTH_MODELS)
 def test_initial_state_is_the_zero_state(make_backend: MakeBackend, case: Case) -> None:
-    """``initial_state`` is zeros of the feedback's width in the compute dtype, and a call
-    from it is a call without ``state``; ``return_state=False`` returns the outputs alone."""
+    """``initial_state`` is the zero state a call without ``state`` starts from."""
     model = make_backend(case.config, weights=stream_weights(case))
     width = case.config.feedback_dim
     x = case.inputs(seed=36)
@@ -142,9 +138,7 @@ def test_initial_state_is_the_zero_state(make_backend: MakeBackend, case: Case) 
 def test_stream_moves_between_backends(
     make_backend: MakeBackend, partner: MakeBackend, reference: MakeBackend, case: Case
 ) -> None:
-    """A stream that changes backend: encoded here and decoded by the partner (and the other
-    way), and predicted here for its first part and by the partner for the rest, equals the
-    reference's one call, outputs and last state."""
+    """A stream handed between this backend and its partner equals the reference's."""
     weights = stream_weights(case)
     here, there = make_backend(case.config, weights=weights), partner(case.config, weights=weights)
     oracle = reference(case.config, weights=weights)
