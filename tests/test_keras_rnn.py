@@ -40,7 +40,8 @@ def test_parity_suite_passes_on_keras_backend(keras_backend: str) -> None:
         pytest.skip(f"{keras_backend} is not installed")
     command = ["-m", "pytest", "-q", "-p", "no:cacheprovider", "parity_tests"]
     # and the benchmark's view of keras_rnn (its defaults baseline), on this Keras backend too
-    command += [str(Path(__file__).resolve().relative_to(ROOT)), "tests/test_bench_keras_rnn.py"]
+    command += [str(Path(__file__).resolve().relative_to(ROOT))]
+    command += ["tests/bench/baselines/test_keras_defaults.py"]
     command += ["--backend", "keras_rnn", "-k", "not test_parity_suite_passes_on_keras_backend"]
     # weights and streams cross to the reference here; to every other framework in the main
     # run, where Keras keeps the same variables on TensorFlow

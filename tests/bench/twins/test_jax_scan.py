@@ -1,6 +1,5 @@
-"""``bench.twins.jax_scan``: ``jax.value_and_grad`` runs the backward pass written by hand,
-whose reverse loop carries only the feedback's gradient; a state-feedback model trains by
-autodiff, as ``jax_scan``."""
+"""``bench.twins.jax_scan``: ``jax.value_and_grad`` runs the backward written by hand, whose reverse
+loop carries only the feedback's gradient; a state-feedback model trains by autodiff."""
 
 from __future__ import annotations
 
