@@ -1,6 +1,6 @@
 """What the benchmark's tests share: configs of other sizes, the reference checks a
 baseline is held to, a timed measurement made from its figure, a run's record on a test
-machine, and a C floor built with a deliberate mistake in its source."""
+machine, and a floor broken on purpose: a weight dropped, or a mistake in its C source."""
 
 from __future__ import annotations
 
@@ -10,10 +10,13 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pytest
 
 import frae
+from bench.baselines.c_forward import compiler
 from bench.machine import Machine
 from bench.records import DEFAULT_MODEL, Listing, Point, ResultRecord, RunRecord, Settings
+from frae.backend import BaseBackend
 from frae.data import multi_sine
 from frae.params import Weights
 from parity_tests.cases import CASES
@@ -159,6 +162,20 @@ def streamed(
         threads=1,
         **timing,
     )
+
+
+needs_cc = pytest.mark.skipif(compiler() is None, reason="no C compiler (cc or gcc) on PATH")
+BIAS = "decoder/output/bias"
+
+
+def dropped[B: BaseBackend](base: type[B], name: str) -> type[B]:
+    """Broken: ``base`` with the weight ``name`` lost on the way in (a forgotten offset)."""
+
+    class Dropped(base):  # type: ignore[valid-type,misc]
+        def _write_weights(self, weights: dict[str, Any]) -> None:
+            super()._write_weights({**weights, name: 0 * weights[name]})
+
+    return Dropped
 
 
 def broken_floor[F](

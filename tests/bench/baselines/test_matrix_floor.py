@@ -1,5 +1,5 @@
-"""The matrix floor equals the float64 reference within float32 tolerances at B = 1, 37 and 256,
-streams as one call and threads to the same bits; each check rejects a mistake in its C."""
+"""``bench.baselines.matrix_floor``: equal to the float64 reference within float32 tolerances, at
+B = 1, 37 and 256, streamed as one call, threads to the same bits; each check rejects a mistake."""
 
 from __future__ import annotations
 
@@ -14,15 +14,12 @@ import pytest
 import frae
 from parity_tests.tolerances import assert_close
 from tests import bench_cases
-from tests.bench_cases import broken_floor, check_streaming, sequences
+from tests.bench_cases import broken_floor, check_streaming, needs_cc, sequences
 from tests.processes import python
 
 numba = pytest.importorskip("numba", reason="the floors need numba: pip install 'frae[bench]'")
 
-from bench.baselines.c_forward import compiler  # noqa: E402
 from bench.baselines.matrix_floor import SOURCE, MatrixFloorBackend, compile_matrix  # noqa: E402
-
-needs_cc = pytest.mark.skipif(compiler() is None, reason="no C compiler (cc or gcc) on PATH")
 
 WIDE_CONFIG = frae.FRAEConfig(encoder_units=(64,), latent_dim=16, decoder_units=(64,))
 CONFIGS = {

@@ -1,5 +1,5 @@
-"""The SIMD floor equals the float32 Numba floor within float32 rounding (with a GRU, the
-reference), streams in chunks as one call, at B = 1, 37 and 256; each check rejects a mistake."""
+"""``bench.baselines.simd_floor``: equal to the float32 Numba floor within float32 rounding (with a
+GRU, the reference), streamed in chunks, subnormals kept; each check rejects a mistake."""
 
 from __future__ import annotations
 
@@ -13,18 +13,17 @@ import pytest
 import frae
 from parity_tests.tolerances import Tolerance
 from tests import bench_cases
-from tests.bench_cases import STATE_CONFIGS, broken_floor, check_streaming, sequences
+from tests.bench_cases import STATE_CONFIGS, broken_floor, check_streaming, needs_cc, sequences
+from tests.processes import python
 
 numba = pytest.importorskip("numba", reason="the floors need numba: pip install 'frae[bench]'")
 
-from bench.baselines.c_forward import compiler  # noqa: E402
 from bench.baselines.numba_floor import NumbaFloorBackend  # noqa: E402
 from bench.baselines.simd_floor import SOURCE, SimdFloorBackend, compile_simd  # noqa: E402
 
 # checked against the scalar floor, which Numba compiles in the process for each config:
-# on the worker of the floors' other tests (test_bench_floors.py)
+# on the worker of the floors' other tests (test_numba_floor.py)
 pytestmark = pytest.mark.backend_specific("numba_floor")
-needs_cc = pytest.mark.skipif(compiler() is None, reason="no C compiler (cc or gcc) on PATH")
 
 WIDE_CONFIG = frae.FRAEConfig(
     input_dim=3,
@@ -273,3 +272,28 @@ def test_the_streaming_check_rejects_a_broken_simd_floor(
     model = broken(tmp_path, *edits)(config, seed=3)
     with pytest.raises(AssertionError):
         check_streaming(model, config, batch=37)
+
+
+KEEPS_SUBNORMALS = """
+import importlib, sys, numpy as np, frae
+module, name = sys.argv[1].split(":")
+backend = getattr(importlib.import_module(module), name)(frae.FRAEConfig(), seed=0)
+backend.predict(np.ones((1, 2, 2), np.float32))
+print(np.float32(1e-38) * np.float32(1e-3) > 0)
+"""
+
+
+@needs_cc
+@pytest.mark.parametrize(
+    "backend",
+    [
+        "bench.baselines.matrix_floor:MatrixFloorBackend",
+        "bench.baselines.simd_floor:SimdFloorBackend",
+    ],
+    ids=["matrix", "simd"],
+)
+def test_loading_a_fast_math_floor_keeps_subnormals_in_the_process(backend: str) -> None:
+    """In a fresh process, after the library is loaded, 1e-38 · 1e-3 stays 1e-41 in float32 (a
+    library linked with -ffast-math would flush every subnormal in the process to zero)."""
+    result = python("-c", KEEPS_SUBNORMALS, backend, timeout=120)
+    assert result.stdout.strip() == "True", result.stdout

@@ -1,5 +1,4 @@
-"""PyTorch's eager loop (``bench.baselines.torch_eager``), measured beside torch_scan, computes
-the reference's maths, streamed too."""
+"""``bench.baselines.torch_eager``: PyTorch's eager loop computes the reference's maths."""
 
 from __future__ import annotations
 
