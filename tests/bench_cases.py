@@ -1,11 +1,13 @@
-"""What the benchmark's tests share: configs of other sizes, the reference checks a
-baseline is held to, a timed measurement made from its figure, a run's record on a test
-machine, and a floor broken on purpose: a weight dropped, or a mistake in its C source."""
+"""What the benchmark's tests share: configs of other sizes, the reference checks a baseline is
+held to, timed measurements, runs' records (streams, the roofline's model, a quick run), a file of
+format 1, and floors broken on purpose: a weight dropped, or a mistake in their C source."""
 
 from __future__ import annotations
 
 import ctypes
+import json
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -13,9 +15,13 @@ import numpy as np
 import pytest
 
 import frae
+from bench import records, render, report
 from bench.baselines.c_forward import compiler
+from bench.grid import wide_models
 from bench.machine import Machine
-from bench.records import DEFAULT_MODEL, Listing, Point, ResultRecord, RunRecord, Settings
+from bench.records import DEFAULT_MODEL, Listing, Point, Record, ResultRecord, RunRecord, Settings
+from bench.roofline import Peak, counts
+from bench.targets import ROOFLINE_MODEL
 from frae.backend import BaseBackend
 from frae.data import multi_sine
 from frae.params import Weights
@@ -230,3 +236,101 @@ def run_record(
         configs,
         roofline=roofline,
     )
+
+
+STREAMS: list[ResultRecord] = [
+    *(
+        streamed("floor", "floor", side, chunk, us)
+        for side in records.SIDES
+        for chunk, us in ((1, 1.2), (10, 0.3))
+    ),
+    # 20 µs a call and 1 µs a frame: 21 µs a frame one at a time, 3 in chunks of ten
+    *(
+        streamed("fast", "compiled", side, chunk, us)
+        for side in records.SIDES
+        for chunk, us in ((1, 21.0), (10, 3.0))
+    ),
+    measured("fast", "compiled", "predict", 1, 1000, 5.0),
+]
+
+
+PEAK = Peak(
+    gflops=100.0,
+    gbps=1000.0,
+    threads=1,
+    blas=[{"internal_api": "openblas", "version": "0.3.30", "architecture": "Haswell"}],
+)
+"""Peaks under which the width-256 model's steps are bound by their FLOPs."""
+ROOFLINE_WIDE = wide_models()[ROOFLINE_MODEL]
+
+
+def peaked_run(peak: Peak | None = PEAK) -> RunRecord:
+    """A run of the default model and the width-256 one, with ``peak`` recorded."""
+    models = {"default": frae.FRAEConfig(), ROOFLINE_MODEL: ROOFLINE_WIDE}
+    grid = [Point(label, 256, 1000, ("predict", "train_step")) for label in models]
+    return run_record(grid=grid, models=models, roofline=peak.to_dict() if peak else None)
+
+
+def on_wide(variant: str, role: str, operation: str, times_the_roofline: float) -> ResultRecord:
+    """A measurement of the width-256 model at B=256, T=1000, at ``times_the_roofline``."""
+    work = counts(ROOFLINE_WIDE, operation, 256, 1000)
+    assert work is not None
+    record = measured(variant, role, operation, 256, 1000, times_the_roofline * PEAK.time_us(work))
+    return replace(record, model=ROOFLINE_MODEL)
+
+
+def wide_run(peak: Peak | None = PEAK) -> list[Record]:
+    """The route ``jax`` 2× the roofline at predict and 4× at a training step, a slower
+    route, a floor far from it, and the default model's ``jax`` (never judged here)."""
+    return [
+        peaked_run(peak),
+        on_wide("matrix", "matrix_floor", "predict", 6.0),
+        on_wide("jax", "compiled", "predict", 2.0),
+        on_wide("jax", "compiled", "train_step", 4.0),
+        on_wide("torch", "baseline", "predict", 5.0),
+        on_wide("torch", "baseline", "train_step", 8.0),
+        measured("jax", "compiled", "predict", 256, 1000, 1.0),
+    ]
+
+
+def markdown(records: list[Record]) -> str:
+    """The Markdown report of ``records``, without plots."""
+    return render.markdown(report.sections(records))
+
+
+def terminal(records: list[Record]) -> str:
+    """What the terminal shows of the report of ``records``."""
+    return render.terminal(report.sections(records))
+
+
+def on_models(models: dict[str, frae.FRAEConfig] | None = None) -> RunRecord:
+    """The run's record of ``models`` (the default model alone unless given), predict at
+    B=1, T=1000 on each."""
+    models = models or {"default": frae.FRAEConfig()}
+    return run_record(grid=[Point(label, 1, 1000, ("predict",)) for label in models], models=models)
+
+
+WIDE = frae.FRAEConfig(encoder_units=(64,), latent_dim=16, decoder_units=(64,))
+LONG_NAMES = ["numba_floor", "keras_defaults[tensorflow]", "torch_scan[defaults]"]
+
+
+def quick_like_records() -> list:
+    """What a quick run measures: every operation at B=1, T=100 and 1000, predict at B=256,
+    figures with many digits."""
+    records: list = [on_models()]
+    for index, name in enumerate(LONG_NAMES):
+        role = "floor" if index == 0 else "baseline"
+        for steps in (100, 1000):
+            for operation in ("predict", "loss_and_grads", "train_step"):
+                us = 12.3456 * (index + 1) * (1 + len(operation) / 10)
+                records.append(measured(name, role, operation, 1, steps, us))
+        records.append(measured(name, role, "predict", 256, 1000, 12.3456 * (index + 1)))
+    return records
+
+
+RUN = {"kind": "run", "started": "then", "command": "c", "machine": {}, "settings": {}}
+RUN |= {"grid": [["default", 1, 10, ["predict"]]], "variants": {}}
+RESULT = {"kind": "result", "variant": "reference", "operation": "predict", "batch": 1}
+RESULT |= {"steps": 10, "samples": 7, "median_s": 0.04, "q1_s": 0.039, "q3_s": 0.041}
+FORMAT_1 = [json.dumps(RUN), json.dumps(RESULT)]
+"""A file of format 1: its run line has no ``format``, its measurement no calls."""

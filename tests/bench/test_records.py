@@ -1,14 +1,11 @@
-"""The records of a run survive their JSON lines; a file of a format this version does not
-read is refused, naming its format."""
+"""``bench.records``: records survive their JSON lines; a format not read is refused, named."""
 
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
-from bench import diff
 from bench.job import QUICK_SETTINGS
 from bench.records import (
     FORMAT,
@@ -26,7 +23,7 @@ from bench.records import (
     parse,
     to_json,
 )
-from tests.bench_cases import measured, run_record, streamed
+from tests.bench_cases import FORMAT_1, RUN, measured, run_record, streamed
 
 
 def test_records_survive_a_json_line_with_their_derived_figures() -> None:
@@ -59,14 +56,6 @@ def test_records_survive_a_json_line_with_their_derived_figures() -> None:
     assert stream["us_per_step"] == pytest.approx(4.0)  # per frame
 
 
-RUN = {"kind": "run", "started": "then", "command": "c", "machine": {}, "settings": {}}
-RUN |= {"grid": [["default", 1, 10, ["predict"]]], "variants": {}}
-RESULT = {"kind": "result", "variant": "reference", "operation": "predict", "batch": 1}
-RESULT |= {"steps": 10, "samples": 7, "median_s": 0.04, "q1_s": 0.039, "q3_s": 0.041}
-FORMAT_1 = [json.dumps(RUN), json.dumps(RESULT)]
-"""A file of format 1: its run line has no ``format``, its measurement no calls."""
-
-
 def test_a_format_this_version_does_not_know_is_refused() -> None:
     """Today's format reads as written; a later format is refused, and format 1 (no timed calls,
     no threads) with its format named."""
@@ -76,15 +65,3 @@ def test_a_format_this_version_does_not_know_is_refused() -> None:
         parse([json.dumps(RUN | {"format": FORMAT + 1})])
     with pytest.raises(ValueError, match="got 1: format 1 kept no timed calls"):
         parse(FORMAT_1)
-
-
-def test_frae_diff_refuses_a_file_of_format_1_naming_the_argument(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    old = tmp_path / "results.jsonl"
-    old.write_text("\n".join(FORMAT_1) + "\n")
-    with pytest.raises(SystemExit) as stopped:
-        diff.main([str(old), str(old)])
-    assert stopped.value.code == 2
-    error = capsys.readouterr().err.splitlines()[-1]
-    assert "OLD must be a benchmark's results.jsonl" in error and "got 1: format 1" in error

@@ -1,11 +1,15 @@
-"""The variants and the grid: each variant runs its part of the grid; a state-feedback
-model has a label of its own, and a run of one leaves out, saying why, the variants that
-cannot run it."""
+"""``bench.grid``: the models by label, the grids, and the part of a grid each variant runs."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import frae
-from tests.bench_cases import OTHER_CONFIG, STATE_CONFIG, STATE_CONFIGS, STATE_LABEL
+from bench.grid import model_label, read_config
+from bench.job import Settings
+from bench.records import STREAM
+from tests.bench_cases import OTHER_CONFIG, STATE_CONFIG, STATE_CONFIGS, STATE_LABEL, WIDE
 
 
 def test_a_variant_runs_its_part_of_the_grid() -> None:
@@ -50,15 +54,18 @@ def test_the_quick_run_streams_every_variant_but_the_slow_ones() -> None:
         assert {"predict", "train_step"} <= operations, name
 
 
-LEFT_OUT = {
-    "c_forward": "no GRU",
-    "matrix_floor": "no GRU",
-    "tf_while_bptt": "written by hand for output feedback",
-    "jax_scan_bptt": "written by hand for output feedback",
-    "torch_scan_bptt": "written by hand for output feedback",
-    "torch_eager": "written for output feedback",
-}
-"""Variants a state-feedback run leaves out, and a part of the reason it states."""
+def test_every_variant_that_can_stream_streams_in_both_grids() -> None:
+    from bench.catalogue import VARIANTS
+    from bench.grid import STREAM_POINT, default_grid, points_for, quick_grid
+
+    for grid in (default_grid(), quick_grid()):
+        assert STREAM_POINT in grid
+        for variant in VARIANTS:
+            streams = any(STREAM in p.operations for p in points_for(variant, grid, Settings()))
+            assert streams == (variant.no_stream is None), variant.name
+    left_out = {v.name for v in VARIANTS if v.no_stream}
+    assert {"c_forward", "jax_scan_bptt", "keras_defaults[jax]"} <= left_out
+    assert not {"numba_floor", "jax_scan", "torch_scan", "reference"} & left_out
 
 
 def test_a_state_feedback_model_has_a_label_of_its_own() -> None:
@@ -72,28 +79,16 @@ def test_a_state_feedback_model_has_a_label_of_its_own() -> None:
     assert model_label(OTHER_CONFIG) == "3-5-2-4-6-3 tanh/sigmoid"
 
 
-def test_a_state_feedback_run_leaves_out_what_cannot_run_it_and_says_why() -> None:
-    """Every variant that cannot run the model is left out with its reason; every other one
-    keeps its points; an output-feedback run leaves none out."""
-    from bench.catalogue import VARIANTS
-    from bench.grid import points_for, quick_grid, state_points, wide_models
-    from bench.job import Settings
+def test_models_are_labelled_by_their_widths() -> None:
+    assert model_label(frae.FRAEConfig()) == "default"
+    assert model_label(WIDE) == "2-64-16-64-2"
+    tanh = frae.FRAEConfig(activation="tanh", output_activation="sigmoid")
+    assert model_label(tanh) == "2-4-3-1-3-2 tanh/sigmoid"
 
-    models = {STATE_LABEL: STATE_CONFIG, "default": frae.FRAEConfig(), **wide_models()}
-    left_out = {}
-    for variant in VARIANTS:
-        points = points_for(variant, quick_grid(STATE_LABEL), Settings())
-        kept, reason = state_points(variant, points, models)
-        if reason is not None:
-            assert not kept and reason.startswith("cannot run the state-feedback model: ")
-            left_out[variant.name] = reason
-        else:
-            assert kept == points, variant.name
-        output = points_for(variant, quick_grid(), Settings())
-        assert state_points(variant, output, models) == (output, None), variant.name
-    for name, part in LEFT_OUT.items():
-        assert part in left_out.pop(name), name
-    assert not left_out, left_out
-    for name in ("numba_floor", "simd_floor", "jax_scan", "torch_scan", "reference"):
-        variant = next(v for v in VARIANTS if v.name == name)
-        assert state_points(variant, [(STATE_LABEL, 1, 10, ("predict",))], models)[1] is None
+
+def test_config_reads_json_or_a_file(tmp_path: Path) -> None:
+    fields = {"encoder_units": [64], "latent_dim": 16, "decoder_units": [64]}
+    assert read_config(json.dumps(fields)) == WIDE
+    path = tmp_path / "wide.json"
+    path.write_text(json.dumps(fields))
+    assert read_config(str(path)) == WIDE

@@ -1,21 +1,75 @@
-"""The benchmark run end to end from its command line: JSON lines, report and plots on a tiny
-grid, damaged output rejected, the state model's unrunnable variants left out with why."""
+"""``bench.cli``: a bad argument named; the benchmark end to end, on a port from outside too."""
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
+import os
+import shutil
+import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
+from bench.cli import main
 from bench.records import ResultRecord, RunRecord, VariantRecord, read
 from tests.bench_cases import STATE_LABEL
+from tests.processes import ROOT, python
 
-numba = pytest.importorskip("numba", reason="the floor needs numba: pip install 'frae[bench]'")
+BAD_ARGUMENTS = {
+    "steps-zero": (["--steps", "0"], "--steps"),
+    "batch-negative": (["--batch", "-1"], "--batch"),
+    "repeats-zero": (["--repeats", "0"], "--repeats"),
+    "train-steps-few": (["--train-steps", "2"], "--train-steps"),
+    "config-not-json": (["--config", "{latent: 16}"], "--config"),
+    "config-no-file": (["--config", "no_such_file.json"], "--config"),
+    "config-bad-field": (["--config", '{"latent_dim": 0}'], "latent_dim"),
+    "config-unknown-field": (["--config", '{"width": 64}'], "width"),
+    "variant-unknown": (["--variants", "no_such_variant"], "no_such_variant"),
+    "port-not-importable": (["--variants", "no_such_module:Port"], "no_such_module"),
+}
 
-# the module's runs of the benchmark are fixtures: its tests share a worker, which runs them once
-pytestmark = pytest.mark.xdist_group("bench_run")
+
+@pytest.mark.parametrize(("argv", "named"), BAD_ARGUMENTS.values(), ids=BAD_ARGUMENTS)
+def test_bad_arguments_exit_2_naming_the_argument(
+    argv: list[str], named: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Exit status 2 before anything runs, the message naming what is wrong (once: exit 0
+    with a report of failed cells)."""
+    with pytest.raises(SystemExit) as stopped:
+        main([*argv, "--out", str(tmp_path / "report"), "--no-progress"])
+    assert stopped.value.code == 2
+    assert named in capsys.readouterr().err
+    assert not (tmp_path / "report").exists()
+
+
+def test_version(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as stopped:
+        main(["--version"])
+    assert stopped.value.code == 0
+    assert capsys.readouterr().out.strip() == f"frae {importlib.metadata.version('frae')}"
+
+
+def test_every_option_has_help_that_matches(capsys: pytest.CaptureFixture[str]) -> None:
+    """Each option of ``frae bench --help`` says what it does (``--no-progress`` did not);
+    --quick names the grid it runs."""
+    import re
+
+    with pytest.raises(SystemExit) as stopped:
+        main(["--help"])
+    assert stopped.value.code == 0
+    text = capsys.readouterr().out
+    blocks = re.split(r"\n(?=  -)", text[text.index("options:") :])[1:]
+    described = {}
+    for block in blocks:
+        invocation, _, rest = block.strip().partition("  ")  # argparse: two spaces, or a line
+        invocation, _, below = invocation.partition("\n")
+        described[invocation.split()[0].rstrip(",")] = " ".join((rest + below).split())
+    assert "--no-progress" in described and "--config" in described
+    assert {option for option, words in described.items() if not words} == set()
+    assert "predict at B=1, T=100" in described["--quick"]
+
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 REPORT_SECTIONS = ("## Summary", "## Targets", "## Every measurement", "## Plots")
@@ -64,10 +118,12 @@ def check_report(out: Path, variants: list[str], operations: tuple[str, ...]) ->
         assert matplotlib.image.imread(out / image).ndim == 3, image
 
 
+# the runs of the benchmark are module fixtures: the tests of one share a worker, which runs it once
 @pytest.fixture(scope="module")
 def tiny_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     """The command line, as one would measure a few backends at one shape: the report
     folder and what it printed."""
+    pytest.importorskip("numba", reason="the floor needs numba: pip install 'frae[bench]'")
     import contextlib
     import io
 
@@ -98,6 +154,7 @@ def tiny_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     return out, printed.getvalue()
 
 
+@pytest.mark.xdist_group("bench_run")
 @pytest.mark.slow
 def test_the_harness_writes_json_lines_markdown_and_plots(tiny_run: tuple[Path, str]) -> None:
     out, summary = tiny_run
@@ -110,6 +167,7 @@ def test_the_harness_writes_json_lines_markdown_and_plots(tiny_run: tuple[Path, 
     assert torch and (torch[0].skipped or torch[0].import_s is not None)
 
 
+@pytest.mark.xdist_group("bench_run")
 @pytest.mark.slow  # the benchmark's run it damages (``tiny_run``)
 @pytest.mark.parametrize(
     "damage",
@@ -138,6 +196,7 @@ def test_the_report_check_rejects_damaged_output(
 def state_feedback_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The command line on the state-feedback model: the floor, the C check and a
     hand-written backward (both left out), predict and a training step at B=1, T=20."""
+    pytest.importorskip("numba", reason="the floor needs numba: pip install 'frae[bench]'")
     import contextlib
     import io
 
@@ -156,6 +215,7 @@ def state_feedback_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
+@pytest.mark.xdist_group("bench_run")
 @pytest.mark.slow
 def test_the_harness_runs_the_state_feedback_model_and_reports_what_it_left_out(
     state_feedback_run: Path,
@@ -174,3 +234,75 @@ def test_the_harness_runs_the_state_feedback_model_and_reports_what_it_left_out(
     for name, reason in skipped.items():
         assert f"`{name}`" in text and reason and reason in text
     assert "Where the state-feedback model's targets come from" in text
+
+
+PORT = "my_port:PlainJaxFRAE"
+WIDTH_64 = {"encoder_units": [64], "latent_dim": 16, "decoder_units": [64]}
+LABEL = "2-64-16-64-2"
+
+
+def frae_command(*arguments: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    return python("-m", "frae", *arguments, cwd=cwd, env=env, check=False)
+
+
+@pytest.fixture(scope="module")
+def two_runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, str]:
+    """The quick benchmark of the out-of-tree port at width 64, twice; what the first printed."""
+    pytest.importorskip("flax", reason="the example port needs jax: pip install 'frae[jax]'")
+    home = tmp_path_factory.mktemp("my_port")
+    shutil.copy(ROOT / "examples" / "plain_jax.py", home / "my_port.py")
+    (home / "wide.json").write_text(json.dumps(WIDTH_64))
+    printed = []
+    for name in ("before", "after"):
+        done = frae_command(
+            "bench",
+            "--quick",
+            "--variants",
+            PORT,
+            "--config",
+            "wide.json",
+            "--out",
+            name,
+            "--no-progress",
+            cwd=home,
+        )
+        assert done.returncode == 0, done.stderr[-3000:]
+        printed.append(done.stdout)
+    return home / "before", home / "after", printed[0]
+
+
+@pytest.mark.nested
+@pytest.mark.xdist_group("bench_tool")
+def test_the_quick_benchmark_measures_a_port_from_outside_on_its_config(
+    two_runs: tuple[Path, Path, str],
+) -> None:
+    before, _, printed = two_runs
+    records = read(before / "results.jsonl")
+    run = records[0]
+    assert isinstance(run, RunRecord)
+    assert run.models == {LABEL: {**json.loads(json.dumps(run.models[LABEL])), **WIDTH_64}}
+    timed = [r for r in records if isinstance(r, ResultRecord) and r.median_s is not None]
+    assert {(r.variant, r.model) for r in timed} == {(PORT, LABEL)}
+    assert {r.operation for r in timed} == {"predict", "loss_and_grads", "train_step", "stream"}
+    assert printed.startswith(f"B=1, T=1000, model {LABEL}:")
+    assert any(line.startswith(PORT) for line in printed.splitlines())
+    assert max(len(line) for line in printed.splitlines()) <= 100
+
+
+@pytest.mark.nested
+@pytest.mark.xdist_group("bench_tool")
+def test_frae_diff_compares_the_two_runs_and_gates_on_a_threshold(
+    two_runs: tuple[Path, Path, str],
+) -> None:
+    before, after, _ = two_runs
+    lenient = frae_command("diff", str(before), str(after), "--fail-slower", "100", cwd=ROOT)
+    assert lenient.returncode == 0, lenient.stderr
+    assert PORT in lenient.stdout and LABEL in lenient.stdout
+    assert "unmatched" in lenient.stdout.splitlines()[-1]
+    # the same run against itself: every measurement within noise, whatever the threshold
+    same = frae_command("diff", str(before), str(before), "--fail-slower", "1.01", cwd=ROOT)
+    assert same.returncode == 0, same.stdout
+    assert "slower" not in same.stdout.splitlines()[-1].replace("0 slower", "")
+    broken = frae_command("diff", str(before), str(after / "nothing"), cwd=ROOT)
+    assert broken.returncode == 2 and "nothing" in broken.stderr

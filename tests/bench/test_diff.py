@@ -1,6 +1,4 @@
-"""``frae diff`` (``bench.diff``) on synthetic ``results.jsonl`` files: the exit status of
-``--fail-slower``, what is unmatched and why, what differs between the runs, the argument
-errors and the output's width (the rank test's verdicts: tests/test_diff_calls.py)."""
+"""``bench.diff``: ``frae diff``'s exit status, what is unmatched and why, argument errors."""
 
 from __future__ import annotations
 
@@ -11,10 +9,10 @@ from typing import Any
 import numpy as np
 import pytest
 
-from bench import diff
-from bench.records import ResultRecord, to_json
+from bench import change, diff
+from bench.records import Record, ResultRecord, read, to_json
 from frae.cli import main as frae_main
-from tests.bench_cases import MACHINE, kept_calls, run_record
+from tests.bench_cases import FORMAT_1, MACHINE, STREAMS, kept_calls, run_record
 
 VERSIONS = {"numpy": "2.5.5", "jax": "0.12.0", "torch": "2.14.1"}
 Spread = tuple[float, float, float]
@@ -251,3 +249,66 @@ def test_frae_help_lists_diff(capsys: pytest.CaptureFixture[str]) -> None:
         frae_main(["--help"])
     assert stopped.value.code == 0
     assert "compare two benchmark runs" in capsys.readouterr().out
+
+
+def test_frae_diff_refuses_a_file_of_format_1_naming_the_argument(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    old = tmp_path / "results.jsonl"
+    old.write_text("\n".join(FORMAT_1) + "\n")
+    with pytest.raises(SystemExit) as stopped:
+        diff.main([str(old), str(old)])
+    assert stopped.value.code == 2
+    error = capsys.readouterr().err.splitlines()[-1]
+    assert "OLD must be a benchmark's results.jsonl" in error and "got 1: format 1" in error
+
+
+def test_a_diff_pairs_streams_by_side_and_chunk_length() -> None:
+    from bench import diff
+
+    keys = {r.key for r in STREAMS if isinstance(r, ResultRecord)}
+    assert len(keys) == len(STREAMS)
+    run = run_record()
+    old, new = (
+        diff.Run(run, {r.key: r for r in STREAMS if isinstance(r, ResultRecord)}),
+        diff.Run(run, {}),
+    )
+    text = diff.render(old, new, diff.compare(old, new), markdown=True)
+    assert "| stream sender, chunk 10 " in text
+
+
+def slowed(record: Record, factor: float) -> Record:
+    """``record`` as a port ``factor`` times slower would have measured it: every kept call
+    that much longer, its median and quartiles with them."""
+    if not isinstance(record, ResultRecord) or record.calls_s is None:
+        return record
+    calls = [c * factor for c in record.calls_s]
+    per_step = np.asarray(calls) / (record.steps_per_sample or 1)
+    q1, median, q3 = np.percentile(per_step, [25, 50, 75])
+    return replace(record, calls_s=calls, median_s=median, q1_s=q1, q3_s=q3)
+
+
+@pytest.mark.slow
+@pytest.mark.xdist_group("bench_run")  # beside the other benchmark runs: one pinned at a time
+def test_fail_slower_fails_a_port_made_one_and_a_half_times_slower(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A quick run, and the same run's calls made 1.5× longer: ``--fail-slower 1.2`` exits 1
+    on it, 0 on the run itself. Scaled, not rerun: two processes can differ by 1.5–2× here."""
+    from bench import diff
+    from bench.cli import main
+
+    port = "impls.reference:ReferenceBackend"
+    args = ["--quick", "--variants", port, "--batch", "1", "--steps", "20", "--repeats", "40"]
+    main([*args, "--no-progress", "--operations", "predict", "--out", str(tmp_path / "before")])
+    capsys.readouterr()
+    records = read(tmp_path / "before" / "results.jsonl")
+    (tmp_path / "after").mkdir()
+    lines = "".join(to_json(slowed(r, 1.5)) + "\n" for r in records)
+    (tmp_path / "after" / "results.jsonl").write_text(lines)
+    before, after = str(tmp_path / "before"), str(tmp_path / "after")
+    comparisons = diff.compare(diff.load(Path(before), "OLD"), diff.load(Path(after), "NEW"))
+    assert [c.verdict for c in comparisons] == [change.SLOWER], comparisons
+    assert all(c.ratio == pytest.approx(1.5) for c in comparisons), comparisons
+    assert diff.main([before, after, "--fail-slower", "1.2"]) == 1
+    assert diff.main([before, before, "--fail-slower", "1.2"]) == 0

@@ -1,7 +1,4 @@
-"""The report judges the targets from records alone: it finds the variants by role, and its
-verdicts (met, missed, met by those measured, not measured) follow the figures; a
-state-feedback model is judged by its own targets. No timing is asserted.
-"""
+"""``bench.verdicts``: each verdict follows the figures; each model judged by its own targets."""
 
 from __future__ import annotations
 
@@ -9,17 +6,32 @@ from dataclasses import replace
 
 import pytest
 
+import frae
+from bench import analysis
 from bench.analysis import Pivot
-from bench.records import Record, ResultRecord, Shape, VariantRecord
-from bench.roles import Role
-from bench.targets import STATE_TARGETS, TARGETS, Target, targets_of
-from bench.verdicts import judge, targets
-from tests.bench_cases import STATE_CONFIG, STATE_LABEL, measured, run_record
+from bench.grid import model_label
+from bench.records import DEFAULT_MODEL, SENDER, Key, Record, ResultRecord, VariantRecord
+from bench.targets import ROOFLINE_MODEL, STATE_TARGETS, STREAM_TARGETS, TARGETS, Target, targets_of
+from bench.verdicts import judge, measured_targets, roofline_targets, targets
+from tests.bench_cases import (
+    STATE_CONFIG,
+    STATE_LABEL,
+    WIDE,
+    markdown,
+    measured,
+    on_models,
+    run_record,
+    streamed,
+    wide_run,
+)
 
 
-def named(targets: tuple[Target, ...], name: str) -> Target:
-    """The target called ``name``."""
-    (found,) = [target for target in targets if target.name == name]
+def named(table: tuple[Target, ...] | str, name: str = "") -> Target:
+    """The target called ``name`` in ``table``; given a name alone, the roofline's target."""
+    from bench.targets import ROOFLINE_TARGETS
+
+    table, name = (ROOFLINE_TARGETS, table) if isinstance(table, str) else (table, name)
+    (found,) = [target for target in table if target.name == name]
     return found
 
 
@@ -189,73 +201,6 @@ def test_a_state_targets_verdict_follows_the_figures(case: tuple, rows: list) ->
     assert outcome.met is met and judged in outcome.measured, outcome
 
 
-# The targets as data --------------------------------------------------------------------------
-
-
-def test_the_state_targets_are_the_output_ones_over_the_floor_with_their_own_limits() -> None:
-    """Each state target is an output target over the floor, its statement prefixed, its limit
-    ``STATE_LIMITS``'s where that has one."""
-    from bench.targets import STATE, STATE_LIMITS, OverFloor
-
-    over_floor = [t for t in TARGETS if isinstance(t.over, OverFloor) and t.variant is None]
-    assert [t.name for t in STATE_TARGETS] == [t.name for t in over_floor]
-    assert STATE_LIMITS.keys() <= {t.name for t in over_floor}
-    for state, output in zip(STATE_TARGETS, over_floor, strict=True):
-        limit = STATE_LIMITS.get(output.name, output.limit)
-        assert state == replace(output, statement=STATE + output.statement, limit=limit)
-
-
-def test_every_target_has_a_name_of_its_own() -> None:
-    for table in (TARGETS, STATE_TARGETS):
-        names = [target.name for target in table]
-        assert len(set(names)) == len(names)
-
-
-def test_where_the_targets_come_from_is_written_from_their_limits() -> None:
-    """The prose states each limit as the targets hold it: a limit changed in the data is
-    the limit the prose states."""
-    from bench.targets import STATE_TARGETS_ORIGIN, TARGETS_ORIGIN, output_origin, state_origin
-
-    assert "(3× for predict, 1.5× for the best" in TARGETS_ORIGIN
-    assert "of which 300× is asked" in TARGETS_ORIGIN and "(1.15×)" in TARGETS_ORIGIN
-    assert "(within 10%: 1.25× asked)" in STATE_TARGETS_ORIGIN
-    assert "(4× asked, where the output model asks 3×" in STATE_TARGETS_ORIGIN
-    changed = tuple(
-        replace(t, limit=4.5) if t.name in ("predict_every", "batching") else t for t in TARGETS
-    )
-    assert "(4.5× for predict," in output_origin(changed)
-    assert "**Batching** (4.5× the throughput" in output_origin(changed)
-    state = tuple(replace(t, limit=1.75) if t.name == "predict_best" else t for t in STATE_TARGETS)
-    assert "(within 10%: 1.75× asked)" in state_origin(state, TARGETS)
-    output = tuple(replace(t, limit=3.5) if t.name == "train_best_batched" else t for t in TARGETS)
-    assert "where the output model asks 3.5×" in state_origin(STATE_TARGETS, output)
-
-
-def test_each_divisor_is_a_kind_of_its_own() -> None:
-    """Over the floor (its gradient for a training step), over a role, over the variant
-    itself at another shape: one field each, no value standing for another kind."""
-    from bench.targets import OverFloor, OverItself, OverRole
-
-    by_name = {target.name: target for target in TARGETS}
-    assert by_name["predict_every"].over == OverFloor()
-    assert by_name["train_every"].over == OverFloor("loss_and_grads")
-    assert by_name["predict_textbook"].over == OverRole(Role.TEXTBOOK)
-    assert by_name["floor_check"].over == OverRole(Role.CHECK)
-    assert by_name["batching"].over == OverItself(Shape(1, 1000))
-    assert by_name["linear_B256"].over == OverItself(Shape(256, 1000))
-    assert by_name["batching"].text().startswith("batching pays: the best backend's predict")
-    assert "at B=256 ≥ 8× its own at B=1" in by_name["batching"].text()
-
-
-def test_a_target_over_the_floor_must_divide_time_per_step() -> None:
-    from bench.analysis import THROUGHPUT
-    from bench.targets import OverRole
-
-    with pytest.raises(ValueError, match="metric"):
-        Target("bad", "throughput over the floor", 2.0, metric=THROUGHPUT)
-    Target("good", "throughput over the fix", 2.0, over=OverRole(Role.TEXTBOOK), metric=THROUGHPUT)
-
-
 def test_a_framework_s_own_target_judges_that_variant_alone() -> None:
     """``train_tf_while`` reads tf_while's training step over the floor's gradient and no
     other compiled backend's; unmeasured, it is not measured, whatever the others did."""
@@ -269,3 +214,99 @@ def test_a_framework_s_own_target_judges_that_variant_alone() -> None:
     assert outcome.measured.startswith("tf_while 4×") and "jax_scan" not in outcome.measured
     assert outcome.met is True
     assert judge(target, Pivot.of([records[0], records[2]])).verdict == "not measured"
+
+
+def test_a_second_model_gets_its_own_section_and_targets() -> None:
+    """Each model's measurements are pivoted apart: the default's table never shows the wide
+    model's figures, and the wide model's targets are judged on its own floor."""
+    label = model_label(WIDE)
+    records = [on_models({"default": frae.FRAEConfig(), label: WIDE})]
+    for model, scale in (("default", 1.0), (label, 10.0)):
+        records += [
+            measured("floor", "floor", "predict", 1, 1000, scale, model=model),
+            measured("fast", "compiled", "predict", 1, 1000, 2 * scale, model=model),
+        ]
+    default, wide = analysis.Pivot.of(records), analysis.Pivot.of(records, label)
+    assert default.figure(Key("fast", "predict", DEFAULT_MODEL, 1, 1000)) == pytest.approx(2.0)
+    assert wide.figure(Key("fast", "predict", label, 1, 1000)) == pytest.approx(20.0)
+    text = markdown(records)
+    assert f"## Model {label}" in text and "encoder_units=[64]" in text
+    judged = measured_targets(wide)
+    assert judged and all("not measured" not in t.verdict for t in judged)
+    wide_batch = [measured("fast", "compiled", "predict", 256, 1000, 200.0, model=label)]
+    judged = measured_targets(analysis.Pivot.of([*records, *wide_batch], label))
+    assert not [t for t in judged if t.statement.startswith("batching")]
+    assert [t for t in targets(default) if t.statement.startswith("batching")]
+    wide_train = [
+        measured("floor", "floor", "loss_and_grads", 1, 1000, 10.0, model=label),
+        measured("tf_while", "compiled", "train_step", 1, 1000, 20.0, model=label),
+    ]
+    judged = measured_targets(analysis.Pivot.of([*records, *wide_train], label))
+    assert [t for t in judged if "training step" in t.statement]  # the general ones, judged
+    assert not [t for t in judged if t.statement.startswith("tf_while's")]  # its own: default's
+
+
+@pytest.mark.parametrize(
+    ("name", "verdict", "met"),
+    [
+        ("predict_roofline", "met, 1.50× to spare", True),
+        ("train_roofline", "missed by 1.33×", False),
+    ],
+)
+def test_the_best_route_is_judged_on_the_wide_model(name: str, verdict: str, met: bool) -> None:
+    """The best framework route is judged, every route's ratio shown, the floors' not."""
+    outcome = judge(named(name), Pivot.of(wide_run(), ROOFLINE_MODEL))
+    assert outcome.verdict == verdict and outcome.met is met
+    assert "jax" in outcome.measured and "torch" in outcome.measured
+    assert "matrix" not in outcome.measured
+
+
+def test_the_roofline_targets_are_not_judged_on_another_model() -> None:
+    default = Pivot.of(wide_run())  # the run's first model, the default
+    assert not roofline_targets(default)
+    assert not judge(named("predict_roofline"), default).judged
+    assert not judge(named("predict_roofline"), Pivot.of(wide_run(None), ROOFLINE_MODEL)).judged
+
+
+def stream_target(name: str) -> Target:
+    """The stream's target called ``name``."""
+    (found,) = [target for target in STREAM_TARGETS if target.name == name]
+    return found
+
+
+ROUTES = [
+    streamed("floor", "floor", SENDER, 1, 0.5),
+    streamed("floor", "floor", SENDER, 10, 1.0),
+    streamed("oracle", "reference", SENDER, 1, 1.0),  # no framework route
+    streamed("oracle", "reference", SENDER, 10, 1.0),
+    streamed("a", "compiled", SENDER, 1, 12.0),
+    streamed("a", "compiled", SENDER, 10, 2.5),
+    streamed("b", "compiled", SENDER, 1, 150.0),
+    streamed("b", "compiled", SENDER, 10, 50.0),
+    streamed("route", "baseline", SENDER, 1, 40.0),
+    streamed("route", "baseline", SENDER, 10, 4.0),
+]
+EAGER = [*ROUTES, streamed("eager", "baseline", SENDER, 1, 8.0)]
+# Each case: (id, target, records, verdict, met, what the measured column shows).
+STREAM_VERDICTS = [
+    ("best-not-floor-nor-oracle", "sender_frame_best", ROUTES, "missed by 1.20×", False, "a 12 µs"),
+    ("best-of-all", "sender_frame_best", EAGER, "met, 1.25× to spare", True, "(best: eager)"),
+    ("every-missed-by-worst", "sender_frame_every", ROUTES, "missed by 1.50×", False, "(worst: b)"),
+    ("chunks-over-floor", "sender_chunk_best", ROUTES, "met, 1.20× to spare", True, "a 2.5×"),
+    ("receiver-apart", "receiver_frame_best", ROUTES, "not measured", None, "not measured"),
+]
+
+
+@pytest.mark.parametrize(
+    ("case", "name", "records", "verdict", "met", "shown"),
+    STREAM_VERDICTS,
+    ids=[case[0] for case in STREAM_VERDICTS],
+)
+def test_a_stream_targets_verdict_follows_the_figures(
+    case: str, name: str, records: list[Record], verdict: str, met: bool | None, shown: str
+) -> None:
+    from bench.verdicts import judge
+
+    outcome = judge(stream_target(name), analysis.Pivot.of(records))
+    assert (outcome.verdict, outcome.met) == (verdict, met), outcome
+    assert shown in outcome.measured and "oracle" not in outcome.measured, outcome

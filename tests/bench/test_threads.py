@@ -1,6 +1,4 @@
-"""Equal threads (``bench.threads``): a worker on N threads is pinned to N CPUs, its
-frameworks' pools sized N and read back, and a worker whose settings did not take is
-refused; ``--threads`` takes a whole number up to the usable CPUs."""
+"""``bench.threads``: a worker pinned to N CPUs, its pools sized N, or refused; ``--threads``."""
 
 from __future__ import annotations
 
