@@ -1,5 +1,4 @@
-"""``bench.kernels``: the kernels of the compiled loops' bodies, and the T-long copies in the
-gradient loops of ``tf_while`` and of ``keras_rnn`` on TensorFlow."""
+"""``bench.kernels``: the kernels of compiled loops' bodies; T-long copies in gradient loops."""
 
 from __future__ import annotations
 
@@ -13,6 +12,7 @@ from frae.data import multi_sine
 from tests import tf_while_checks as checks
 
 keras = importlib.import_module("keras") if importlib.util.find_spec("keras") else None
+KERAS_ON_TENSORFLOW = keras is not None and keras.backend.backend() == "tensorflow"
 
 SMALL_HLO = """HloModule loop
 
@@ -122,10 +122,7 @@ def _tensorflow_gradient_hlo(through_the_outputs: bool) -> str:
 
 
 @pytest.mark.backend_specific("keras_rnn")
-@pytest.mark.skipif(
-    keras is None or keras.backend.backend() != "tensorflow",
-    reason="the HLO of Keras on TensorFlow",
-)
+@pytest.mark.skipif(not KERAS_ON_TENSORFLOW, reason="the HLO of Keras on TensorFlow")
 def test_the_gradient_loop_copies_no_time_long_array_on_tensorflow() -> None:
     """The error summed in the cell's state: no T-long gradient copied per backward step; the
     same check finds the copies when differentiating through the stacked outputs."""

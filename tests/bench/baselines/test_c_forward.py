@@ -1,5 +1,4 @@
-"""``bench.baselines.c_forward``: the C forward against the reference; the C floors refuse a GRU,
-build once per config in a folder of their own, removed at exit."""
+"""``bench.baselines.c_forward``: the C forward equals the reference; each C floor builds once."""
 
 from __future__ import annotations
 
@@ -11,6 +10,7 @@ import numpy as np
 import pytest
 
 import frae
+from bench.baselines.c_forward import CForwardBackend, compile_forward
 from parity_tests.tolerances import assert_close
 from tests.bench_cases import (
     BIAS,
@@ -23,16 +23,12 @@ from tests.bench_cases import (
 )
 from tests.processes import ROOT, python
 
+pytestmark = [pytest.mark.backend_specific("numba_floor"), needs_cc]  # every test builds C
 numba = pytest.importorskip("numba", reason="the floors need numba: pip install 'frae[bench]'")
-
-from bench.baselines.c_forward import CForwardBackend, compile_forward  # noqa: E402
 from bench.baselines.matrix_floor import MatrixFloorBackend, compile_matrix  # noqa: E402
 from bench.baselines.simd_floor import SimdFloorBackend, compile_simd  # noqa: E402
 
-pytestmark = pytest.mark.backend_specific("numba_floor")
 
-
-@needs_cc
 @pytest.mark.parametrize(
     "config",
     [frae.FRAEConfig(), OTHER_CONFIG, NO_HIDDEN_CONFIG],
@@ -44,7 +40,6 @@ def test_c_forward_equals_the_reference(config: frae.FRAEConfig) -> None:
     assert_close("outputs", model.predict(x), frae.create("reference", config, seed=3).predict(x))
 
 
-@needs_cc
 def test_the_floors_without_a_gru_refuse_a_state_feedback_model() -> None:
     for backend in (CForwardBackend, MatrixFloorBackend):
         with pytest.raises(NotImplementedError, match="no GRU"):
@@ -62,7 +57,6 @@ print(len(os.listdir(tempfile.gettempdir())))
 """
 
 
-@needs_cc
 def test_the_c_floors_leave_no_build_folder(tmp_path: Path) -> None:
     """Each C floor builds in a temporary folder of its own, removed when its process exits
     (a benchmark builds one per config and process)."""
@@ -72,7 +66,6 @@ def test_the_c_floors_leave_no_build_folder(tmp_path: Path) -> None:
     assert list(tmp_path.iterdir()) == []
 
 
-@needs_cc
 def test_the_c_check_rejects_a_broken_forward() -> None:
     config = frae.FRAEConfig()
     x = sequences(config, seed=1)
@@ -105,7 +98,6 @@ C_FLOORS = {  # a config of its own each, so that its one build is the test's
 }
 
 
-@needs_cc
 @pytest.mark.parametrize(("backend", "build", "config"), C_FLOORS.values(), ids=C_FLOORS)
 def test_a_c_floor_compiles_once_for_every_state(
     backend: type[frae.Backend], build: Any, config: frae.FRAEConfig

@@ -1,5 +1,4 @@
-"""``bench.baselines.matrix_floor``: equal to the float64 reference within float32 tolerances, at
-B = 1, 37 and 256, streamed as one call, threads to the same bits; each check rejects a mistake."""
+"""``bench.baselines.matrix_floor``: the reference's maths in float32, streamed and threaded."""
 
 from __future__ import annotations
 
@@ -17,8 +16,8 @@ from tests import bench_cases
 from tests.bench_cases import broken_floor, check_streaming, needs_cc, sequences
 from tests.processes import python
 
+pytestmark = needs_cc  # every test builds the floor in C
 numba = pytest.importorskip("numba", reason="the floors need numba: pip install 'frae[bench]'")
-
 from bench.baselines.matrix_floor import SOURCE, MatrixFloorBackend, compile_matrix  # noqa: E402
 
 WIDE_CONFIG = frae.FRAEConfig(encoder_units=(64,), latent_dim=16, decoder_units=(64,))
@@ -100,7 +99,6 @@ MISTAKES = {
 }
 
 
-@needs_cc
 @pytest.mark.parametrize("batch", BATCHES)
 @pytest.mark.parametrize("config", CONFIGS.values(), ids=CONFIGS)
 def test_the_matrix_floor_equals_the_reference(config: frae.FRAEConfig, batch: int) -> None:
@@ -109,7 +107,6 @@ def test_the_matrix_floor_equals_the_reference(config: frae.FRAEConfig, batch: i
     check_gradients(model, config, batch)
 
 
-@needs_cc
 @pytest.mark.parametrize("optimizer", ["adam", "sgd"])
 def test_the_matrix_floor_trains_as_the_reference(optimizer: str) -> None:
     """``fit`` in mini-batches of 37 of 74 sequences: the remainder rows in training too."""
@@ -120,7 +117,6 @@ def test_the_matrix_floor_trains_as_the_reference(optimizer: str) -> None:
     assert_close(optimizer, np.float32(losses), np.float64(expected), "losses")
 
 
-@needs_cc
 @pytest.mark.parametrize(("check", "edits"), MISTAKES.values(), ids=MISTAKES)
 def test_the_checks_reject_a_broken_matrix_floor(
     check: Callable[..., None], edits: list[tuple[str, str]], tmp_path: Path
@@ -131,7 +127,6 @@ def test_the_checks_reject_a_broken_matrix_floor(
         check(model, config, batch=37)
 
 
-@needs_cc
 @pytest.mark.parametrize("batch", [1, 37])
 @pytest.mark.parametrize("config", [frae.FRAEConfig(), WIDE_CONFIG], ids=["default", "wide"])
 def test_the_matrix_floor_streams_in_chunks_as_one_call(
@@ -167,7 +162,6 @@ np.savez(sys.argv[1], outputs=outputs, loss=loss, ticks=np.array(ticks), **grads
 """
 
 
-@needs_cc
 @pytest.mark.slow
 @pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="threads' CPU time from /proc")
 def test_the_matrix_floors_threads_split_its_products_to_the_same_results(

@@ -1,5 +1,4 @@
-"""``bench.baselines.numba_floor``: the Numba floor against the reference, streamed in chunks and
-compiled once for every state; each check rejects a mistake (the C forward streams here too)."""
+"""``bench.baselines.numba_floor``: the reference's maths, streamed in chunks, compiled once."""
 
 from __future__ import annotations
 
@@ -9,6 +8,7 @@ import numpy as np
 import pytest
 
 import frae
+from bench.baselines.c_forward import CForwardBackend
 from frae.backend import Array, Streamed
 from parity_tests.tolerances import assert_close
 from tests.bench_cases import (
@@ -24,14 +24,11 @@ from tests.bench_cases import (
     sequences,
 )
 
-numba = pytest.importorskip("numba", reason="the floor needs numba: pip install 'frae[bench]'")
-
-from bench.baselines import numba_floor as floor  # noqa: E402
-from bench.baselines.c_forward import CForwardBackend  # noqa: E402
-
 # Numba compiles each config's loops in the process that runs them, for each dtype (a
 # closure per config: nothing to cache on disk); the floors' tests share one worker
 pytestmark = pytest.mark.backend_specific("numba_floor")
+numba = pytest.importorskip("numba", reason="the floor needs numba: pip install 'frae[bench]'")
+from bench.baselines import numba_floor as floor  # noqa: E402
 
 
 class ShiftedGradientFloor(floor.NumbaFloor64Backend):

@@ -1,5 +1,4 @@
-"""``bench.baselines.simd_floor``: equal to the float32 Numba floor within float32 rounding (with a
-GRU, the reference), streamed in chunks, subnormals kept; each check rejects a mistake."""
+"""``bench.baselines.simd_floor``: equal to the Numba floor within float32 rounding, streamed."""
 
 from __future__ import annotations
 
@@ -16,14 +15,12 @@ from tests import bench_cases
 from tests.bench_cases import STATE_CONFIGS, broken_floor, check_streaming, needs_cc, sequences
 from tests.processes import python
 
-numba = pytest.importorskip("numba", reason="the floors need numba: pip install 'frae[bench]'")
-
-from bench.baselines.numba_floor import NumbaFloorBackend  # noqa: E402
-from bench.baselines.simd_floor import SOURCE, SimdFloorBackend, compile_simd  # noqa: E402
-
 # checked against the scalar floor, which Numba compiles in the process for each config:
 # on the worker of the floors' other tests (test_numba_floor.py)
 pytestmark = pytest.mark.backend_specific("numba_floor")
+numba = pytest.importorskip("numba", reason="the floors need numba: pip install 'frae[bench]'")
+from bench.baselines.numba_floor import NumbaFloorBackend  # noqa: E402
+from bench.baselines.simd_floor import SOURCE, SimdFloorBackend, compile_simd  # noqa: E402
 
 WIDE_CONFIG = frae.FRAEConfig(
     input_dim=3,

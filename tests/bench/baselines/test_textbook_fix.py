@@ -9,7 +9,6 @@ from parity_tests.tolerances import assert_close
 from tests import tf_while_checks as checks
 
 pytestmark = pytest.mark.backend_specific("tf_while")
-pytest.importorskip("tensorflow")
 backend = pytest.importorskip("impls.tf_while.backend")
 TEXTBOOK = "bench.baselines.textbook_fix:TextbookFixBackend"
 

@@ -1,5 +1,4 @@
-"""``bench.twins.jax_scan``: ``jax.value_and_grad`` runs the backward written by hand, whose reverse
-loop carries only the feedback's gradient; a state-feedback model trains by autodiff."""
+"""``bench.twins.jax_scan``: ``jax.value_and_grad`` runs the backward pass written by hand."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""``bench.twins.tf_while``: the tape's gradient is the backward written by hand, whose reverse
-loop carries only the feedback's gradient; it and the textbook baseline trace as ``tf_while``."""
+"""``bench.twins.tf_while``: the tape's gradient is the backward pass written by hand."""
 
 from __future__ import annotations
 

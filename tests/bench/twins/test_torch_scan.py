@@ -1,5 +1,4 @@
-"""``bench.twins.torch_scan``: autograd's gradient calls run the backward pass written by
-hand (with output feedback; autograd's own with state feedback)."""
+"""``bench.twins.torch_scan``: autograd's gradient calls run the backward written by hand."""
 
 from __future__ import annotations
 
