@@ -49,8 +49,11 @@ $(STAMP): pyproject.toml constraints.txt
 # pipefail: pip's exit status, not that of the filter that shows its progress
 $(STAMP): SHELL := bash
 
-# one pytest worker per core, up to four (each holds every framework: some 3 GiB)
-PARALLEL := -n auto --maxprocesses 4 --dist loadgroup --no-loadscope-reorder
+# a pytest worker per core and one more, up to four (each holds every framework: some 3 GiB):
+# with one a core, the cores stood idle a fifth of the run, while workers waited on the
+# processes they start (docs/performance.md, "The test suite")
+WORKERS := $(shell $(PYTHON) -c 'import os; print(min(len(os.sched_getaffinity(0)) + 1, 4))')
+PARALLEL := -n $(WORKERS) --dist loadgroup --no-loadscope-reorder
 
 test: $(STAMP)
 	$(BIN)/python -m pytest $(PARALLEL) --durations=15

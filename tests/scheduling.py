@@ -1,12 +1,11 @@
 """How ``make test`` spreads the tests over its pytest-xdist workers (``--dist loadgroup
---no-loadscope-reorder``): the tests that run the kit or the main job again in a subprocess
-first, then each backend's own tests (``backend_specific``: one worker's group, minutes
-long), then the rest in collection order, each ``xdist_group`` on one worker: the longest
-units of work start first, so that none is left to run alone at the end. Last come the kit's
-tests that start framework processes of their own (``processes``: the data-parallel
-workers), which then find the configs they train already compiled in the run's caches on
-disk (``conftest.py``). A pytest plugin,
-loaded by the root ``conftest.py``."""
+--no-loadscope-reorder``): each backend's own tests first (``backend_specific``: one worker's
+group, minutes long), then the rest in collection order, each ``xdist_group`` on one worker;
+then the tests that run the kit or the main job again in a subprocess (``nested``), which find
+the programs the run compiled so far in its caches on disk (``conftest.py``) instead of
+compiling them cold; last the kit's tests that start framework processes of their own
+(``processes``: the data-parallel workers), for the same reason. A pytest plugin, loaded by
+the root ``conftest.py``."""
 
 from __future__ import annotations
 
@@ -15,12 +14,12 @@ import pytest
 
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """The longest units of work first (the module's docstring); under ``pytest -n``
-    (``make test``), each ``xdist_group`` kept on one worker."""
+    """The order of the module's docstring; under ``pytest -n`` (``make test``), each
+    ``xdist_group`` kept on one worker."""
     items.sort(
         key=lambda item: (
             marked(item, "processes"),
-            not marked(item, "nested"),
+            marked(item, "nested"),
             not marked(item, "backend_specific"),
         )
     )
