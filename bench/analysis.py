@@ -117,10 +117,6 @@ class Pivot:
         found = self.results.get(key)
         return None if found is None else getattr(found, metric)
 
-    def floor(self, operation: str, shape: Shape) -> float | None:
-        """The floor's µs per step for ``operation`` at ``shape`` (``floor_of``)."""
-        return self.floor_of(self.key("", operation, shape))
-
     def floors(self) -> list[str]:
         """The variants of the floors' roles (``bench.roles.FLOORS``)."""
         return [name for role in FLOORS for name in self.named(role)]
