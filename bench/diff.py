@@ -24,7 +24,7 @@ from bench.differences import differences
 from bench.records import DEFAULT_MODEL, Key, ResultRecord, RunRecord, VariantRecord, read
 from bench.render import WIDTH, table
 from bench.rounds import pooled
-from bench.tables import fmt
+from bench.tables import fmt, key_cells
 
 ONLY_OLD, ONLY_NEW = "old only", "new only"
 FAILED_OLD, FAILED_NEW, FAILED_BOTH = "old failed", "new failed", "both failed"
@@ -139,9 +139,7 @@ def _rows(pairs: list[Pair]) -> list[list[str]]:
     rows = []
     for c in pairs:
         ratio = "—" if c.ratio is None else f"{c.ratio:.2f}×"
-        k = c.key
-        where = [k.variant, label(k.operation, k.side, k.chunk), str(k.batch), str(k.steps)]
-        rows.append([*where, _us(c.old), _us(c.new), ratio, _p(c.p_value), c.verdict])
+        rows.append([*key_cells(c.key), _us(c.old), _us(c.new), ratio, _p(c.p_value), c.verdict])
     return rows
 
 

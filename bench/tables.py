@@ -51,6 +51,11 @@ def _ratio(value: float | None) -> str:
     return fmt(value) + ("×" if value else "")
 
 
+def key_cells(key: Key) -> list[str]:
+    """A measurement's first cells: its variant, operation (``label``), B and T."""
+    return [key.variant, label(key.operation, key.side, key.chunk), str(key.batch), str(key.steps)]
+
+
 def figures(pivot: Pivot, keys: list[Key], doubted: Container[Key]) -> list[str]:
     """Each measurement's µs per step with its ratio to the floor, flagged where doubted."""
     return [
@@ -59,13 +64,8 @@ def figures(pivot: Pivot, keys: list[Key], doubted: Container[Key]) -> list[str]
     ]
 
 
-SUMMARY_HEADER = [
-    "variant",
-    "role",
-    *(LABELS[op] for op in OPERATIONS),
-    "compile s (predict / train)",
-]
-SUMMARY_HEADER += ["import s", "peak MB"]
+SUMMARY_HEADER = ["variant", "role", *(LABELS[op] for op in OPERATIONS)]
+SUMMARY_HEADER += ["compile s (predict / train)", "import s", "peak MB"]
 SUMMARY_CAPTION = (
     "µs per time step, median (× the floor's same operation); compile: the first call "
     "of the operation in the variant's process"
@@ -258,16 +258,7 @@ FLAG_CAPTION = (
 
 def flag_rows(pivot: Pivot) -> Rows:
     """One row per flagged measurement: where, and why."""
-    return [
-        [
-            key.variant,
-            label(key.operation, key.side, key.chunk),
-            str(key.batch),
-            str(key.steps),
-            "; ".join(why),
-        ]
-        for key, why in flags(pivot).items()
-    ]
+    return [[*key_cells(key), "; ".join(why)] for key, why in flags(pivot).items()]
 
 
 DETAIL_HEADER = ["variant", "operation", "B", "T", "µs/step (median)", "IQR µs/step"]
@@ -279,16 +270,15 @@ def detail_rows(pivot: Pivot) -> Rows:
     """Every measurement, with its note and why it is flagged, if it is."""
     rows, doubted = [], flags(pivot)
     for key, r in pivot.results.items():
-        where = [r.variant, label(r.operation, r.side, r.chunk), str(r.batch), str(r.steps)]
         first = fmt(r.first_call_s, 3)
         if r.median_s is None:
             why = r.unsupported or r.error or ""
-            rows.append([*where, "—", "—", "—", "—", first, "", "", "", why])
+            rows.append([*key_cells(key), "—", "—", "—", "—", first, "", "", "", why])
             continue
         timing = [fmt(r.us_per_step), fmt(r.iqr_us_per_step, 2), f"{r.sequence_steps_per_s:.3g}"]
         notes = "; ".join(filter(None, [r.note, *doubted.get(key, [])]))
         memory = [str(r.samples), fmt(r.cores_busy, 2), fmt(r.peak_rss_mb, 4), notes]
-        rows.append([*where, *timing, fmt(pivot.floor_ratio(key)), first, *memory])
+        rows.append([*key_cells(key), *timing, fmt(pivot.floor_ratio(key)), first, *memory])
     return rows
 
 
