@@ -197,11 +197,8 @@ def main(argv: list[str] | None = None, prog: str = "python -m bench") -> None:
         options.error(f"--train-steps must be at least 5, got {args.train_steps}")
     try:
         config = read_config(args.config) if args.config is not None else None
-    except (ValueError, TypeError) as error:
-        options.error(str(error))
-    try:
         select(args.variants)
-    except ValueError as error:
+    except (ValueError, TypeError) as error:
         options.error(str(error))
     try:
         threads = check_count(args.threads)
