@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import importlib.metadata
+import io
 import json
 import os
 import shutil
@@ -124,31 +126,14 @@ def tiny_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     """The command line, as one would measure a few backends at one shape: the report
     folder and what it printed."""
     pytest.importorskip("numba", reason="the floor needs numba: pip install 'frae[bench]'")
-    import contextlib
-    import io
-
-    from bench.cli import main
-
     out = tmp_path_factory.mktemp("bench")
     printed = io.StringIO()
     with contextlib.redirect_stdout(printed):
         main(
             [
-                "--quick",
-                "--variants",
-                "numba_floor",
-                "reference",
-                "torch_eager",
-                "--batch",
-                "1",
-                "--steps",
-                "20",
-                "40",
-                "--operations",
-                *TINY_OPERATIONS,
-                "--out",
-                str(out),
-                "--no-progress",
+                *("--quick", "--variants", "numba_floor", "reference", "torch_eager"),
+                *("--batch", "1", "--steps", "20", "40", "--operations", *TINY_OPERATIONS),
+                *("--out", str(out), "--no-progress"),
             ]
         )
     return out, printed.getvalue()
@@ -183,8 +168,6 @@ def test_the_harness_writes_json_lines_markdown_and_plots(tiny_run: tuple[Path, 
 def test_the_report_check_rejects_damaged_output(
     tiny_run: tuple[Path, str], tmp_path: Path, damage: Callable[[Path], object]
 ) -> None:
-    import shutil
-
     copy = tmp_path / "copy"
     shutil.copytree(tiny_run[0], copy)
     damage(copy)
@@ -197,11 +180,6 @@ def state_feedback_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The command line on the state-feedback model: the floor, the C check and a
     hand-written backward (both left out), predict and a training step at B=1, T=20."""
     pytest.importorskip("numba", reason="the floor needs numba: pip install 'frae[bench]'")
-    import contextlib
-    import io
-
-    from bench.cli import main
-
     out = tmp_path_factory.mktemp("bench-state")
     with contextlib.redirect_stdout(io.StringIO()):
         main(
@@ -255,18 +233,8 @@ def two_runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, str]
     (home / "wide.json").write_text(json.dumps(WIDTH_64))
     printed = []
     for name in ("before", "after"):
-        done = frae_command(
-            "bench",
-            "--quick",
-            "--variants",
-            PORT,
-            "--config",
-            "wide.json",
-            "--out",
-            name,
-            "--no-progress",
-            cwd=home,
-        )
+        options = ("--variants", PORT, "--config", "wide.json", "--out", name, "--no-progress")
+        done = frae_command("bench", "--quick", *options, cwd=home)
         assert done.returncode == 0, done.stderr[-3000:]
         printed.append(done.stdout)
     return home / "before", home / "after", printed[0]
