@@ -268,12 +268,6 @@ def test_the_roofline_targets_are_not_judged_on_another_model() -> None:
     assert not judge(named("predict_roofline"), Pivot.of(wide_run(None), ROOFLINE_MODEL)).judged
 
 
-def stream_target(name: str) -> Target:
-    """The stream's target called ``name``."""
-    (found,) = [target for target in STREAM_TARGETS if target.name == name]
-    return found
-
-
 ROUTES = [
     streamed("floor", "floor", SENDER, 1, 0.5),
     streamed("floor", "floor", SENDER, 10, 1.0),
@@ -305,8 +299,6 @@ STREAM_VERDICTS = [
 def test_a_stream_targets_verdict_follows_the_figures(
     case: str, name: str, records: list[Record], verdict: str, met: bool | None, shown: str
 ) -> None:
-    from bench.verdicts import judge
-
-    outcome = judge(stream_target(name), analysis.Pivot.of(records))
+    outcome = judge(named(STREAM_TARGETS, name), analysis.Pivot.of(records))
     assert (outcome.verdict, outcome.met) == (verdict, met), outcome
     assert shown in outcome.measured and "oracle" not in outcome.measured, outcome
