@@ -12,7 +12,6 @@ from tests.bench_cases import STREAMS, markdown, measured, on_models, terminal
 def test_call_costs_split_a_call_into_per_call_and_per_step() -> None:
     """Times made as a line, a fixed cost plus a cost per step times T, come back as those
     two numbers; a second batch size and a variant measured at one T only are not fitted."""
-    from bench.analysis import Pivot, call_costs
 
     def record(variant: str, batch: int, steps: int, seconds: float) -> ResultRecord:
         return ResultRecord(variant, "predict", batch, steps, median_s=seconds)
@@ -20,7 +19,7 @@ def test_call_costs_split_a_call_into_per_call_and_per_step() -> None:
     records = [record("line", 1, t, 300e-6 + 0.2e-6 * t) for t in (100, 1000, 10000)]
     records += [record("line", 256, t, 1.0) for t in (100, 1000)]
     records += [record("one_length", 1, 1000, 1e-3)]
-    (cost,) = call_costs(Pivot.of(records))
+    (cost,) = analysis.call_costs(analysis.Pivot.of(records))
     assert (cost.variant, cost.batch, cost.steps) == ("line", 1, (100, 1000, 10000))
     assert cost.per_call_us == pytest.approx(300.0)
     assert cost.per_step_us == pytest.approx(0.2)
@@ -73,17 +72,12 @@ def test_the_fastest_floor_at_each_shape_divides(
 ) -> None:
     """×floor is over the fastest floor measured at the same operation and shape, whichever
     its role; the table of every measurement shows the same."""
-    from bench.analysis import Pivot
-    from bench.records import DEFAULT_MODEL, Key
-    from bench.tables import DETAIL_HEADER, detail_rows
-
-    pivot = Pivot.of(records)
+    pivot = analysis.Pivot.of(records)
     name, batch = measurement
-    assert pivot.floor_ratio(Key(name, "predict", DEFAULT_MODEL, batch, 1000)) == pytest.approx(
-        ratio
-    )
-    (row,) = [r for r in detail_rows(pivot) if (r[0], r[2]) == (name, str(batch))]
-    assert row[DETAIL_HEADER.index("×floor")] == f"{ratio:.3g}"
+    key = Key(name, "predict", DEFAULT_MODEL, batch, 1000)
+    assert pivot.floor_ratio(key) == pytest.approx(ratio)
+    (row,) = [r for r in tables.detail_rows(pivot) if (r[0], r[2]) == (name, str(batch))]
+    assert row[tables.DETAIL_HEADER.index("×floor")] == f"{ratio:.3g}"
 
 
 def test_a_part_slower_than_its_whole_is_flagged() -> None:
@@ -99,11 +93,9 @@ def test_a_part_slower_than_its_whole_is_flagged() -> None:
         measured("steady", "compiled", "train_step", 1, 1000, 4.0),
     ]
     flagged = analysis.flags(analysis.Pivot.of(records))
-    assert list(flagged) == [Key("keras_rnn", "loss_and_grads", DEFAULT_MODEL, 1, 1000)]
-    assert (
-        "train step, which contains it"
-        in flagged[Key("keras_rnn", "loss_and_grads", DEFAULT_MODEL, 1, 1000)][0]
-    )
+    key = Key("keras_rnn", "loss_and_grads", DEFAULT_MODEL, 1, 1000)
+    assert list(flagged) == [key]
+    assert "train step, which contains it" in flagged[key][0]
     rows = {row[0]: row for row in tables.summary_rows(analysis.Pivot.of(records))}
     assert rows["keras_rnn"][3].endswith(tables.FLAG) and not rows["steady"][3].endswith("!")
     assert "keras_rnn loss_and_grads B=1 T=1000" in terminal(records)
@@ -142,9 +134,8 @@ def test_the_pivot_keys_each_side_and_chunk_length_apart() -> None:
     sender_one = Key("fast", STREAM, DEFAULT_MODEL, 1, 1000, SENDER, 1)
     assert pivot.figure(sender_one) == pytest.approx(21.0)
     assert pivot.floor_ratio(sender_one) == pytest.approx(17.5)  # the floor's side and chunk
-    assert pivot.floor_ratio(
-        Key("fast", STREAM, DEFAULT_MODEL, 1, 1000, SENDER, 10)
-    ) == pytest.approx(10.0)
+    sender_ten = Key("fast", STREAM, DEFAULT_MODEL, 1, 1000, SENDER, 10)
+    assert pivot.floor_ratio(sender_ten) == pytest.approx(10.0)
     # the stream is no point of the per-step split over T
     assert analysis.timed_steps(pivot) == [1000]
     assert [c.operation for c in analysis.call_costs(pivot)] == []

@@ -147,9 +147,8 @@ def test_the_same_versions_are_said_to_be_the_same(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     assert run_main(tmp_path, [result((98, 100, 103))], [result((98, 100, 103))]) == 0
-    assert "the same machine, library versions, settings, grid and threads" in (
-        capsys.readouterr().out
-    )
+    out = capsys.readouterr().out
+    assert "the same machine, library versions, settings, grid and threads" in out
 
 
 def test_the_terminal_output_fits_100_columns(
@@ -264,15 +263,10 @@ def test_frae_diff_refuses_a_file_of_format_1_naming_the_argument(
 
 
 def test_a_diff_pairs_streams_by_side_and_chunk_length() -> None:
-    from bench import diff
-
-    keys = {r.key for r in STREAMS if isinstance(r, ResultRecord)}
+    keys = {r.key for r in STREAMS}
     assert len(keys) == len(STREAMS)
     run = run_record()
-    old, new = (
-        diff.Run(run, {r.key: r for r in STREAMS if isinstance(r, ResultRecord)}),
-        diff.Run(run, {}),
-    )
+    old, new = diff.Run(run, {r.key: r for r in STREAMS}), diff.Run(run, {})
     text = diff.render(old, new, diff.compare(old, new), markdown=True)
     assert "| stream sender, chunk 10 " in text
 
@@ -295,7 +289,6 @@ def test_fail_slower_fails_a_port_made_one_and_a_half_times_slower(
 ) -> None:
     """A quick run, and the same run's calls made 1.5× longer: ``--fail-slower 1.2`` exits 1
     on it, 0 on the run itself. Scaled, not rerun: two processes can differ by 1.5–2× here."""
-    from bench import diff
     from bench.cli import main
 
     port = "impls.reference:ReferenceBackend"

@@ -6,8 +6,18 @@ import json
 from pathlib import Path
 
 import frae
-from bench.grid import model_label, read_config
-from bench.job import Settings
+from bench.catalogue import VARIANTS
+from bench.grid import (
+    SHAPES,
+    STREAM_POINT,
+    default_grid,
+    model_label,
+    points_for,
+    quick_grid,
+    read_config,
+    wide_models,
+)
+from bench.job import QUICK_SETTINGS, Settings
 from bench.records import STREAM
 from tests.bench_cases import OTHER_CONFIG, STATE_CONFIG, STATE_CONFIGS, STATE_LABEL, WIDE
 
@@ -15,10 +25,6 @@ from tests.bench_cases import OTHER_CONFIG, STATE_CONFIG, STATE_CONFIGS, STATE_L
 def test_a_variant_runs_its_part_of_the_grid() -> None:
     """A slow variant stops at the caps, a hand-written backward runs at its shapes only, a
     compiled backend runs everything and a loop floor the default model alone."""
-    from bench.catalogue import VARIANTS
-    from bench.grid import SHAPES, default_grid, points_for
-    from bench.job import Settings
-
     grid, settings = default_grid(), Settings()
     by_name = {variant.name: variant for variant in VARIANTS}
     compiled = points_for(by_name["tf_while"], grid, settings)
@@ -41,11 +47,6 @@ def test_a_variant_runs_its_part_of_the_grid() -> None:
 def test_the_quick_run_streams_every_variant_but_the_slow_ones() -> None:
     """Under the quick settings a slow variant (the reference, the textbook fix) runs its
     operations but the stream; the others stream as in the full grid."""
-    from bench.catalogue import VARIANTS
-    from bench.grid import points_for, quick_grid
-    from bench.job import QUICK_SETTINGS
-    from bench.records import STREAM
-
     by_name = {variant.name: variant for variant in VARIANTS}
     for name, streams in (("reference", False), ("textbook_fix", False), ("tf_while", True)):
         points = points_for(by_name[name], quick_grid(), QUICK_SETTINGS)
@@ -55,9 +56,6 @@ def test_the_quick_run_streams_every_variant_but_the_slow_ones() -> None:
 
 
 def test_every_variant_that_can_stream_streams_in_both_grids() -> None:
-    from bench.catalogue import VARIANTS
-    from bench.grid import STREAM_POINT, default_grid, points_for, quick_grid
-
     for grid in (default_grid(), quick_grid()):
         assert STREAM_POINT in grid
         for variant in VARIANTS:
@@ -70,8 +68,6 @@ def test_every_variant_that_can_stream_streams_in_both_grids() -> None:
 
 def test_a_state_feedback_model_has_a_label_of_its_own() -> None:
     """``gruH`` between the latent width and the decoder's; output-feedback labels as they were."""
-    from bench.grid import model_label, wide_models
-
     assert model_label(STATE_CONFIG) == STATE_LABEL
     assert model_label(STATE_CONFIGS["state_no_hidden"]) == "2-1-gru9-2 tanh/swish"
     assert model_label(frae.FRAEConfig()) == "default"

@@ -12,6 +12,7 @@ from bench import analysis, render, report, tables
 from bench.grid import model_label
 from bench.records import Listing, Point, Record, to_json
 from bench.targets import ROOFLINE_MODEL, TARGETS_ORIGIN
+from bench.verdicts import stream_targets
 from tests.bench_cases import (
     LONG_NAMES,
     STREAMS,
@@ -148,16 +149,12 @@ def test_a_run_without_peaks_shows_none_and_a_failed_measurement_says_why() -> N
 def test_a_run_without_the_stream_reports_no_stream() -> None:
     """A run that measured no stream reports none, and judges the stream's targets not
     measured."""
-    from bench import render, report
-
     listing = Listing("reference", "baseline", "ref")
     grid = [Point("default", 1, 1000, ("predict",))]
     run = run_record({"reference": listing}, grid)
     records = [run, measured("reference", "baseline", "predict", 1, 1000, 40.0)]
     pivot = analysis.Pivot.of(records)
     assert tables.stream_rows(pivot) == [] and report.stream_sections(pivot) == []
-    from bench.verdicts import stream_targets
-
     assert all(not outcome.judged for outcome in stream_targets(pivot))
     text = render.markdown(report.sections(records))
     assert "## Streaming" not in text and "Where the stream's targets come from" in text
@@ -166,8 +163,6 @@ def test_a_run_without_the_stream_reports_no_stream() -> None:
 def test_the_report_streams_in_a_section_of_its_own_and_judges_the_streams_targets() -> None:
     """The Streaming section and its split; the summary keeps its columns; the stream's
     targets are in the Targets section, where they come from with them."""
-    from bench import render, report
-
     run = run_record()
     drawn = report.sections([run, *STREAMS])
     text, brief = render.markdown(drawn), render.terminal(drawn)

@@ -129,14 +129,8 @@ def test_a_negative_fixed_cost_is_not_printed() -> None:
 
 def test_the_stream_table_has_each_side_at_each_chunk_length_beside_the_floor() -> None:
     pivot = analysis.Pivot.of(STREAMS)
-    assert tables.stream_header(pivot) == [
-        "variant",
-        "role",
-        "sender, chunk 1",
-        "sender, chunk 10",
-        "receiver, chunk 1",
-        "receiver, chunk 10",
-    ]
+    columns = ["sender, chunk 1", "sender, chunk 10", "receiver, chunk 1", "receiver, chunk 10"]
+    assert tables.stream_header(pivot) == ["variant", "role", *columns]
     rows = {row[0]: row for row in tables.stream_rows(pivot)}
     assert rows.keys() == {"floor", "fast"}
     assert rows["fast"] == ["fast", "compiled", "21 (17.5×)", "3 (10×)", "21 (17.5×)", "3 (10×)"]

@@ -51,17 +51,12 @@ def test_where_the_targets_come_from_is_written_from_their_limits() -> None:
 
 
 def test_where_the_stream_targets_come_from_is_written_from_their_limits() -> None:
-    from dataclasses import replace
-
     from bench.targets import STREAM_TARGETS_ORIGIN, stream_origin
 
-    assert "is asked 10 µs at each side and 2× at each side the floor's frame" in (
-        STREAM_TARGETS_ORIGIN
-    )
-    assert "**every compiled backend** 100 µs at each side" in STREAM_TARGETS_ORIGIN
-    assert "In chunks of 10 frames" in STREAM_TARGETS_ORIGIN and "at most 3× at" in (
-        STREAM_TARGETS_ORIGIN
-    )
+    origin = STREAM_TARGETS_ORIGIN
+    assert "is asked 10 µs at each side and 2× at each side the floor's frame" in origin
+    assert "**every compiled backend** 100 µs at each side" in origin
+    assert "In chunks of 10 frames" in origin and "at most 3× at" in origin
     changed = tuple(
         replace(t, limit=12.0) if t.name == "receiver_frame_best" else t for t in STREAM_TARGETS
     )

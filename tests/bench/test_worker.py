@@ -8,8 +8,10 @@ import numpy as np
 import pytest
 
 import frae
+from bench.grid import STREAM_CHUNKS
 from bench.job import Job, Settings
 from bench.records import RECEIVER, SENDER, STREAM, Point
+from bench.worker import measure_shape, pieces, streams
 from frae.data import multi_sine
 from impls.reference import ReferenceBackend
 from tests.processes import python
@@ -27,10 +29,6 @@ def test_a_workers_peak_memory_is_its_own() -> None:
 def test_a_long_training_step_is_timed_one_per_sample(long_step_s: float, per_sample: int) -> None:
     """K = 5 steps a sample spread a fit call's own cost; a step longer than ``long_step_s``
     has none to spread, and is timed alone, which the note says."""
-    from bench.job import Job, Settings
-    from bench.records import Point
-    from bench.worker import measure_shape
-
     settings = Settings(
         train_steps=5,
         long_call_s=100.0,
@@ -58,29 +56,19 @@ class EncodeNotOffered(ReferenceBackend):
 
 
 def test_the_worker_streams_the_reference_at_each_side_and_chunk_length() -> None:
-    from bench.grid import STREAM_CHUNKS
-    from bench.worker import measure_shape
-
     job = Job(variant="reference", backend="reference", settings=TINY)
     rows = list(measure_shape(job, Point("default", 1, 20, (STREAM,))))
     expected = [(side, chunk) for side in (SENDER, RECEIVER) for chunk in STREAM_CHUNKS]
     assert [(r.side, r.chunk) for r in rows] == expected
+    each = (STREAM, 1, 20, 2, 1)  # the operation, B, T, samples and steps per sample
     for r in rows:
-        assert (r.operation, r.batch, r.steps, r.samples, r.steps_per_sample) == (
-            STREAM,
-            1,
-            20,
-            2,
-            1,
-        )
+        assert (r.operation, r.batch, r.steps, r.samples, r.steps_per_sample) == each
         assert r.q1_s is not None and r.median_s is not None and r.q3_s is not None
         assert 0 < r.q1_s <= r.median_s <= r.q3_s and r.first_call_s, r
         assert r.us_per_step == pytest.approx(r.median_s / 20 * 1e6)  # µs per frame
 
 
 def test_a_backend_that_cannot_stream_gets_every_row_with_why() -> None:
-    from bench.worker import measure_shape
-
     job = Job(variant="no", backend="tests.bench.test_worker:EncodeNotOffered", settings=TINY)
     rows = list(measure_shape(job, Point("default", 1, 20, (STREAM,))))
     assert len(rows) == 4 and {r.unsupported for r in rows} == {"this backend predicts alone"}
@@ -90,8 +78,6 @@ def test_a_backend_that_cannot_stream_gets_every_row_with_why() -> None:
 def test_the_streamed_runs_carry_the_state_from_call_to_call() -> None:
     """Each side's run ends at the state one whole call ends at; a chunk length that does not
     divide T leaves a shorter last chunk."""
-    from bench.worker import pieces, streams
-
     model = frae.create("reference", frae.FRAEConfig(feedback="state", state_dim=3), seed=1)
     x = multi_sine(batch=1, steps=23, features=2, seed=0)
     codes, sent = model.encode(x, return_state=True)
