@@ -231,13 +231,9 @@ def stream_sections(pivot: Pivot) -> list[Section]:
     found = [Section("Streaming", tables.STREAM_CAPTION, header, rows, text, brief)]
     if cost_rows := tables.stream_cost_rows(pivot):
         cost_brief = Brief(caption="stream: µs per call and per frame", columns=(0, 1, 3, 4))
+        cost_header = tables.STREAM_COST_HEADER
         found.append(
-            Section(
-                caption=tables.STREAM_COST_CAPTION,
-                header=tables.STREAM_COST_HEADER,
-                rows=cost_rows,
-                brief=cost_brief,
-            )
+            Section("", tables.STREAM_COST_CAPTION, cost_header, cost_rows, brief=cost_brief)
         )
     return found
 
@@ -268,16 +264,10 @@ def devices_sections(pivot: Pivot) -> list[Section]:
     if not (rows := tables.devices_rows(pivot)):
         return []
     cores = pivot.run.machine.cpu_count if pivot.run else "?"
-    caption = "data-parallel training step, µs per step (on a CPU: the engine's cost):"
-    return [
-        Section(
-            "Data-parallel training: the devices axis",
-            tables.DEVICES_CAPTION.format(cores=cores),
-            tables.DEVICES_HEADER,
-            rows,
-            brief=Brief(caption=caption),
-        )
-    ]
+    title = "Data-parallel training: the devices axis"
+    caption = tables.DEVICES_CAPTION.format(cores=cores)
+    shown = "data-parallel training step, µs per step (on a CPU: the engine's cost):"
+    return [Section(title, caption, tables.DEVICES_HEADER, rows, brief=Brief(caption=shown))]
 
 
 def model_sections(pivot: Pivot) -> list[Section]:
@@ -292,12 +282,7 @@ def model_sections(pivot: Pivot) -> list[Section]:
     )
     return [
         Section(f"Model {pivot.model}", caption, header, rows, brief=brief),
-        Section(
-            caption=origin,
-            header=TARGET_HEADER,
-            rows=target_rows(judged),
-            brief=Brief(layout=Layout.OUTLINE),
-        ),
+        Section("", origin, TARGET_HEADER, target_rows(judged), brief=Brief(layout=Layout.OUTLINE)),
     ]
 
 
