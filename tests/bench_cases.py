@@ -155,18 +155,9 @@ def streamed(
     """A timed stream of ``frames`` frames at B = 1 at one side and chunk length, at
     ``us_per_frame`` µs per frame."""
     median = us_per_frame * frames / 1e6
-    timing = {"median_s": median, "q1_s": median, "q3_s": median}
+    timing = {"median_s": median, "q1_s": median, "q3_s": median, "first_call_s": 0.5}
     return ResultRecord(
-        variant,
-        "stream",
-        1,
-        frames,
-        role,
-        side=side,
-        chunk=chunk,
-        first_call_s=0.5,
-        threads=1,
-        **timing,
+        variant, "stream", 1, frames, role, side=side, chunk=chunk, threads=1, **timing
     )
 
 
@@ -225,16 +216,9 @@ def run_record(
     """The run's record as the runner writes it, listing ``variants`` over ``grid``, with
     each of ``models`` by label, on ``MACHINE`` with ``SETTINGS`` unless given."""
     configs = {label: config.to_dict() for label, config in (models or {}).items()}
-    listings = dict(variants or {})
+    listings, points = dict(variants or {}), list(grid)
     return RunRecord(
-        "now",
-        "python -m bench",
-        machine,
-        list(grid),
-        settings,
-        listings,
-        configs,
-        roofline=roofline,
+        "now", "python -m bench", machine, points, settings, listings, configs, roofline=roofline
     )
 
 
