@@ -77,7 +77,7 @@ def test_the_reference_against_itself_is_held_to_float64_and_passes() -> None:
 @pytest.mark.slow
 def test_compare_prints_every_backend(tmp_path, capsys: pytest.CaptureFixture[str]) -> None:
     """The parity part of the main job through the command's entry point, on the backends' models
-    the kit compiled (its benchmark part is test_bench's harness test)."""
+    the kit compiled (its benchmark part: tests/bench/test_cli.py)."""
     main(["compare", "--no-bench", "--out", str(tmp_path)])
     stdout = capsys.readouterr().out
     for name in frae.available_backends():

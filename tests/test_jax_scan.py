@@ -61,21 +61,6 @@ def test_weights_round_trip_through_the_nnx_state(config: frae.FRAEConfig) -> No
             assert kind == "bias" or (layer.in_features, layer.out_features) == value.shape
 
 
-@pytest.mark.parametrize("config", [CONFIG, STATE_CONFIG], ids=["output", "state"])
-def test_scan_equals_the_cell_stepped_in_a_python_loop(config: frae.FRAEConfig) -> None:
-    weights = frae.initial_weights(config, seed=2)
-    module = nnx.merge(jax_model.graphdef(config), jax_model.state_from_weights(weights))
-    x = _inputs(seed=3)
-    start = _inputs(seed=4, width=config.feedback_dim)[:, 0]
-    outputs, codes, last = jax_model.unroll(config, weights, x, state=start)
-    feedback = start
-    for t in range(STEPS):
-        feedback, (output, code) = module.step(feedback, x[:, t])
-        assert_close("self", np.asarray(output), np.asarray(outputs[:, t]), f"x̂ at {t}")
-        assert_close("self", np.asarray(code), np.asarray(codes[:, t]), f"z at {t}")
-    assert_close("self", np.asarray(last), np.asarray(feedback), "last feedback")
-
-
 BELOW_AND_FROM = {  # below the parity cases' batches lie; from them on, the other path
     "stored-batch_major": min(jax_train.REMAT_MIN_BATCH, jax_model.BATCH_LAST_MIN_BATCH) - 1,
     "remat-batch_last": max(jax_train.REMAT_MIN_BATCH, jax_model.BATCH_LAST_MIN_BATCH),

@@ -1,7 +1,6 @@
 """PyTorch-specific promises of ``torch_scan``: the ``nn.Linear`` and ``nn.GRUCell`` layouts
-and their one transpose, the scan equal to the cell stepped in Python, float32, one
-compilation for every shape and state, chunks chained through their states equal to one
-call, and nothing global changed in the user's process."""
+and their one transpose, float32, one compilation for every shape and state, chunks chained
+through their states equal to one call, and nothing global changed in the user's process."""
 
 from __future__ import annotations
 
@@ -84,22 +83,6 @@ def test_a_square_kernel_left_untransposed_fails_parity(monkeypatch: pytest.Monk
     expected = frae.create("reference", config, weights=weights).predict(x)
     with pytest.raises(AssertionError):
         assert_close("outputs", model.predict(x), expected)
-
-
-@pytest.mark.parametrize("config", CONFIGS.values(), ids=CONFIGS)
-def test_scan_equals_the_cell_stepped_in_a_python_loop(config: frae.FRAEConfig) -> None:
-    weights = frae.initial_weights(config, seed=2)
-    module = torch_model.module_for(config)
-    torch_model.load_canonical(module, weights)
-    x = torch.from_numpy(_inputs(3, config))
-    with torch.no_grad():
-        outputs, codes, last = torch_model.unroll(config, module, x)
-        feedback = torch.zeros(BATCH, config.feedback_dim)
-        for t in range(STEPS):
-            feedback, (output, code) = module.step(feedback, x[:, t])
-            assert_close("self", output.numpy(), outputs[:, t].numpy(), f"x̂ at {t}")
-            assert_close("self", code.numpy(), codes[:, t].numpy(), f"z at {t}")
-        assert_close("self", feedback.numpy(), last.numpy(), "the last feedback")
 
 
 def test_float32_throughout() -> None:
