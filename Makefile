@@ -50,8 +50,7 @@ $(STAMP): pyproject.toml constraints.txt
 $(STAMP): SHELL := bash
 
 # a pytest worker per core and one more, up to four (each holds every framework: some 3 GiB):
-# with one a core, the cores stood idle a fifth of the run, while workers waited on the
-# processes they start (docs/performance.md, "The test suite")
+# the extra one keeps the cores busy while the others wait on the processes they start
 WORKERS := $(shell $(PYTHON) -c 'import os; print(min(len(os.sched_getaffinity(0)) + 1, 4))')
 PARALLEL := -n $(WORKERS) --dist loadgroup --no-loadscope-reorder
 
