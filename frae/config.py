@@ -93,8 +93,9 @@ class FRAEConfig:
     The defaults reproduce the original model: 2 features, encoder 4 -> 3 -> latent 1,
     decoder 3 -> output 2, swish everywhere, the reconstruction fed back. With
     ``feedback="state"`` the decoder is a GRU of ``state_dim`` units followed by its dense
-    layers, and its state is fed back (the contract's "State feedback"). Invalid values
-    raise on construction.
+    layers, and its state is fed back (the contract's "State feedback"). With ``code_step`` Δ the
+    code is quantized to multiples of Δ inside the recurrence (the contract's "Quantized
+    codes"). Invalid values raise on construction.
     """
 
     input_dim: int = 2
@@ -105,6 +106,7 @@ class FRAEConfig:
     output_activation: str = "swish"
     feedback: str = "output"
     state_dim: int | None = None
+    code_step: float | None = None
 
     def __post_init__(self) -> None:
         checked = {
@@ -117,6 +119,7 @@ class FRAEConfig:
                 self.output_activation, "output_activation", ACTIVATIONS
             ),
             "feedback": validation.check_choice(self.feedback, "feedback", FEEDBACKS),
+            "code_step": validation.check_code_step(self.code_step),
         }
         if checked["feedback"] == "state":
             checked["state_dim"] = validation.check_positive_int(self.state_dim, "state_dim")

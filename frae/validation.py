@@ -54,6 +54,22 @@ def check_positive_int(value: object, name: str) -> int:
     return int(value)
 
 
+def check_code_step(value: object) -> float | None:
+    """``None``, or Δ = 2^−k for an integer 0 ≤ k ≤ 14 (the contract's "Quantized codes")."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"code_step must be a number or None, got {describe(value)}")
+    step = float(value)
+    mantissa, exponent = math.frexp(step) if math.isfinite(step) else (0.0, 0)
+    if mantissa != 0.5 or not -13 <= exponent <= 1:  # 2^-k = 0.5 · 2^(1-k)
+        raise ValueError(
+            f"code_step must be 2^-k for an integer k from 0 to 14 (1, 0.5, ... 2^-14), "
+            f"got {value!r}"
+        )
+    return step
+
+
 def check_units(value: object, name: str) -> tuple[int, ...]:
     """A sequence (possibly empty) of positive layer widths."""
     if isinstance(value, str | bytes) or not isinstance(value, Iterable):

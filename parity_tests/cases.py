@@ -82,3 +82,48 @@ BOTH_MODELS = [
 ]
 """Output and state feedback on their first cases, each with its model as id: a test that
 takes one of them as ``case`` shares the compiled functions of that case's tests."""
+
+
+QUANTIZED = {
+    # the contract's "Quantized codes": a latent that saturates (tanh) on a coarse grid and on
+    # a fine one, one that does not (swish), and the GRU model
+    "tanh_coarse": Case(FRAEConfig(activation="tanh", latent_dim=2, code_step=2**-2), 3, 7),
+    "tanh_fine": Case(FRAEConfig(activation="tanh", latent_dim=2, code_step=2**-9), 3, 7),
+    "swish": Case(FRAEConfig(latent_dim=2, code_step=2**-6), 3, 7),
+    "state": Case(FRAEConfig(feedback="state", state_dim=8, code_step=2**-5), 3, 7),
+    # fine grids, whose clip (±Q·Δ: about ±4, ±2) swish codes cross: gradients
+    "clipped": Case(FRAEConfig(encoder_units=(6, 4), latent_dim=2, code_step=2**-13), 4, 9),
+    "clipped_state": Case(
+        FRAEConfig(latent_dim=2, feedback="state", state_dim=8, code_step=2**-14), 4, 9
+    ),
+}
+
+
+def quantized_params(*names: str) -> list[pytest.ParameterSet]:
+    """The quantized cases ``names`` as parameters, each with its name as id."""
+    return [pytest.param(QUANTIZED[name], id=f"quantized_{name}") for name in names]
+
+
+TIES = np.array([0.5, 2.5, -2.5, -0.5])
+"""Codes at k + ½ steps of Δ: half to even gives 0, 2, -2, 0 (away from zero 1, 3, -3, -1)."""
+
+
+def tie_case(feedback: str = "output") -> Case:
+    """A model whose every code is exactly ``TIES`` steps of Δ in float32 (``tie_weights``):
+    no encoder layer, a linear latent."""
+    config = FRAEConfig(
+        encoder_units=(), latent_dim=len(TIES), activation="linear", feedback=feedback,
+        state_dim=6 if feedback == "state" else None, code_step=2**-3,
+    )  # fmt: skip
+    return Case(config, batch=2, steps=5)
+
+
+def tie_weights(config: FRAEConfig) -> dict[str, npt.NDArray[np.float32]]:
+    """Initial weights but the latent's: a zero kernel and the bias ``TIES · Δ``."""
+    from frae.params import initial_weights
+
+    assert config.code_step is not None
+    weights = initial_weights(config, 45)
+    weights["encoder/latent/kernel"] = np.zeros_like(weights["encoder/latent/kernel"])
+    weights["encoder/latent/bias"] = (TIES * config.code_step).astype(np.float32)
+    return weights

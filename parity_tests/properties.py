@@ -64,6 +64,38 @@ PROPERTIES = {
         ("test_gradients_equal_the_reference",),
         ("gradients",),
     ),
+    "quantized_codes": Property(
+        "quantized codes",
+        "with a code step Δ the code is rounded half to even and clipped inside the loop: "
+        "encode returns grid values whose symbols equal the reference's exactly, and predict "
+        "the reference's closed-loop outputs, on inputs at least 1e-4 steps of Δ from a tie "
+        "(asserted); tanh (saturated) and swish latents, both feedbacks, four Δ",
+        ("test_symbols_equal_the_references",),
+        ("outputs",),
+    ),
+    "quantized_decode": Property(
+        "quantized decoder input",
+        "decode quantizes what it is given: off-grid codes (beyond the clip too) decode as "
+        "their rounding, and as the reference decodes them; decode(encode(x)) equals "
+        "predict(x); both feedbacks",
+        ("test_decode_quantizes_what_it_is_given",),
+        ("outputs", "self"),
+    ),
+    "straight_through": Property(
+        "straight-through gradients",
+        "with Δ set every gradient equals the reference's straight-through one (round passed "
+        "as the identity, the clip blocking beyond ±Q·Δ), on codes either side of the clip; "
+        "both feedbacks",
+        ("test_straight_through_gradients_equal_the_references",),
+        ("gradients",),
+    ),
+    "ties": Property(
+        "rounding ties",
+        "codes exactly k + ½ steps of Δ in float32 round to the even symbol (0.5 to 0, 2.5 to "
+        "2, -2.5 to -2), and the outputs from them are the reference's; both feedbacks",
+        ("test_a_tie_rounds_to_the_even_symbol",),
+        ("outputs",),
+    ),
     "stateless": Property(
         "no state kept between calls",
         "each call starts from x̂₀ = 0 (s₀ = 0): the same output after other calls, sequences of "
@@ -80,9 +112,11 @@ PROPERTIES = {
         "predict, encode and decode cut into chunks (drawn by hypothesis, down to one frame) and "
         "chained through their states equal one call of the reference, outputs and last state, "
         "for a batch, a batch of one and one sequence; a call from a given state equals the "
-        "reference's from it; initial_state is the zero state; for both feedbacks",
+        "reference's from it; initial_state is the zero state; for both feedbacks, and with "
+        "a code step",
         (
             "test_chained_chunks_equal_one_call",
+            "test_quantized_chunks_equal_one_call",
             "test_a_chunk_continues_from_the_state_it_is_given",
             "test_initial_state_is_the_zero_state",
         ),
@@ -185,8 +219,9 @@ PROPERTIES = {
         "loss decrease",
         "fit halves the loss on multi-sine signals in 60 steps, lowers it on the original "
         "problem, changes every weight, and starts a fresh optimizer at each call (all but the "
-        "original problem for both feedbacks)",
+        "original problem for both feedbacks); with a code step, fit lowers the loss by 30 %",
         (
+            "test_fit_with_a_code_step_lowers_the_loss",
             "test_fit_halves_the_loss_on_a_learnable_signal",
             "test_fit_lowers_the_loss_on_the_original_problem",
             "test_fit_changes_the_weights_and_each_call_starts_a_fresh_optimizer",

@@ -220,6 +220,15 @@ BAD_CONFIGS: dict[str, tuple[dict[str, Any], type[Exception], str]] = {
     "state feedback without state_dim": ({"feedback": "state"}, TypeError, "state_dim"),
     "state_dim 0": ({"feedback": "state", "state_dim": 0}, ValueError, "state_dim"),
     "state_dim float": ({"feedback": "state", "state_dim": 8.0}, TypeError, "state_dim"),
+    "code_step 0": ({"code_step": 0.0}, ValueError, "code_step"),
+    "code_step negative": ({"code_step": -0.25}, ValueError, "code_step"),
+    "code_step not a power of two": ({"code_step": 0.3}, ValueError, "code_step"),
+    "code_step 2": ({"code_step": 2.0}, ValueError, "code_step"),
+    "code_step 2^-15": ({"code_step": 2.0**-15}, ValueError, "code_step"),
+    "code_step infinite": ({"code_step": float("inf")}, ValueError, "code_step"),
+    "code_step NaN": ({"code_step": float("nan")}, ValueError, "code_step"),
+    "code_step str": ({"code_step": "0.5"}, TypeError, "code_step"),
+    "code_step bool": ({"code_step": True}, TypeError, "code_step"),
 }
 
 

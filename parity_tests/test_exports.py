@@ -12,7 +12,7 @@ import pytest
 import frae
 from frae import runtimes
 from parity_tests import exports
-from parity_tests.cases import BOTH_MODELS, Case
+from parity_tests.cases import BOTH_MODELS, Case, tie_case, tie_weights
 from parity_tests.checks import assert_same_weights
 from parity_tests.conftest import MakeBackend
 from parity_tests.test_streaming import stream_weights
@@ -20,11 +20,13 @@ from parity_tests.tolerances import assert_close
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("case", BOTH_MODELS)
+@pytest.mark.parametrize("case", [*BOTH_MODELS, pytest.param(tie_case(), id="quantized_ties")])
 def test_every_artifact_equals_the_reference_in_its_runtime_alone(
     make_backend: MakeBackend, reference: MakeBackend, case: Case, tmp_path: Path
 ) -> None:
-    weights = stream_weights(case)
+    """With a code step, every code a tie (``tie_case``): the artifact rounds half to even."""
+    quantized = case.config.code_step is not None
+    weights = tie_weights(case.config) if quantized else stream_weights(case)
     model, oracle = make_backend(case.config), reference(case.config, weights=weights)
     model.set_weights(weights)  # the weights it holds now, not those it was created with
     asked = exports.requests(case, oracle)

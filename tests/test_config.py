@@ -49,6 +49,17 @@ def test_config_dicts_round_trip_through_json(name: str) -> None:
     assert frae.FRAEConfig.from_dict(fields) == config
 
 
+def test_every_code_step_of_the_contract_is_taken_as_a_float() -> None:
+    """Δ = 2^-k for k = 0 … 14, from an int, a float or a NumPy scalar; one of each beyond."""
+    steps = [1, *(2.0**-k for k in range(1, 14)), np.float32(2**-14)]
+    assert [frae.FRAEConfig(code_step=step).code_step for step in steps] == [
+        2.0**-k for k in range(15)
+    ]
+    assert all(type(frae.FRAEConfig(code_step=step).code_step) is float for step in steps)
+    config = frae.FRAEConfig(code_step=2**-5)
+    assert frae.FRAEConfig.from_dict(json.loads(json.dumps(config.to_dict()))) == config
+
+
 def test_config_dicts_reject_unknown_fields_and_bad_values() -> None:
     with pytest.raises(ValueError, match="hidden_units"):
         frae.FRAEConfig.from_dict({"hidden_units": [3]})

@@ -22,6 +22,7 @@ from flax import nnx
 from flax.typing import PathParts
 
 from frae import gru_layout, routes
+from frae.codec import SYMBOL_LIMIT
 from frae.config import FUSED_PRODUCT_MAX_SIZE, GRU, FRAEConfig, Layer
 
 Array = jax.Array
@@ -64,6 +65,18 @@ def product(h: Array, kernel: Array) -> Array:
     return jnp.matmul(h, kernel, precision=PRECISION)
 
 
+def quantize(code: Array, code_step: float | None) -> Array:
+    """ẑ = Δ·clip(round(z / Δ), −Q, Q), round half to even, and straight through in the
+    backward pass where ``|z / Δ| ≤ Q`` (the contract's "Quantized codes"); ``None``: z."""
+    if code_step is None:
+        return code
+    scaled = code / code_step
+    grid = jnp.clip(jnp.round(scaled), -SYMBOL_LIMIT, SYMBOL_LIMIT) * code_step
+    inside = jnp.abs(scaled) <= SYMBOL_LIMIT
+    straight = jnp.where(inside, code - jax.lax.stop_gradient(code), 0.0)
+    return jax.lax.stop_gradient(grid) + straight
+
+
 class DenseStack(nnx.Module):
     """Dense layers applied in turn, ``h ← act(h @ kernel + bias)``, under their short names.
     ``rngs`` draws nothing: ``graphdef`` builds the modules abstractly."""
@@ -104,6 +117,7 @@ class FRAE(nnx.Module):
 
     def __init__(self, config: FRAEConfig, *, rngs: nnx.Rngs) -> None:
         self.input_dim = config.input_dim
+        self.code_step = config.code_step
         self.encoder = DenseStack(config.encoder_layers, rngs=rngs)
         self.decoder = DenseStack(config.decoder_layers, rngs=rngs)
 
@@ -118,11 +132,13 @@ class FRAE(nnx.Module):
 
     def decode_step_batch_last(self, feedback: Array, z_t: Array) -> Step:
         """``decode_step`` on ``(features, B)`` arrays."""
+        z_t = quantize(z_t, self.code_step)
         output = self.decoder(jnp.concatenate([z_t, feedback], 0), batch_last=True)
         return output, (output, z_t)
 
     def decode_step(self, feedback: Array, z_t: Array) -> Step:
-        """x̂_{t-1}, z_t -> x̂_t, (x̂_t, z_t): the decoder alone, on a given code."""
+        """x̂_{t-1}, z_t -> x̂_t, (x̂_t, ẑ_t): the decoder alone, on a given code."""
+        z_t = quantize(z_t, self.code_step)
         output = self.decoder(jnp.concatenate([z_t, feedback], -1))
         return output, (output, z_t)
 
@@ -175,6 +191,7 @@ class StateFRAE(nnx.Module):
 
     def __init__(self, config: FRAEConfig, *, rngs: nnx.Rngs) -> None:
         assert config.gru is not None, "a state-feedback config"
+        self.code_step = config.code_step
         self.encoder = DenseStack(config.encoder_layers, rngs=rngs)
         self.decoder = GRUDecoder(config.gru, config.decoder_layers, rngs=rngs)
 
@@ -183,7 +200,8 @@ class StateFRAE(nnx.Module):
         return self.decode_step(state, self.encoder(jnp.concatenate([x_t, state], -1)))
 
     def decode_step(self, state: Array, z_t: Array) -> Step:
-        """s_{t-1}, z_t -> s_t, (x̂_t, z_t): the GRU and the decoder, on a given code."""
+        """s_{t-1}, z_t -> s_t, (x̂_t, ẑ_t): the GRU and the decoder, on a given code."""
+        z_t = quantize(z_t, self.code_step)
         state, _ = self.decoder.gru(state, z_t)
         return state, (self.decoder(state), z_t)
 

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from frae import routes
+from frae.codec import SYMBOL_LIMIT
 from frae.config import FUSED_PRODUCT_MAX_SIZE, FRAEConfig, Layer
 from frae.quiet import import_quietly
 
@@ -115,11 +116,23 @@ class FRAECell(keras.layers.Layer):
         state = self.gru_step(code, feedback)
         return self.dense_stack(self.frae_config.decoder_layers, state), state
 
+    def quantize(self, code: Tensor) -> Tensor:
+        """ẑ = Δ·clip(round(z / Δ), −Q, Q), round half to even, and straight through in the
+        backward pass where ``|z / Δ| ≤ Q`` (the contract's "Quantized codes")."""
+        step = self.frae_config.code_step
+        if step is None:
+            return code
+        scaled = code / step
+        grid = ops.clip(ops.round(scaled), -SYMBOL_LIMIT, SYMBOL_LIMIT) * step
+        straight = ops.where(ops.abs(scaled) <= SYMBOL_LIMIT, code - ops.stop_gradient(code), 0.0)
+        return ops.stop_gradient(grid) + straight
+
     def step(self, inputs: Tensor, feedback: Tensor) -> tuple[Tensor, Tensor, Tensor]:
-        """``(x̂_t, z_t, what is fed back at t + 1)`` from x_t and the feedback."""
+        """``(x̂_t, ẑ_t, what is fed back at t + 1)`` from x_t and the feedback."""
         code = self.dense_stack(
             self.frae_config.encoder_layers, ops.concatenate([inputs, feedback], axis=-1)
         )
+        code = self.quantize(code)
         reconstruction, fed_back = self.decode_step(code, feedback)
         return reconstruction, code, fed_back
 
@@ -142,7 +155,7 @@ class DecoderCell(keras.layers.Layer):
         self.output_size = cell.frae_config.input_dim
 
     def call(self, inputs: Tensor, states: list[Tensor]) -> tuple[Tensor, list[Tensor]]:
-        reconstruction, fed_back = self.cell.decode_step(inputs, states[0])
+        reconstruction, fed_back = self.cell.decode_step(self.cell.quantize(inputs), states[0])
         return reconstruction, [fed_back]
 
 

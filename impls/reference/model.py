@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from frae import codec
 from frae.config import GRU, FRAEConfig, Layer
 
 Array = npt.NDArray[np.floating[Any]]
@@ -101,10 +102,12 @@ def unroll(
     state: Array | None = None,
     traces: list[StepTraces] | None = None,
     cell: GRUCell = gru_step,
+    quantize: Callable[[Array, float], Array] = codec.quantize,
 ) -> tuple[Array, Array, Array]:
     """Step the recurrence from ``state`` (zeros for ``None``) over x, or with ``codes_given``
-    over the codes z for the decoder alone; ``traces``, when a list, receives each step's
-    layer traces for back-propagation through time; ``cell`` steps the GRU.
+    over the codes z for the decoder alone, each code quantized if the config says so;
+    ``traces``, when a list, receives each step's layer traces for back-propagation through
+    time; ``cell`` steps the GRU and ``quantize`` rounds a code to the grid of Δ.
 
     Returns:
         ``(x̂, z, feedback)``: x̂ and z each ``(B, T, ·)``, and x̂_T (or s_T) ``(B, S)``.
@@ -126,6 +129,8 @@ def unroll(
         else:
             encoder_input = np.concatenate([sequences[:, t], feedback], axis=1)
             code = dense_stack(weights, encoder, encoder_input, encoder_trace)
+        if config.code_step is not None:
+            code = quantize(code, config.code_step)
         gru_trace = None
         if gru is None:
             decoder_input = np.concatenate([code, feedback], axis=1)

@@ -3,11 +3,11 @@ out, and the contract's SGD and Adam."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 import numpy as np
 
-from frae import activations
+from frae import activations, codec
 from frae.backend import Moments, TrainStep
 from frae.config import GRU, FRAEConfig
 from frae.optimizers import ADAM
@@ -62,14 +62,22 @@ def gru_backward(
     return d_code, d_state * p + d_c @ params[gru.recurrent_kernel].T
 
 
-def loss_and_grads(config: FRAEConfig, params: Params, x: Array, y: Array) -> tuple[float, Params]:
+def loss_and_grads(
+    config: FRAEConfig,
+    params: Params,
+    x: Array,
+    y: Array,
+    passes_gradient: Callable[[Array, float], Array] = codec.passes_gradient,
+) -> tuple[float, Params]:
     """Mean squared error of ``unroll(x)`` against ``y`` and its exact gradient.
 
     Back-propagation through time: the gradient reaching x̂_t is the loss's own,
     2(x̂_t - y_t)/(B·T·F), plus what flows back from step t+1 through the feedback rows of
     ``encoder/dense_0/kernel`` (rows F..2F-1) and ``decoder/dense_0/kernel`` (rows L..).
     With state feedback the gradient reaching s_t is the decoder's, plus what flows back from
-    step t+1 through the encoder's feedback rows (F..F+H-1) and through the GRU.
+    step t+1 through the encoder's feedback rows (F..F+H-1) and through the GRU. With a
+    code step, d loss / d z_t is d loss / d ẑ_t where ``passes_gradient`` (``|z_t / Δ| ≤ Q``)
+    and zero elsewhere.
     """
     traces: list[StepTraces] = []
     outputs, _, _ = unroll(config, params, x, traces=traces)
@@ -89,6 +97,8 @@ def loss_and_grads(config: FRAEConfig, params: Params, x: Array, y: Array) -> tu
         else:
             d_state = dense_stack_backward(params, decoder_traces, d_outputs[:, t], grads)
             d_code, d_feedback = gru_backward(params, gru, gru_trace, d_state + d_feedback, grads)
+        if config.code_step is not None:  # straight through the rounding, not the clip
+            d_code = d_code * passes_gradient(encoder_traces[-1].out, config.code_step)
         d_encoder_in = dense_stack_backward(params, encoder_traces, d_code, grads)
         d_feedback = d_feedback + d_encoder_in[:, features:]
     return loss, grads

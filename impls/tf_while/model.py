@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
 from frae import routes
+from frae.codec import SYMBOL_LIMIT
 from frae.config import FUSED_PRODUCT_MAX_SIZE, GRU, FRAEConfig, Layer
 from frae.quiet import import_quietly
 
@@ -75,6 +76,15 @@ def gru_step(
     return (1.0 - update) * candidate + update * state
 
 
+def quantize(code: tf.Tensor, code_step: float) -> tf.Tensor:
+    """ẑ = Δ·clip(round(z / Δ), −Q, Q), round half to even, and straight through in the
+    backward pass where ``|z / Δ| ≤ Q`` (the contract's "Quantized codes")."""
+    scaled = code / code_step
+    grid = tf.clip_by_value(tf.round(scaled), -SYMBOL_LIMIT, SYMBOL_LIMIT) * code_step
+    inside = tf.cast(tf.abs(scaled) <= SYMBOL_LIMIT, code.dtype)
+    return tf.stop_gradient(grid) + (code - tf.stop_gradient(code)) * inside
+
+
 Step = tuple[tf.Tensor, tf.Tensor, tf.Tensor]
 Cell = Callable[[tf.Tensor, tf.Tensor], Step]
 """``(fresh, feedback) -> (z_t, x̂_t, feedback_t)``: one time step, ``fresh`` being x_t or a
@@ -88,9 +98,9 @@ def make_cell(config: FRAEConfig, variables: Variables, *, codes_given: bool = F
     gru = config.gru
 
     def encode(fresh: tf.Tensor, feedback: tf.Tensor) -> tf.Tensor:
-        if codes_given:
-            return fresh
-        return dense_stack(weights, config.encoder_layers, tf.concat([fresh, feedback], axis=1))
+        if not codes_given:
+            fresh = dense_stack(weights, config.encoder_layers, tf.concat([fresh, feedback], 1))
+        return fresh if config.code_step is None else quantize(fresh, config.code_step)
 
     def output_feedback_cell(fresh: tf.Tensor, feedback: tf.Tensor) -> Step:
         code = encode(fresh, feedback)

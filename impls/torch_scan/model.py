@@ -33,6 +33,7 @@ from torch import nn
 from torch._higher_order_ops.scan import scan
 
 from frae import gru_layout
+from frae.codec import SYMBOL_LIMIT
 from frae.config import FRAEConfig, Layer
 
 Step = tuple[torch.Tensor, tuple[torch.Tensor, torch.Tensor]]
@@ -44,6 +45,17 @@ ACTIVATIONS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
     "sigmoid": torch.sigmoid,
     "linear": lambda pre: pre,
 }
+
+
+def quantize(code: torch.Tensor, code_step: float | None) -> torch.Tensor:
+    """ẑ = Δ·clip(round(z / Δ), −Q, Q), round half to even, and straight through in the
+    backward pass where ``|z / Δ| ≤ Q`` (the contract's "Quantized codes"); ``None``: z."""
+    if code_step is None:
+        return code
+    scaled = code / code_step
+    grid = torch.clamp(torch.round(scaled), -SYMBOL_LIMIT, SYMBOL_LIMIT) * code_step
+    straight = torch.where(scaled.abs() <= SYMBOL_LIMIT, code - code.detach(), 0.0)
+    return grid.detach() + straight
 
 
 GRU_MODULE = "decoder_gru"
@@ -104,7 +116,7 @@ class FRAE(_Recurrent):
 
     def step(self, feedback: torch.Tensor, x_t: torch.Tensor) -> Step:
         """x̂_{t-1}, x_t -> x̂_t, (x̂_t, z_t)."""
-        z_t = self.encoder(torch.cat([x_t, feedback], dim=-1))
+        z_t = quantize(self.encoder(torch.cat([x_t, feedback], dim=-1)), self.config.code_step)
         output = self.decoder(torch.cat([z_t, feedback], dim=-1))
         # the scan forbids outputs that alias each other or a value saved for the gradient
         # (tanh's backward saves its output): copies, which Inductor writes from its kernel
@@ -114,6 +126,7 @@ class FRAE(_Recurrent):
         self, feedback: torch.Tensor, z_t: torch.Tensor
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """x̂_{t-1}, z_t -> x̂_t, x̂_t: the decoder alone, on a given code."""
+        z_t = quantize(z_t, self.config.code_step)
         output = self.decoder(torch.cat([z_t, feedback], dim=-1))
         return output.clone(), output.clone()
 
@@ -141,7 +154,7 @@ class StateFRAE(_Recurrent):
 
     def step(self, state: torch.Tensor, x_t: torch.Tensor) -> Step:
         """s_{t-1}, x_t -> s_t, (x̂_t, z_t)."""
-        z_t = self.encoder(torch.cat([x_t, state], dim=-1))
+        z_t = quantize(self.encoder(torch.cat([x_t, state], dim=-1)), self.config.code_step)
         state = self.decoder_gru(z_t, state)
         output = self.decoder(state)
         # copies, as in ``FRAE.step``: the state is saved for the gradient of the decoder's
@@ -152,7 +165,7 @@ class StateFRAE(_Recurrent):
         self, state: torch.Tensor, z_t: torch.Tensor
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """s_{t-1}, z_t -> s_t, x̂_t: the GRU and the decoder alone, on a given code."""
-        state = self.decoder_gru(z_t, state)
+        state = self.decoder_gru(quantize(z_t, self.config.code_step), state)
         return state.clone(), self.decoder(state).clone()
 
 

@@ -1,0 +1,120 @@
+"""Quantization mutants (the contract's "Quantized codes"), one realistic mistake each (see
+``parity_tests.mutants``)."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from frae import codec
+from frae.backend import Array
+from impls.reference import train
+from impls.reference.model import unroll
+from parity_tests.mutants import Float32Reference, _float32
+
+
+class OpenLoop(Float32Reference):
+    """The codes rounded after the loop, not inside it: the decoder and the feedback read the
+    unrounded code, so the sender's loop never sees what the receiver gets."""
+
+    breaks = "quantized_codes"
+
+    def _unrounded(self, x: Array, state: Array) -> tuple[Array, Array, Array]:
+        return unroll(dataclasses.replace(self.config, code_step=None), self.params, x, state=state)
+
+    def _predict(self, x: Array, state: Array) -> tuple[Array, Array]:
+        outputs, _, last = self._unrounded(x, state)
+        return _float32((outputs, last))
+
+    def _encode(self, x: Array, state: Array) -> tuple[Array, Array]:
+        _, codes, last = self._unrounded(x, state)
+        return _float32((codec.quantize(codes, self.config.code_step), last))
+
+
+class DecodeTrustsItsInput(Float32Reference):
+    """``decode`` feeds the codes it is given to the decoder as they are: right for grid
+    values, wrong for any other."""
+
+    breaks = "quantized_decode"
+
+    def _decode(self, z: Array, state: Array) -> tuple[Array, Array]:
+        raw = dataclasses.replace(self.config, code_step=None)
+        outputs, _, last = unroll(raw, self.params, z, codes_given=True, state=state)
+        return _float32((outputs, last))
+
+
+def _half_away_from_zero(codes: Array, code_step: float) -> Array:
+    """``round`` as C's ``round`` and Python 2 did it: ties away from zero."""
+    scaled = codes / code_step
+    rounded = np.sign(scaled) * np.floor(np.abs(scaled) + 0.5)
+    return np.clip(rounded, -codec.SYMBOL_LIMIT, codec.SYMBOL_LIMIT) * code_step
+
+
+class TiesAwayFromZero(Float32Reference):
+    """A code at k + ½ steps of Δ rounded away from zero (C's ``round``), not to the even
+    symbol."""
+
+    breaks = "ties"
+
+    def _unroll(self, x: Array, state: Array, **options: Any) -> tuple[Array, Array, Array]:
+        return unroll(
+            self.config, self.params, x, state=state, quantize=_half_away_from_zero, **options
+        )
+
+    def _predict(self, x: Array, state: Array) -> tuple[Array, Array]:
+        outputs, _, last = self._unroll(x, state)
+        return _float32((outputs, last))
+
+    def _encode(self, x: Array, state: Array) -> tuple[Array, Array]:
+        _, codes, last = self._unroll(x, state)
+        return _float32((codes, last))
+
+    def _decode(self, z: Array, state: Array) -> tuple[Array, Array]:
+        outputs, _, last = self._unroll(z, state, codes_given=True)
+        return _float32((outputs, last))
+
+
+class _StraightThroughBroken(Float32Reference):
+    """Gradients whose pass through the quantizer is ``passes_gradient``."""
+
+    @staticmethod
+    def passes_gradient(codes: Array, code_step: float) -> Array:
+        raise NotImplementedError
+
+    def _loss_and_grads(self, x: Array, y: Array) -> tuple[float, Mapping[str, Any]]:
+        loss, grads = train.loss_and_grads(self.config, self.params, x, y, self.passes_gradient)
+        return loss, {name: grad.astype(np.float32) for name, grad in grads.items()}
+
+
+class NoGradientThroughRounding(_StraightThroughBroken):
+    """The rounding's true derivative, zero almost everywhere: the encoder learns nothing
+    from the reconstruction."""
+
+    breaks = "straight_through"
+
+    @staticmethod
+    def passes_gradient(codes: Array, code_step: float) -> Array:
+        return np.zeros(codes.shape, bool)
+
+
+class ClipGradientPassedOutside(_StraightThroughBroken):
+    """Straight through everywhere, the clip's range ignored: clipped codes still pull on
+    the encoder."""
+
+    breaks = "straight_through"
+
+    @staticmethod
+    def passes_gradient(codes: Array, code_step: float) -> Array:
+        return np.ones(codes.shape, bool)
+
+
+MUTANTS = [
+    OpenLoop,
+    DecodeTrustsItsInput,
+    TiesAwayFromZero,
+    NoGradientThroughRounding,
+    ClipGradientPassedOutside,
+]

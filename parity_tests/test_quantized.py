@@ -1,0 +1,164 @@
+"""The contract's "Quantized codes": the code rounded half to even and clipped inside the
+recurrence, the feedback computed from it, gradients straight through.
+
+Backends are compared with the reference on inputs whose reference margin to a rounding tie
+is at least ``MARGIN`` (each test asserts it before it compares): closer to a tie, float32
+rounding may pick the neighbouring symbol, a valid code from which the two trajectories part.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from frae import codec
+from frae.data import multi_sine
+from impls.reference.model import unroll
+from parity_tests.cases import (
+    QUANTIZED,
+    TIES,
+    Case,
+    quantized_params,
+    tie_case,
+    tie_weights,
+)
+from parity_tests.checks import parameters_without_gradient
+from parity_tests.conftest import MakeBackend
+from parity_tests.test_streaming import streamed
+from parity_tests.tolerances import assert_close
+
+MARGIN = 1e-4
+"""The contract's least margin, in steps of Δ, between a reference code and a tie."""
+
+
+INPUT_SEEDS = {"tanh_coarse": 42, "tanh_fine": 45, "swish": 44, "state": 42}
+INPUT_SEEDS |= {"clipped": 57, "clipped_state": 50}
+"""Each quantized case's inputs: the first seed from 42 whose codes lie at least 0.03 steps
+of Δ from a decision (0.08 on the finest grids, where float32 errs by more steps)."""
+
+
+def large_weights(case: Case) -> dict[str, np.ndarray]:
+    """Weights N(0, 1.5²): codes spread over many symbols, tanh's saturated (|z| to 0.999),
+    swish's past the clip."""
+    rng, shapes = np.random.default_rng(41), case.config.parameter_shapes()
+    return {name: rng.normal(0.0, 1.5, shape).astype(np.float32) for name, shape in shapes.items()}
+
+
+def unrounded_codes(case: Case, weights: dict[str, np.ndarray], x: np.ndarray) -> np.ndarray:
+    """The reference's codes z_t before rounding, ``(B, T, L)``, along its quantized loop."""
+    traces: list = []
+    params = {name: value.astype(np.float64) for name, value in weights.items()}
+    unroll(case.config, params, x.astype(np.float64), traces=traces)
+    return np.stack([encoder[-1].out for encoder, _, _ in traces], axis=1)
+
+
+def margin_checked(case: Case) -> tuple[dict[str, np.ndarray], np.ndarray]:
+    """``large_weights`` and inputs, the reference's codes at least ``MARGIN`` from a tie."""
+    name = next(name for name, known in QUANTIZED.items() if known == case)
+    weights, x = large_weights(case), case.inputs(INPUT_SEEDS[name])
+    margin = codec.tie_margin(unrounded_codes(case, weights, x), case.config.code_step)
+    assert margin >= MARGIN, f"the fixture's codes lie {margin:.2g} steps from a tie"
+    return weights, x
+
+
+@pytest.mark.parametrize("case", quantized_params("tanh_coarse", "tanh_fine", "swish", "state"))
+def test_symbols_equal_the_references(
+    make_backend: MakeBackend, reference: MakeBackend, case: Case
+) -> None:
+    """encode's codes lie on the grid and their symbols are the reference's, exactly; the
+    outputs of the closed loop are the reference's."""
+    weights, x = margin_checked(case)
+    model, oracle = (
+        make_backend(case.config, weights=weights),
+        reference(case.config, weights=weights),
+    )
+    step = case.config.code_step
+    codes, expected = model.encode(x), codec.symbols(oracle.encode(x), step)
+    assert len(np.unique(expected)) >= 3, "the fixture's codes use too few symbols"
+    np.testing.assert_array_equal(codec.symbols(codes, step) * step, codes, "codes off the grid")
+    np.testing.assert_array_equal(codec.symbols(codes, step), expected, "symbols")
+    assert_close("outputs", model.predict(x), oracle.predict(x), "closed-loop outputs")
+
+
+@pytest.mark.parametrize("case", quantized_params("swish", "state"))
+def test_decode_quantizes_what_it_is_given(
+    make_backend: MakeBackend, reference: MakeBackend, case: Case
+) -> None:
+    """decode of off-grid codes (beyond the clip too) equals decode of their rounding, and
+    the reference's; decode(encode(x)) equals predict(x)."""
+    weights, x = margin_checked(case)
+    model, oracle = (
+        make_backend(case.config, weights=weights),
+        reference(case.config, weights=weights),
+    )
+    step = case.config.code_step
+    codes = model.encode(x)
+    nudged = codes + step * np.random.default_rng(43).uniform(-0.45, 0.45, codes.shape)
+    nudged[0, 0], codes[0, 0] = 50_000 * step, codec.SYMBOL_LIMIT * step  # clipped to Q
+    nudged = nudged.astype(np.float32)
+    decoded = model.decode(codes)
+    np.testing.assert_array_equal(model.decode(nudged), decoded, "decode of off-grid codes")
+    assert_close("outputs", decoded, oracle.decode(nudged), "decode against the reference")
+    assert_close("self", model.decode(model.encode(x)), model.predict(x), "decode(encode(x))")
+
+
+@pytest.mark.parametrize("case", quantized_params("swish", "state"))
+def test_quantized_chunks_equal_one_call(
+    make_backend: MakeBackend, reference: MakeBackend, case: Case
+) -> None:
+    """predict, encode and decode in chunks chained through their states equal one call of
+    the reference, outputs and last state."""
+    weights, x = margin_checked(case)
+    model, oracle = (
+        make_backend(case.config, weights=weights),
+        reference(case.config, weights=weights),
+    )
+    calls = {"predict": x, "encode": x, "decode": oracle.encode(x).astype(np.float32)}
+    for cuts in ([3], list(range(1, case.steps))):
+        for method, sequences in calls.items():
+            outputs, state = streamed(getattr(model, method), sequences, cuts)
+            expected, last = getattr(oracle, method)(sequences, return_state=True)
+            assert_close("outputs", outputs, expected, f"{method} cut at {cuts}")
+            assert_close("outputs", state, last, f"{method} cut at {cuts}: last state")
+
+
+@pytest.mark.parametrize("case", quantized_params("clipped", "clipped_state"))
+def test_straight_through_gradients_equal_the_references(
+    make_backend: MakeBackend, reference: MakeBackend, case: Case
+) -> None:
+    """Every gradient equals the reference's straight-through one: round passed as the
+    identity, the clip blocking where |z / Δ| > Q (the fixture has codes on both sides)."""
+    weights, x = margin_checked(case)
+    limit = codec.SYMBOL_LIMIT * case.config.code_step
+    clipped = np.abs(unrounded_codes(case, weights, x)) > limit
+    assert clipped.any() and not clipped.all(), f"{clipped.mean():.0%} of the codes clipped"
+    y = case.inputs(seed=44)
+    _, grads = make_backend(case.config, weights=weights).loss_and_grads(x, y)
+    _, expected = reference(case.config, weights=weights).loss_and_grads(x, y)
+    missing = parameters_without_gradient(grads)
+    assert not missing, f"no finite, non-zero gradient for {missing}"
+    for name, grad in grads.items():
+        assert_close("gradients", grad, expected[name], name)
+
+
+@pytest.mark.parametrize("feedback", ["output", "state"])
+def test_a_tie_rounds_to_the_even_symbol(
+    make_backend: MakeBackend, reference: MakeBackend, feedback: str
+) -> None:
+    """Codes exactly k + ½ steps of Δ in float32 (``tie_case``) give the even symbols."""
+    case = tie_case(feedback)
+    weights = tie_weights(case.config)
+    model = make_backend(case.config, weights=weights)
+    oracle = reference(case.config, weights=weights)
+    x = case.inputs(46)
+    even = np.broadcast_to(np.rint(TIES).astype(np.int32), (case.batch, case.steps, len(TIES)))
+    np.testing.assert_array_equal(codec.symbols(model.encode(x), case.config.code_step), even)
+    assert_close("outputs", model.predict(x), oracle.predict(x), "outputs from the tied codes")
+
+
+def test_fit_with_a_code_step_lowers_the_loss(make_backend: MakeBackend) -> None:
+    """Straight-through training of the quantized model on a learnable signal."""
+    config = QUANTIZED["swish"].config
+    x = multi_sine(batch=8, steps=100, seed=47)
+    losses = make_backend(config, seed=7).fit(x, epochs=60, learning_rate=1e-2)["loss"]
+    assert losses[-1] < 0.7 * losses[0], f"loss {losses[0]:.4f} -> {losses[-1]:.4f}"
