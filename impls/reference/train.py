@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 
 import numpy as np
+import numpy.typing as npt
 
 from frae import activations, codec
 from frae.backend import Moments, TrainStep
@@ -67,7 +68,7 @@ def loss_and_grads(
     params: Params,
     x: Array,
     y: Array,
-    passes_gradient: Callable[[Array, float], Array] = codec.passes_gradient,
+    passes_gradient: Callable[[Array, float], npt.NDArray[np.bool_]] = codec.passes_gradient,
 ) -> tuple[float, Params]:
     """Mean squared error of ``unroll(x)`` against ``y`` and its exact gradient.
 
