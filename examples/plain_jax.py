@@ -1,4 +1,5 @@
-"""A port of the FRAE in plain ``jax.numpy``, both feedbacks: no Flax, about seventy lines.
+"""A port of the FRAE in plain ``jax.numpy``, both feedbacks and quantized codes: no Flax,
+about eighty lines.
 
 It shows what a port of your own needs to pass the parity suite:
 
@@ -53,10 +54,19 @@ def run(
         reset, update = jax.nn.sigmoid(a[0] + c[0]), jax.nn.sigmoid(a[1] + c[1])
         return (1 - update) * jnp.tanh(a[2] + reset * c[2]) + update * state
 
+    def quantize(code, step=config.code_step, limit=2**15 - 1):  # half to even, straight through
+        grid = jnp.clip(jnp.round(code / step), -limit, limit) * step
+        inside = jnp.abs(code / step) <= limit
+        return jax.lax.stop_gradient(grid) + jnp.where(
+            inside, code - jax.lax.stop_gradient(code), 0
+        )
+
     def step(feedback, fresh):
         code = fresh
         if not codes_given:
             code = stack(config.encoder_layers, jnp.concatenate([fresh, feedback], -1))
+        if config.code_step is not None:  # the decoder and the feedback read the rounded code
+            code = quantize(code)
         if config.gru is None:  # output feedback: x̂_t goes back
             feedback = output = stack(config.decoder_layers, jnp.concatenate([code, feedback], -1))
         else:  # state feedback: the GRU's s_t goes back

@@ -108,7 +108,7 @@ def _import_failure(spec: str) -> str | None:
 TRAINING_ONLY = "training_only_backends"
 """The ini option naming the backends whose own part is their output-feedback gradient and
 the training it drives (the hand-written-backward twins)."""
-TRAINING_PROPERTIES = ("gradients", "sgd", "adam")
+TRAINING_PROPERTIES = ("gradients", "straight_through", "sgd", "adam")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

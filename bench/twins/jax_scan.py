@@ -12,6 +12,7 @@ import jax.numpy as jnp
 from flax import nnx
 
 from frae.activations import activation_slope
+from frae.codec import SYMBOL_LIMIT
 from frae.config import FUSED_PRODUCT_MAX_SIZE, FRAEConfig
 from frae.optimizers import OPTIMIZERS
 from frae.params import Weights
@@ -42,6 +43,9 @@ def _traced_step(module: model.FRAE, feedback: Array, x_t: Array) -> tuple[Array
     z_t, encoder_inputs, encoder_slopes = _traced(
         module.encoder, jnp.concatenate([x_t, feedback], -1)
     )
+    if module.code_step is not None:  # straight through: the clip's mask joins the latent's slope
+        encoder_slopes[-1] = encoder_slopes[-1] * (jnp.abs(z_t / module.code_step) <= SYMBOL_LIMIT)
+        z_t = model.quantize(z_t, module.code_step)
     output, decoder_inputs, decoder_slopes = _traced(
         module.decoder, jnp.concatenate([z_t, feedback], -1)
     )

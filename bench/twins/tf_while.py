@@ -6,10 +6,11 @@ import functools
 from typing import Any
 
 from frae.activations import activation_slope
+from frae.codec import SYMBOL_LIMIT
 from frae.config import FRAEConfig, Layer
 from frae.params import Weights
 from impls.tf_while.backend import TFWhileBackend, compiled_functions, training_functions
-from impls.tf_while.model import ACTIVATIONS, Variables, product, tf
+from impls.tf_while.model import ACTIVATIONS, Variables, product, quantize, tf
 
 Records = dict[str, tuple[tf.Tensor, tf.Tensor]]
 """Layer name -> its input ``(T, B, fan_in)`` and its slope act'(a) ``(T, B, units)`` at
@@ -25,7 +26,7 @@ def recorded_forward(
     inputs = tf.transpose(x, [1, 0, 2])
     targets = tf.transpose(y, [1, 0, 2])
     scale = 2.0 / float(batch * steps * config.input_dim)
-    layers = config.layers
+    layers, latent = config.layers, config.encoder_layers[-1]
 
     def through(side: tuple[Layer, ...], h: tf.Tensor, seen: dict[str, tf.Tensor]) -> tf.Tensor:
         for layer in side:
@@ -43,6 +44,10 @@ def recorded_forward(
     ) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor, dict[str, tf.TensorArray]]:
         seen: dict[str, tf.Tensor] = {}
         code = through(config.encoder_layers, tf.concat([inputs[t], feedback], 1), seen)
+        if config.code_step is not None:  # straight through: the clip's mask joins the slope
+            inside = tf.abs(code / config.code_step) <= SYMBOL_LIMIT
+            seen[f"{latent.name}/slope"] *= tf.cast(inside, tf.float32)
+            code = quantize(code, config.code_step)
         reconstruction = through(config.decoder_layers, tf.concat([code, feedback], 1), seen)
         error = reconstruction - targets[t]
         seen["d_output"] = scale * error

@@ -60,6 +60,9 @@ def recorded_unroll(module: model.FRAE, x: torch.Tensor) -> tuple[torch.Tensor, 
         code, encoder_inputs, encoder_slopes = _recorded_stack(
             module.encoder, config.encoder_layers, torch.cat([x_t, feedback], dim=-1)
         )
+        if config.code_step is not None:  # straight through: the clip's mask joins the slope
+            encoder_slopes[-1] = encoder_slopes[-1] * module.quantize.passes_gradient(code)
+            code = module.quantize(code)
         output, decoder_inputs, decoder_slopes = _recorded_stack(
             module.decoder, config.decoder_layers, torch.cat([code, feedback], dim=-1)
         )

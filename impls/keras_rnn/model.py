@@ -116,7 +116,7 @@ class FRAECell(keras.layers.Layer):
         state = self.gru_step(code, feedback)
         return self.dense_stack(self.frae_config.decoder_layers, state), state
 
-    def quantize(self, code: Tensor) -> Tensor:
+    def round_code(self, code: Tensor) -> Tensor:
         """ẑ = Δ·clip(round(z / Δ), −Q, Q), round half to even, and straight through in the
         backward pass where ``|z / Δ| ≤ Q`` (the contract's "Quantized codes")."""
         step = self.frae_config.code_step
@@ -132,7 +132,7 @@ class FRAECell(keras.layers.Layer):
         code = self.dense_stack(
             self.frae_config.encoder_layers, ops.concatenate([inputs, feedback], axis=-1)
         )
-        code = self.quantize(code)
+        code = self.round_code(code)
         reconstruction, fed_back = self.decode_step(code, feedback)
         return reconstruction, code, fed_back
 
@@ -155,7 +155,7 @@ class DecoderCell(keras.layers.Layer):
         self.output_size = cell.frae_config.input_dim
 
     def call(self, inputs: Tensor, states: list[Tensor]) -> tuple[Tensor, list[Tensor]]:
-        reconstruction, fed_back = self.cell.decode_step(self.cell.quantize(inputs), states[0])
+        reconstruction, fed_back = self.cell.decode_step(self.cell.round_code(inputs), states[0])
         return reconstruction, [fed_back]
 
 

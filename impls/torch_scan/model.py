@@ -47,15 +47,28 @@ ACTIVATIONS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
 }
 
 
-def quantize(code: torch.Tensor, code_step: float | None) -> torch.Tensor:
+class Quantizer(nn.Module):
     """ẑ = Δ·clip(round(z / Δ), −Q, Q), round half to even, and straight through in the
-    backward pass where ``|z / Δ| ≤ Q`` (the contract's "Quantized codes"); ``None``: z."""
-    if code_step is None:
-        return code
-    scaled = code / code_step
-    grid = torch.clamp(torch.round(scaled), -SYMBOL_LIMIT, SYMBOL_LIMIT) * code_step
-    straight = torch.where(scaled.abs() <= SYMBOL_LIMIT, code - code.detach(), 0.0)
-    return grid.detach() + straight
+    backward pass where ``|z / Δ| ≤ Q`` (the contract's "Quantized codes"); without a code
+    step, z. Δ is a buffer, not a Python float: torch.compile makes a float an input of its
+    graph, which the scan cannot carry."""
+
+    def __init__(self, code_step: float | None) -> None:
+        super().__init__()
+        self.enabled = code_step is not None
+        step = torch.tensor(1.0 if code_step is None else code_step)
+        self.register_buffer("code_step", step, persistent=False)
+
+    def passes_gradient(self, code: torch.Tensor) -> torch.Tensor:
+        """Where the straight-through estimator passes the gradient: ``|z / Δ| ≤ Q``."""
+        return (code / self.code_step).abs() <= SYMBOL_LIMIT
+
+    def forward(self, code: torch.Tensor) -> torch.Tensor:
+        if not self.enabled:
+            return code
+        grid = torch.clamp(torch.round(code / self.code_step), -SYMBOL_LIMIT, SYMBOL_LIMIT)
+        straight = torch.where(self.passes_gradient(code), code - code.detach(), 0.0)
+        return (grid * self.code_step).detach() + straight
 
 
 GRU_MODULE = "decoder_gru"
@@ -112,11 +125,12 @@ class FRAE(_Recurrent):
         super().__init__()
         self.config = config
         self.encoder = DenseStack(config.encoder_layers)
+        self.quantize = Quantizer(config.code_step)
         self.decoder = DenseStack(config.decoder_layers)
 
     def step(self, feedback: torch.Tensor, x_t: torch.Tensor) -> Step:
         """x̂_{t-1}, x_t -> x̂_t, (x̂_t, z_t)."""
-        z_t = quantize(self.encoder(torch.cat([x_t, feedback], dim=-1)), self.config.code_step)
+        z_t = self.quantize(self.encoder(torch.cat([x_t, feedback], dim=-1)))
         output = self.decoder(torch.cat([z_t, feedback], dim=-1))
         # the scan forbids outputs that alias each other or a value saved for the gradient
         # (tanh's backward saves its output): copies, which Inductor writes from its kernel
@@ -126,7 +140,7 @@ class FRAE(_Recurrent):
         self, feedback: torch.Tensor, z_t: torch.Tensor
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """x̂_{t-1}, z_t -> x̂_t, x̂_t: the decoder alone, on a given code."""
-        z_t = quantize(z_t, self.config.code_step)
+        z_t = self.quantize(z_t)
         output = self.decoder(torch.cat([z_t, feedback], dim=-1))
         return output.clone(), output.clone()
 
@@ -149,12 +163,13 @@ class StateFRAE(_Recurrent):
             raise ValueError(f'StateFRAE needs feedback="state", got {config.feedback!r}')
         self.config = config
         self.encoder = DenseStack(config.encoder_layers)
+        self.quantize = Quantizer(config.code_step)
         self.decoder_gru = nn.GRUCell(gru.input_dim, gru.state_dim)  # GRU_MODULE
         self.decoder = DenseStack(config.decoder_layers)
 
     def step(self, state: torch.Tensor, x_t: torch.Tensor) -> Step:
         """s_{t-1}, x_t -> s_t, (x̂_t, z_t)."""
-        z_t = quantize(self.encoder(torch.cat([x_t, state], dim=-1)), self.config.code_step)
+        z_t = self.quantize(self.encoder(torch.cat([x_t, state], dim=-1)))
         state = self.decoder_gru(z_t, state)
         output = self.decoder(state)
         # copies, as in ``FRAE.step``: the state is saved for the gradient of the decoder's
@@ -165,7 +180,7 @@ class StateFRAE(_Recurrent):
         self, state: torch.Tensor, z_t: torch.Tensor
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """s_{t-1}, z_t -> s_t, x̂_t: the GRU and the decoder alone, on a given code."""
-        state = self.decoder_gru(quantize(z_t, self.config.code_step), state)
+        state = self.decoder_gru(self.quantize(z_t), state)
         return state.clone(), self.decoder(state).clone()
 
 
