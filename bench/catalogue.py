@@ -134,6 +134,10 @@ def _exported(exporter: str, format: str, factory: str, quick: bool) -> Variant:
     )
 
 
+NO_ROUNDING = "its loops have no rounding: the floors bound the float model"
+"""Why the floors and the C check run no quantized model."""
+
+
 DEVICE_COUNTS = (2,)
 """The devices axis: a training step at ``DEVICES_SHAPE`` on each count."""
 DEVICES_SHAPE = Shape(256, 1000)
@@ -163,6 +167,7 @@ VARIANTS = (
         Role.FLOOR,
         "native floor: forward and BPTT loops compiled by Numba, float32, one thread",
         needs=("numba",),
+        no_code_step=NO_ROUNDING,
     ),
     Variant(
         "c_forward",
@@ -173,6 +178,7 @@ VARIANTS = (
         needs_compiler=True,
         operations=("predict",),
         no_state_feedback="the C check's forward has no GRU",
+        no_code_step=NO_ROUNDING,
         no_stream="the C check is the forward alone (predict); the floors stream",
     ),
     Variant(
@@ -183,6 +189,7 @@ VARIANTS = (
         "-ffast-math, glibc's vector exp)",
         needs=("numba",),
         needs_compiler=True,
+        no_code_step=NO_ROUNDING,
     ),
     Variant(
         "matrix_floor",
@@ -196,6 +203,7 @@ VARIANTS = (
         only_shapes=WIDE_SHAPES,  # the targets' shapes: the rest of the grid is the loops'
         wide=OPERATIONS,
         no_state_feedback="the matrix floor has no GRU (numba_floor and simd_floor have)",
+        no_code_step=NO_ROUNDING,
     ),
     *_compiled(
         "tf_while",

@@ -27,9 +27,11 @@ from bench.grid import BATCHES, STEPS, choose_grid, read_config
 from bench.job import QUICK_SETTINGS, Settings
 from bench.records import EVERY_OPERATION, OPERATIONS, Record
 from bench.roles import Role
+from bench.rounding import with_quantized
 from bench.runner import default_out, run
 from bench.threads import check_count
 from frae.config import FRAEConfig
+from frae.validation import check_code_step
 
 
 def select(names: list[str] | None, quick: bool = False) -> list[Variant]:
@@ -72,12 +74,15 @@ def benchmark(
     preamble: str = "",
     operations: list[str] | None = None,
     config: FRAEConfig | None = None,
+    code_step: float | None = None,
 ) -> tuple[list[Record], str]:
     """Measure over ``bench.grid.choose_grid``'s grid, then write the report (``preamble``,
     Markdown, before its summary); return the records and the summary for the terminal."""
     from bench import report
 
     grid, models = choose_grid(quick, config, batches, steps, operations)
+    if code_step is not None:
+        grid, models = with_quantized(grid, models, code_step)
     chosen = settings or (QUICK_SETTINGS if quick else Settings())
     records = run(select(variants, quick), grid, chosen, out, progress, models)
     return records, report.write(records, out, preamble)
@@ -124,6 +129,13 @@ def parser(prog: str) -> argparse.ArgumentParser:
         metavar="JSON_OR_FILE",
         help="the model to measure instead of the default: a JSON object of FRAEConfig fields "
         f"({', '.join(FRAEConfig.__dataclass_fields__)}) or a file holding one",
+    )
+    add(
+        "--code-step",
+        type=float,
+        metavar="Δ",
+        help="also measure the model with its codes quantized with Δ (2^-k, 0 ≤ k ≤ 14) at "
+        "B=1, T=1000 and on the stream, beside it: what rounding costs",
     )
     add("--batch", nargs="+", type=positive_int, metavar="B", help=f"default {BATCHES}")
     add("--steps", nargs="+", type=positive_int, metavar="T", help=f"default {STEPS}")
@@ -198,6 +210,10 @@ def main(argv: list[str] | None = None, prog: str = "python -m bench") -> None:
     try:
         config = read_config(args.config) if args.config is not None else None
         select(args.variants)
+        if args.code_step is not None:  # refused here, before any variant runs
+            check_code_step(args.code_step)
+            grid = choose_grid(args.quick, config, args.batch, args.steps, args.operations)
+            with_quantized(*grid, args.code_step)
     except (ValueError, TypeError) as error:
         options.error(str(error))
     try:
@@ -224,6 +240,7 @@ def main(argv: list[str] | None = None, prog: str = "python -m bench") -> None:
         settings=settings,
         progress=not args.no_progress,
         config=config,
+        code_step=args.code_step,
     )
     print(summary)
     print(f"\nreport: {out / 'report.md'} ({time.perf_counter() - start:.0f} s)")

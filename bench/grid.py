@@ -4,7 +4,9 @@ and the part of them each variant runs."""
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterable
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -129,7 +131,11 @@ def choose_grid(
 
 def model_label(config: FRAEConfig) -> str:
     """``"default"``, or the widths from input to output and the activations where not swish:
-    ``"32-64-16-64-32"``, ``"3-5-2-4-6-3 tanh/sigmoid"``, ``"2-4-3-1-gru8-3-2"``."""
+    ``"32-64-16-64-32"``, ``"3-5-2-4-6-3 tanh/sigmoid"``, ``"2-4-3-1-gru8-3-2"``; a quantized
+    model's ends in its code step, ``"default Δ=2^-6"``."""
+    if config.code_step is not None:
+        exponent = math.frexp(config.code_step)[1] - 1
+        return f"{model_label(replace(config, code_step=None))} Δ=2^{exponent}"
     if config == FRAEConfig():
         return DEFAULT_MODEL
     widths: list[int | str] = [config.input_dim, *config.encoder_units, config.latent_dim]
@@ -163,13 +169,14 @@ def read_config(text: str) -> FRAEConfig:
 
 def points_for(variant: Variant, grid: Iterable[Point], settings: Settings) -> list[Point]:
     """The part of ``grid`` a variant runs: the operations it offers, capped if it is slow, on
-    the grid's later models only its ``Variant.wide`` ones, where ``Settings.wide_roles`` has
-    its role."""
+    the width axis's models (``wide_models``) only its ``Variant.wide`` ones, where
+    ``Settings.wide_roles`` has its role."""
     grid = list(grid)
-    points, main = [], grid[0].model if grid else DEFAULT_MODEL
+    points, main, width_axis = [], grid[0].model if grid else DEFAULT_MODEL, set(wide_models())
     for point in grid:
         wide = settings.wide_roles is None or variant.role in settings.wide_roles
-        wanted = variant.operations if point.model == main else variant.wide if wide else ()
+        on_axis = point.model != main and point.model in width_axis
+        wanted = variant.wide if on_axis and wide else () if on_axis else variant.operations
         if variant.slow and settings.slow_operations is not None:
             wanted = tuple(op for op in wanted if op in settings.slow_operations)
         offered = tuple(op for op in point.operations if op in wanted)
@@ -184,14 +191,19 @@ def points_for(variant: Variant, grid: Iterable[Point], settings: Settings) -> l
     return points
 
 
-def state_points(
+def model_points(
     variant: Variant, points: list[Point], models: dict[str, FRAEConfig]
 ) -> tuple[list[Point], str | None]:
-    """``points`` without the state-feedback models' where ``variant`` cannot run them, and why
-    it is left out where that leaves it none."""
-    if variant.no_state_feedback is None:
-        return points, None
-    kept = [point for point in points if models[point.model].gru is None]
-    if not kept and any(config.gru is not None for config in models.values()):
-        return kept, f"cannot run the state-feedback model: {variant.no_state_feedback}"
-    return kept, None
+    """``points`` without those of the models ``variant`` cannot run (a state-feedback model,
+    a quantized one), and why it is left out where that leaves it none."""
+
+    def refusal(config: FRAEConfig) -> str | None:
+        if config.gru is not None and variant.no_state_feedback is not None:
+            return f"cannot run the state-feedback model: {variant.no_state_feedback}"
+        if config.code_step is not None and variant.no_code_step is not None:
+            return f"cannot run the quantized model: {variant.no_code_step}"
+        return None
+
+    kept = [point for point in points if refusal(models[point.model]) is None]
+    reasons = [reason for config in models.values() if (reason := refusal(config))]
+    return kept, reasons[0] if reasons and not kept else None

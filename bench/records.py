@@ -120,6 +120,7 @@ class Listing:
     devices: int | None = None
     of: str | None = None
     no_stream: str | None = None
+    no_code_step: str | None = None
 
 
 @dataclass(frozen=True)

@@ -22,6 +22,7 @@ from bench.records import DEFAULT_MODEL, Point, Record, RunRecord, VariantRecord
 from bench.render import Brief, Layout, Section, markdown, terminal
 from bench.roles import Role
 from bench.roofline import describe, peak_of
+from bench.rounding import is_quantized, rounding_sections
 from bench.targets import (
     EXPORT_TARGETS_ORIGIN,
     ROOFLINE_TARGETS_ORIGIN,
@@ -326,7 +327,9 @@ def sections(
     found += stream_sections(pivot) + export_sections(pivot)
     found += autodiff_sections(pivot) + devices_sections(pivot)
     for other in models_of(records)[1:]:
-        found += model_sections(Pivot.of(records, other))
+        if not is_quantized(records, other):
+            found += model_sections(Pivot.of(records, other))
+    found += rounding_sections(records)
     found += flag_sections(pivot)
     found.append(variants_section(pivot, run))
     detail = tables.detail_rows(pivot)

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from bench.catalogue import Variant, frameworks, unavailable
-from bench.grid import points_for, state_points
+from bench.grid import model_points, points_for
 from bench.job import Job, Settings
 from bench.machine import machine_facts
 from bench.records import (
@@ -118,7 +118,7 @@ def plan(
     """Each variant's part of ``grid``, or why it is skipped."""
     planned = []
     for variant in variants:
-        points, refused = state_points(variant, points_for(variant, grid, settings), models)
+        points, refused = model_points(variant, points_for(variant, grid, settings), models)
         planned.append(Planned(variant, points, unavailable(variant) or refused))
     return planned
 

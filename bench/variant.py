@@ -29,6 +29,8 @@ class Variant:
         wide: the operations it runs on the width axis (``wide_models``): none for the loop
             floors, one multiply-add at a time, which bound nothing there.
         no_state_feedback: why it cannot run a state-feedback model (``None``: it can).
+        no_code_step: why it cannot run a quantized model (``FRAEConfig.code_step``;
+            ``None``: it can).
         twin_of: the registered backend whose backward this one writes by hand.
         devices: data-parallel on this many devices (``create(..., devices=N)``).
         of: the variant this one is, on one device (role ``DEVICES``).
@@ -51,6 +53,7 @@ class Variant:
     only_shapes: tuple[Shape, ...] | None = None
     wide: tuple[str, ...] = ()
     no_state_feedback: str | None = None
+    no_code_step: str | None = None
     twin_of: str | None = None
     devices: int | None = None
     of: str | None = None

@@ -106,7 +106,13 @@ class Plan:
 
 
 def plan(config: FRAEConfig) -> Plan:
-    """Lay out ``config``'s step: rows of the workspace and offsets of the weights."""
+    """Lay out ``config``'s step: rows of the workspace and offsets of the weights; the
+    floors' loops have no rounding, so a quantized ``config`` is refused."""
+    if config.code_step is not None:
+        raise NotImplementedError(
+            f"the floors' loops have no rounding: they run float codes, got "
+            f"code_step={config.code_step}"
+        )
     features, latent, fed_back = config.input_dim, config.latent_dim, config.feedback_dim
     offsets: dict[str, tuple[int, tuple[int, ...]]] = {}
     start = 0
