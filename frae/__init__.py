@@ -4,7 +4,7 @@ Importing this package imports NumPy and nothing else; each backend's framework 
 only when that backend is created.
 """
 
-from frae import data
+from frae import codec, data
 from frae.backend import BaseBackend, TrainingDiverged
 from frae.checkpoints import load_checkpoint, save_checkpoint
 from frae.config import ACTIVATIONS, FRAEConfig, Layer
@@ -30,6 +30,7 @@ __all__ = [
     "TrainingDiverged",
     "TrainingState",
     "available_backends",
+    "codec",
     "create",
     "data",
     "export",

@@ -1,7 +1,9 @@
-"""``frae demo`` (``apps.demo``): its windows, its closed-loop quantiser and its rate."""
+"""``frae demo`` (``apps.demo``): its windows, its quantized models' rate and SNR."""
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 import importlib.util
 from pathlib import Path
 
@@ -10,6 +12,7 @@ import pytest
 
 import frae
 from apps.demo import data, rate_distortion, settings, worker
+from frae import codec
 
 needs_sktime = pytest.mark.skipif(
     importlib.util.find_spec("sktime") is None, reason="sktime (the demo extra) is not installed"
@@ -55,26 +58,32 @@ def test_japanese_vowels_in_windows_of_both_splits() -> None:
 
 
 @pytest.mark.parametrize("model", list(settings.MODELS))
-@pytest.mark.parametrize("step", [0.0, 1e-9])
-def test_closed_loop_without_rounding_is_predict(model: str, step: float) -> None:
-    config = settings.MODELS[model]
+def test_a_rate_point_is_the_quantized_models_own(model: str) -> None:
+    """Its symbols are encode's, its SNR that of decode(encode(x)) = predict(x)."""
+    config = dataclasses.replace(settings.MODELS[model], code_step=2**-3)
     backend = frae.create("reference", config, seed=3)
-    x = np.random.default_rng(1).normal(size=(3, 5, config.input_dim))
-    reconstruction, _ = rate_distortion.closed_loop(config, backend.get_weights(), x, step)
-    np.testing.assert_allclose(reconstruction, backend.predict(x), rtol=0, atol=1e-8)
+    x = np.random.default_rng(1).normal(size=(3, 5, config.input_dim)).astype(np.float32)
+    point = rate_distortion.rate_point(backend, x)
+    symbols = codec.symbols(backend.encode(x), 2**-3)
+    assert point.step == 2**-3 and point.bits == rate_distortion.bits_per_frame(symbols)
+    assert point.symbols == hashlib.sha256(symbols.tobytes()).hexdigest()[:12]
+    assert point.snr_db == pytest.approx(rate_distortion.snr_db(x, backend.predict(x)))
 
 
-@pytest.mark.parametrize("model", list(settings.MODELS))
-def test_closed_loop_decodes_its_rounded_codes(model: str) -> None:
-    """The decoder sees only the rounded codes: x̂ is ``decode(Δ·symbols)``, and rounding
-    changes x̂ (so the quantiser acts inside the loop, not after it)."""
-    config, step = settings.MODELS[model], 0.05
-    backend = frae.create("reference", config, seed=3)
-    x = np.random.default_rng(1).normal(size=(3, 5, config.input_dim))
-    reconstruction, symbols = rate_distortion.closed_loop(config, backend.get_weights(), x, step)
-    assert symbols.shape == (3, 5, config.latent_dim)
-    np.testing.assert_allclose(reconstruction, backend.decode(step * symbols), rtol=0, atol=1e-12)
-    assert np.abs(reconstruction - backend.predict(x)).max() > 1e-6
+def test_quantized_after_training_runs_each_step_in_the_backends_model() -> None:
+    """One point per Δ, each the backend's quantized model with the float weights; the finest
+    grid is within 0.05 dB of the float model, the coarsest well below it."""
+    config = settings.MODELS["output"]
+    trained = frae.create("reference", config, seed=3)
+    x = np.random.default_rng(2).normal(size=(4, 7, config.input_dim)).astype(np.float32)
+    trained.fit(x, epochs=20, learning_rate=0.02)
+    weights = trained.get_weights()
+    points = rate_distortion.quantized_after_training("reference", config, weights, x)
+    assert [point.step for point in points] == list(rate_distortion.CODE_STEPS)
+    float_snr = rate_distortion.snr_db(x, trained.predict(x))
+    assert abs(points[-1].snr_db - float_snr) < 0.05 < float_snr - points[0].snr_db
+    coarsest = frae.create("reference", dataclasses.replace(config, code_step=1.0), weights=weights)
+    assert points[0].snr_db == pytest.approx(rate_distortion.snr_db(x, coarsest.predict(x)))
 
 
 def test_bits_per_frame_sums_each_dimensions_entropy() -> None:
@@ -98,9 +107,11 @@ def test_keras_runs_once_per_installed_keras_backend() -> None:
 
 @needs_sktime
 def test_demo_runs_end_to_end_on_the_reference(tmp_path: Path) -> None:
-    """One epoch, the reference alone: two Adam steps a model, then the sweep and plots."""
+    """One epoch, the reference alone: two Adam steps a model (float, and with each trained
+    Δ), the sweep of Δ after training, the tables and plots."""
     pytest.importorskip("matplotlib")
-    from apps.demo.cli import run_demo  # its tables need tabulate, the demo extra's
+    from apps.demo import tables  # its tables need tabulate, the demo extra's
+    from apps.demo.cli import run_demo
 
     results = run_demo(tmp_path, ["reference"], epochs=1)
     for model in settings.MODELS:
@@ -108,6 +119,11 @@ def test_demo_runs_end_to_end_on_the_reference(tmp_path: Path) -> None:
         assert len(outcome["loss"]) == 500 // settings.BATCH_SIZE  # the 500 training windows
         assert np.isfinite(outcome["snr_db"])
         assert (tmp_path / "weights" / f"reference-{model}.npz").is_file()
+        after, trained = outcome["after_training"], outcome["trained_quantized"]
+        assert [p["step"] for p in after] == list(rate_distortion.CODE_STEPS)
+        assert [p["step"] for p in trained] == list(rate_distortion.TRAINED_CODE_STEPS)
+        rows = tables.rate_rows(results, model)
+        assert len(rows) == len(rate_distortion.CODE_STEPS) and rows[0][3] == "1/1"
     assert {p.name for p in tmp_path.glob("*.png")} == {
         "loss.png",
         "reconstruction.png",

@@ -17,7 +17,6 @@ import numpy as np
 import frae
 from apps.demo import plots, tables
 from apps.demo.data import Signal, load_signal
-from apps.demo.rate_distortion import rate_distortion
 from apps.demo.settings import BATCH_SIZE, CHANNELS, EPOCHS, LEARNING_RATE, MODELS, SEED, WINDOW
 from apps.demo.worker import Variant, run_variant, variants
 
@@ -74,31 +73,41 @@ def run_demo(
         f"process, {jobs} at a time",
         flush=True,
     )
-    results = train_variants(out, signal, chosen, epochs, jobs)
+    job = {
+        "models": {name: config.to_dict() for name, config in MODELS.items()},
+        "weights": str(out / "weights"),
+        "epochs": epochs,
+        "batch_size": BATCH_SIZE,
+        "learning_rate": LEARNING_RATE,
+        "seed": SEED,
+    }
+    results = run_variants(out, signal, chosen, {**job, "kind": "train"}, jobs)
+    trained = first_weights(results)
+    if trained:
+        sources = ", ".join(Path(path).stem for path in trained.values())
+        print(f"Quantized after training, the weights of {sources}:")
+        sweeps = run_variants(
+            out, signal, chosen, {**job, "kind": "quantize", "trained": trained}, jobs
+        )
+        for label, sweep in sweeps.items():
+            for model, outcome in sweep["models"].items():
+                results[label]["models"].setdefault(model, {}).update(outcome)
     report(out, signal, results)
     print(f"total {time.perf_counter() - started:.0f} s")
     return results
 
 
-def train_variants(
-    out: Path, signal: Signal, chosen: Sequence[Variant], epochs: int, jobs: int
+def run_variants(
+    out: Path, signal: Signal, chosen: Sequence[Variant], job: dict[str, Any], jobs: int
 ) -> Results:
-    """Each of ``chosen`` trained by its worker, ``jobs`` at a time; a line per finished one."""
+    """``job`` run by each of ``chosen``'s workers, ``jobs`` at a time; a line per finished one."""
     with tempfile.TemporaryDirectory() as scratch:
         data = Path(scratch) / "windows.npz"
         np.savez(data, train=signal.train, test=signal.test)
-        job = {
-            "data": str(data),
-            "weights": str(out / "weights"),
-            "models": {name: config.to_dict() for name, config in MODELS.items()},
-            "epochs": epochs,
-            "batch_size": BATCH_SIZE,
-            "learning_rate": LEARNING_RATE,
-            "seed": SEED,
-        }
 
         def run(variant: Variant) -> dict[str, Any]:
-            result = run_variant(variant, job, out / "logs" / f"{variant.label}.log")
+            log = out / "logs" / f"{variant.label}-{job['kind']}.log"
+            result = run_variant(variant, {**job, "data": str(data)}, log)
             print(f"  {variant.label}: {tables.progress(result)}", flush=True)
             return result
 
@@ -107,20 +116,18 @@ def train_variants(
 
 
 def report(out: Path, signal: Signal, results: Results) -> None:
-    """The SNR table; the rate–distortion sweep of the first weights of each model, and its
-    table; the plots, in ``out``."""
+    """The SNR table; each model's rate table, quantized after training and trained
+    quantized; the plots, in ``out``."""
     print()
     print(tables.snr_table(results))
+    for model in MODELS:
+        print(f"\n{model} feedback, quantized (bits per frame, held-out SNR)")
+        print(tables.rate_table(results, model))
     weights = {model: frae.load_weights(path) for model, path in first_weights(results).items()}
-    curves = {model: rate_distortion(MODELS[model], w, signal.test) for model, w in weights.items()}
-    if curves:
-        source = ", ".join(Path(p).stem for p in first_weights(results).values())
-        print(f"\nClosed-loop rate–distortion on the held-out windows (weights: {source})")
-        print(tables.rate_table(curves))
     drawn = [
         plots.plot_losses(out / "loss.png", results),
         plots.plot_reconstruction(out / "reconstruction.png", signal, weights),
-        plots.plot_rate_distortion(out / "rate_distortion.png", curves),
+        plots.plot_rate_distortion(out / "rate_distortion.png", results),
     ]
     print(f"\nplots: {', '.join(str(path) for path in drawn)}")
 

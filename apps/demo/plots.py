@@ -8,9 +8,11 @@ from typing import Any
 
 import numpy as np
 
+import frae
 from apps.demo.data import Signal, cut_windows
-from apps.demo.rate_distortion import CODE_STEPS, RatePoint, closed_loop, step_label
+from apps.demo.rate_distortion import CODE_STEPS, step_label
 from apps.demo.settings import CHANNELS, MODELS, WINDOW
+from apps.demo.tables import points_of
 from frae.params import Weights
 
 PLOTTED_CHANNELS = (0, 1, 2)
@@ -61,7 +63,9 @@ def plot_reconstruction(path: Path, signal: Signal, weights: dict[str, Weights])
     windows = cut_windows([max(signal.test_utterances, key=len)], WINDOW)
     frames = windows.reshape(-1, CHANNELS)
     reconstructions = {
-        model: closed_loop(MODELS[model], w, windows, 0.0)[0].reshape(-1, CHANNELS)
+        model: frae.create("reference", MODELS[model], weights=w)
+        .predict(windows)
+        .reshape(-1, CHANNELS)
         for model, w in weights.items()
     }
     figure, axes = plt.subplots(len(PLOTTED_CHANNELS), 1, figsize=(8, 6), sharex=True)
@@ -77,16 +81,23 @@ def plot_reconstruction(path: Path, signal: Signal, weights: dict[str, Weights])
     return _save(figure, path)
 
 
-def plot_rate_distortion(path: Path, curves: dict[str, list[RatePoint]]) -> Path:
-    """Held-out SNR against bits per frame, one curve per model."""
+def plot_rate_distortion(path: Path, results: dict[str, dict[str, Any]]) -> Path:
+    """Held-out SNR against bits per frame of the first backend's quantized models: the float
+    model quantized after training (a curve over Δ), and the models trained with Δ (points)."""
     plt = _pyplot()
     figure, axis = plt.subplots(figsize=(6, 4))
-    for model, points in curves.items():
-        axis.plot([p.bits for p in points], [p.snr_db for p in points], "o-", label=model)
-    axis.set(xlabel="bits per frame (empirical entropy of the codes)", ylabel="held-out SNR (dB)")
+    for index, model in enumerate(MODELS):
+        for kind, style, what in (
+            ("after_training", "o-", "quantized after training"),
+            ("trained_quantized", "s", "trained with Δ"),
+        ):
+            points = next(iter(points_of(results, model, kind).values()), [])
+            bits, snrs = [p["bits"] for p in points], [p["snr_db"] for p in points]
+            axis.plot(bits, snrs, style, color=f"C{index}", label=f"{model} feedback, {what}")
+    axis.set(xlabel="bits per frame (empirical entropy of the symbols)", ylabel="held-out SNR (dB)")
     steps = f"{step_label(CODE_STEPS[0])} … {step_label(CODE_STEPS[-1])}"
-    axis.set_title(f"codes rounded inside the loop, Δ = {steps}", fontsize="medium")
-    axis.legend(title="feedback")
+    axis.set_title(f"codes quantized inside the loop, Δ = {steps}", fontsize="medium")
+    axis.legend(fontsize="small")
     axis.grid(alpha=0.3)
     return _save(figure, path)
 

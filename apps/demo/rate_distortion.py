@@ -1,31 +1,37 @@
-"""The held-out SNR, and the rate–distortion view of the codes.
+"""The held-out SNR, and the rate–distortion view of each backend's quantized models.
 
 The SNR, 10·log10(Σ x² / Σ (x − x̂)²) over the held-out windows, is in standardised units:
 predicting the training mean scores 0 dB.
 
-The rate–distortion view rounds each code to a grid of step Δ inside the recurrence,
-ẑ_t = Δ·round(z_t / Δ): the decoder sees only ẑ_t, and through the feedback so does the
-encoder at t + 1, as at a receiver (``closed_loop``). The rate is the empirical entropy of
-the rounded codes, summed over the L code dimensions, in bits per frame
-(``bits_per_frame``).
+A rate point is a model with ``code_step`` Δ (the contract's "Quantized codes": the code
+rounded inside the recurrence, so the decoder and the feedback see only ẑ_t, as at a
+receiver) run by a backend on the held-out windows: its symbols from ``encode``, x̂ from
+``decode`` of its codes. The rate is the symbols' empirical entropy, summed over the L code
+dimensions, in bits per frame (``bits_per_frame``). Two ways to a quantized model: the float
+model's trained weights quantized after training (``quantized_after_training``), and a model
+trained with Δ set, straight through (the worker's).
 """
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
+import frae
+from frae import codec
 from frae.config import FRAEConfig
-from impls.reference.model import Params, dense_stack, gru_step
 
-Array = npt.NDArray[np.float64]
-
-CODE_STEPS = tuple(2.0**k for k in range(1, -9, -1))
-"""The grid steps Δ of the rate–distortion sweep, 2 down to 1/256: the codes are tanh
-outputs in (−1, 1), so Δ = 2 leaves one symbol (0 bits) and 1/256 about 9 bits a dimension."""
+CODE_STEPS = (1.0, 2**-1, 2**-2, 2**-3, 2**-4, 2**-6, 2**-8)
+"""The grid steps Δ the float models are quantized at after training, 1 down to 1/256: the
+codes are tanh outputs in (−1, 1), so Δ = 1 leaves three symbols and 1/256 about 9 bits a
+dimension."""
+TRAINED_CODE_STEPS = (2**-2, 2**-4)
+"""The grid steps each backend also trains both models with, straight through."""
 
 
 def snr_db(signal: npt.NDArray[Any], reconstruction: npt.NDArray[Any]) -> float:
@@ -33,40 +39,6 @@ def snr_db(signal: npt.NDArray[Any], reconstruction: npt.NDArray[Any]) -> float:
     x = np.asarray(signal, dtype=np.float64)
     error = x - np.asarray(reconstruction, dtype=np.float64)
     return float(10.0 * np.log10(np.sum(x**2) / np.sum(error**2)))
-
-
-def closed_loop(
-    config: FRAEConfig, weights: dict[str, npt.NDArray[Any]], x: npt.NDArray[Any], step: float
-) -> tuple[Array, npt.NDArray[np.int64]]:
-    """Run the model with its codes rounded inside the recurrence, in float64.
-
-    Each step's code z_t becomes ẑ_t = Δ·round(z_t / Δ) (Δ = ``step``; 0 keeps z_t), and
-    the decoder's GRU or dense layers, and so the feedback the encoder reads at t + 1, see
-    ẑ_t alone: ``predict`` when Δ = 0, ``decode(ẑ)`` for any Δ. ``weights`` are any
-    backend's ``get_weights()``, ``x`` is (B, T, F).
-
-    Returns:
-        x̂, (B, T, F) float64, and the symbols round(z_t / Δ), (B, T, L) (zeros when Δ = 0).
-    """
-    params: Params = {name: np.asarray(value, dtype=np.float64) for name, value in weights.items()}
-    sequences = np.asarray(x, dtype=np.float64)
-    batch, steps, _ = sequences.shape
-    encoder, decoder, gru = config.encoder_layers, config.decoder_layers, config.gru
-    feedback = np.zeros((batch, config.feedback_dim))
-    outputs = np.empty_like(sequences)
-    symbols = np.zeros((batch, steps, config.latent_dim), dtype=np.int64)
-    for t in range(steps):
-        code = dense_stack(params, encoder, np.concatenate([sequences[:, t], feedback], 1), None)
-        if step > 0:
-            symbols[:, t] = np.round(code / step)
-            code = step * symbols[:, t]
-        if gru is None:
-            feedback = dense_stack(params, decoder, np.concatenate([code, feedback], 1), None)
-            outputs[:, t] = feedback
-        else:
-            feedback, _ = gru_step(params, gru, code, feedback)
-            outputs[:, t] = dense_stack(params, decoder, feedback, None)
-    return outputs, symbols
 
 
 def bits_per_frame(symbols: npt.NDArray[np.integer[Any]]) -> float:
@@ -83,24 +55,38 @@ def bits_per_frame(symbols: npt.NDArray[np.integer[Any]]) -> float:
 
 @dataclass(frozen=True)
 class RatePoint:
-    """One grid step Δ of the sweep: the rate in bits per frame and the held-out SNR."""
+    """A quantized model on the held-out windows: its Δ, rate in bits per frame, SNR, and a
+    digest of its symbols (equal digests: the same symbols, to the last one)."""
 
     step: float
     bits: float
     snr_db: float
+    symbols: str
 
 
-def rate_distortion(
-    config: FRAEConfig, weights: dict[str, npt.NDArray[Any]], x: npt.NDArray[Any]
+def rate_point(model: frae.Backend, x: npt.NDArray[np.float32]) -> RatePoint:
+    """``model``'s (a config with ``code_step``) symbols and reconstruction of ``x``."""
+    step = model.config.code_step
+    assert step is not None, "a quantized model"
+    codes = model.encode(x)
+    symbols = codec.symbols(codes, step)
+    digest = hashlib.sha256(symbols.tobytes()).hexdigest()[:12]
+    return RatePoint(step, bits_per_frame(symbols), snr_db(x, model.decode(codes)), digest)
+
+
+def quantized_after_training(
+    backend: str, config: FRAEConfig, weights: dict[str, npt.NDArray[Any]], x: npt.NDArray[Any]
 ) -> list[RatePoint]:
-    """``closed_loop`` over ``x`` at each of ``CODE_STEPS``."""
-    points = []
-    for step in CODE_STEPS:
-        reconstruction, symbols = closed_loop(config, weights, x, step)
-        points.append(RatePoint(step, bits_per_frame(symbols), snr_db(x, reconstruction)))
-    return points
+    """The float model's ``weights`` in ``backend``'s quantized model at each of
+    ``CODE_STEPS``, on ``x``."""
+    return [
+        rate_point(
+            frae.create(backend, dataclasses.replace(config, code_step=step), weights=weights), x
+        )
+        for step in CODE_STEPS
+    ]
 
 
 def step_label(step: float) -> str:
-    """A power of two as ``2`` or ``1/256``."""
+    """A power of two as ``1`` or ``1/256``."""
     return f"{step:g}" if step >= 1 else f"1/{round(1 / step)}"

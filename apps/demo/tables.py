@@ -1,5 +1,5 @@
-"""What the demo prints: each worker's progress line, the SNR table and the rate–distortion
-table (rendered by ``tabulate``)."""
+"""What the demo prints: each worker's progress line, the SNR table and each model's
+rate–distortion table (rendered by ``tabulate``)."""
 
 from __future__ import annotations
 
@@ -7,17 +7,21 @@ from typing import Any
 
 from tabulate import tabulate
 
-from apps.demo.rate_distortion import CODE_STEPS, RatePoint, step_label
+from apps.demo.rate_distortion import CODE_STEPS, step_label
 from apps.demo.settings import MODELS
 
 
 def progress(result: dict[str, Any]) -> str:
-    """One worker's line: its seconds (and CPU seconds), then each model's SNR or error."""
+    """One worker's line: its seconds (and CPU seconds), then each model's SNR (of the
+    float model, or of the finest quantized one) or error."""
     cpu = result["cpu_seconds"]
     parts = [f"{result['seconds']:.0f} s" + (f" ({cpu:.0f} s CPU)" if cpu is not None else "")]
     for model, outcome in result["models"].items():
         if "error" in outcome:
             parts.append(f"{model}: {outcome['error']}")
+        elif "after_training" in outcome:
+            last = outcome["after_training"][-1]
+            parts.append(f"{model} {last['snr_db']:.2f} dB at Δ = {step_label(last['step'])}")
         else:
             parts.append(f"{model} {outcome['snr_db']:.2f} dB in {outcome['seconds']:.0f} s")
     return ", ".join(parts)
@@ -28,9 +32,9 @@ def snr_table(results: dict[str, dict[str, Any]]) -> str:
     return tabulate(snr_rows(results), headers=["backend", *snr_headers()], floatfmt=".2f")
 
 
-def rate_table(curves: dict[str, list[RatePoint]]) -> str:
-    """``rate_rows`` under their headers."""
-    return tabulate(rate_rows(curves), headers=rate_headers(curves), floatfmt=".2f")
+def rate_table(results: dict[str, dict[str, Any]], model: str) -> str:
+    """``rate_rows`` of ``model`` under their headers."""
+    return tabulate(rate_rows(results, model), headers=RATE_HEADERS, floatfmt=".2f")
 
 
 def snr_headers() -> list[str]:
@@ -54,15 +58,54 @@ def snr_rows(results: dict[str, dict[str, Any]]) -> list[list[Any]]:
     return rows
 
 
-def rate_headers(curves: dict[str, list[RatePoint]]) -> list[str]:
-    return ["Δ", *(f"{model} {what}" for model in curves for what in ("bits/frame", "SNR dB"))]
+RATE_HEADERS = [
+    "Δ",
+    "after training: bits/frame",
+    "SNR dB",
+    "backends with these symbols and SNR",
+    "trained with Δ: bits/frame, every backend",
+    "SNR dB, every backend",
+]
 
 
-def rate_rows(curves: dict[str, list[RatePoint]]) -> list[list[Any]]:
+def points_of(results: dict[str, dict[str, Any]], model: str, kind: str) -> dict[str, list[Any]]:
+    """Each variant's rate points of ``model`` of ``kind`` (``after_training`` or
+    ``trained_quantized``), by label, where it made them."""
+    return {
+        label: result["models"][model][kind]
+        for label, result in results.items()
+        if kind in result["models"].get(model, {})
+    }
+
+
+def rate_rows(results: dict[str, dict[str, Any]], model: str) -> list[list[Any]]:
+    """Per Δ: the float weights quantized after training (the first backend's rate and SNR,
+    and how many backends made the same symbols and SNR to 0.01 dB), and beside the Δ each
+    backend also trained with, every backend's rate and SNR (the least to the most)."""
+    after = list(points_of(results, model, "after_training").values())
+    trained = points_of(results, model, "trained_quantized").values()
+    by_step = [{point["step"]: point for point in points} for points in trained]
     rows = []
     for index, step in enumerate(CODE_STEPS):
-        row: list[Any] = [step_label(step)]
-        for points in curves.values():
-            row += [points[index].bits, points[index].snr_db]
+        points = [sweep[index] for sweep in after]
+        row: list[Any] = [step_label(step), "", "", f"0/{len(after)}"]
+        if points:
+            first = points[0]
+            agree = sum(_same(point, first) for point in points)
+            row[1:] = [first["bits"], first["snr_db"], f"{agree}/{len(points)}"]
+        here = [points[step] for points in by_step if step in points]
+        row += [_span(here, "bits"), _span(here, "snr_db")] if here else ["", ""]
         rows.append(row)
     return rows
+
+
+def _span(points: list[dict[str, Any]], field: str) -> str:
+    values = [point[field] for point in points]
+    return f"{min(values):.2f} to {max(values):.2f}"
+
+
+def _same(point: dict[str, Any], first: dict[str, Any]) -> bool:
+    return (
+        point["symbols"] == first["symbols"]
+        and f"{point['snr_db']:.2f}" == f"{first['snr_db']:.2f}"
+    )

@@ -3,7 +3,8 @@
 Each backend trains both models in a fresh process (Keras' backend is fixed when it
 starts), on one thread, as many at once as there are CPUs (up to 4); Keras runs once per
 installed Keras backend. ``run_variant`` starts the process, ``python -m apps.demo.worker
-'<job as JSON>'``, whose ``train_in_this_process`` prints its results as one JSON line.
+'<job as JSON>'``, which runs the job's kind (``JOBS``: training, or the quantization sweep)
+and prints its results as one JSON line.
 """
 
 from __future__ import annotations
@@ -16,14 +17,19 @@ import subprocess
 import sys
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 import frae
-from apps.demo.rate_distortion import snr_db
+from apps.demo.rate_distortion import (
+    TRAINED_CODE_STEPS,
+    quantized_after_training,
+    rate_point,
+    snr_db,
+)
 from frae.config import FRAEConfig
 
 KERAS_BACKENDS = ("tensorflow", "jax", "torch")
@@ -67,25 +73,19 @@ def variants(backends: Sequence[str] | None = None) -> list[Variant]:
 
 
 def train_in_this_process(job: dict[str, Any]) -> dict[str, Any]:
-    """The worker's part: train each model of ``job`` on its windows, save the weights,
-    measure the held-out SNR, and time it (wall-clock and CPU seconds, and the process's CPU
-    seconds, imports included). A model that fails reports its error; the others go on."""
+    """The worker's training: each model of ``job`` trained on its windows, its weights
+    saved, its held-out SNR measured and timed (wall-clock and CPU seconds, and the
+    process's CPU seconds, imports included); then the same model trained with each of
+    ``TRAINED_CODE_STEPS``, straight through, and its rate point. A model that fails reports
+    its error; the others go on."""
     with np.load(job["data"]) as data:
         train, test = data["train"], data["test"]
     results: dict[str, Any] = {}
     for model, fields in job["models"].items():
         begin, begin_cpu = time.perf_counter(), _cpu_seconds()
         try:
-            backend = frae.create(job["backend"], FRAEConfig.from_dict(fields), seed=job["seed"])
-            history = backend.fit(
-                train,
-                epochs=job["epochs"],
-                batch_size=job["batch_size"],
-                optimizer="adam",
-                learning_rate=job["learning_rate"],
-                shuffle=True,
-                seed=job["seed"],
-            )
+            config = FRAEConfig.from_dict(fields)
+            backend, history = _fitted(job, config, train)
             path = Path(job["weights"]) / f"{job['label']}-{model}.npz"
             frae.save_weights(path, backend.get_weights())
             results[model] = {
@@ -95,9 +95,52 @@ def train_in_this_process(job: dict[str, Any]) -> dict[str, Any]:
                 "seconds": time.perf_counter() - begin,
                 "cpu_seconds": _cpu_seconds() - begin_cpu,
             }
+            results[model]["trained_quantized"] = [
+                asdict(rate_point(_fitted(job, replace(config, code_step=step), train)[0], test))
+                for step in TRAINED_CODE_STEPS
+            ]
         except Exception as error:  # reported in the table, the other model still runs
             results[model] = {"error": f"{type(error).__name__}: {error}".splitlines()[0]}
     return {"models": results, "cpu_seconds": _cpu_seconds()}
+
+
+def _fitted(
+    job: dict[str, Any], config: FRAEConfig, train: np.ndarray
+) -> tuple[frae.Backend, dict[str, Any]]:
+    """A model of ``config`` on ``job``'s backend, trained as the job says, and its history."""
+    backend = frae.create(job["backend"], config, seed=job["seed"])
+    history = backend.fit(
+        train,
+        epochs=job["epochs"],
+        batch_size=job["batch_size"],
+        optimizer="adam",
+        learning_rate=job["learning_rate"],
+        shuffle=True,
+        seed=job["seed"],
+    )
+    return backend, history
+
+
+def quantize_in_this_process(job: dict[str, Any]) -> dict[str, Any]:
+    """The worker's sweep: each model's float weights (``job["trained"]``, one backend's)
+    quantized after training at each of ``CODE_STEPS`` by this backend's quantized model."""
+    with np.load(job["data"]) as data:
+        test = data["test"]
+    results: dict[str, Any] = {}
+    for model, fields in job["models"].items():
+        try:
+            weights = frae.load_weights(job["trained"][model])
+            points = quantized_after_training(
+                job["backend"], FRAEConfig.from_dict(fields), weights, test
+            )
+            results[model] = {"after_training": [asdict(point) for point in points]}
+        except Exception as error:  # reported in the table, the other model still runs
+            results[model] = {"error": f"{type(error).__name__}: {error}".splitlines()[0]}
+    return {"models": results, "cpu_seconds": _cpu_seconds()}
+
+
+JOBS = {"train": train_in_this_process, "quantize": quantize_in_this_process}
+"""The worker's jobs by ``job["kind"]``."""
 
 
 def _cpu_seconds() -> float:
@@ -141,4 +184,5 @@ def _failed(job: dict[str, Any], reason: str) -> dict[str, Any]:
 
 
 if __name__ == "__main__":  # python -m apps.demo.worker '<job as JSON>'
-    print(json.dumps(train_in_this_process(json.loads(sys.argv[1]))), flush=True)
+    job = json.loads(sys.argv[1])
+    print(json.dumps(JOBS[job["kind"]](job)), flush=True)

@@ -53,6 +53,8 @@ class Quantizer(nn.Module):
     step, z. Δ is a buffer, not a Python float: torch.compile makes a float an input of its
     graph, which the scan cannot carry."""
 
+    code_step: torch.Tensor
+
     def __init__(self, code_step: float | None) -> None:
         super().__init__()
         self.enabled = code_step is not None
