@@ -371,12 +371,14 @@ def _slug(label: str) -> str:
 
 def write(records: Iterable[Record], out: Path, preamble: str = "") -> str:
     """Write ``report.md`` (with ``preamble``, Markdown, before the summary) and the plots
-    of every model into ``out``; return the summary for the terminal."""
+    of every model but the quantized ones (their section is their figure) into ``out``;
+    return the summary for the terminal."""
     records = list(records)
     models = models_of(records)
     images = plots(Pivot.of(records), out)
     for other in models[1:]:
-        images += plots(Pivot.of(records, other), out, f"_{_slug(other)}")
+        if not is_quantized(records, other):
+            images += plots(Pivot.of(records, other), out, f"_{_slug(other)}")
     drawn = sections(records, images, preamble)
     (out / "report.md").write_text(markdown(drawn))
     return terminal(drawn)

@@ -59,7 +59,7 @@ def rounding_rows(records: list[Record]) -> Rows:
     for model in quantized_models:
         quantized = Pivot.of(records, model)
         for key, result in quantized.results.items():
-            float_key = key._replace(model=main.model)
+            float_key = main.key(key.variant, key.operation, key.shape, key.side, key.chunk)
             ratio = None
             if result.us_per_step and (base := main.figure(float_key)):
                 ratio = result.us_per_step / base

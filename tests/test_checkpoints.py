@@ -15,7 +15,7 @@ import frae
 from frae.checkpoints import moment_key
 from tests.processes import ROOT, last_json, python
 
-CONFIG = frae.FRAEConfig(feedback="state", state_dim=8)
+CONFIG = frae.FRAEConfig(feedback="state", state_dim=8, code_step=2**-5)  # its Δ in the metadata
 
 
 def _trained(optimizer: str = "adam") -> tuple[dict, frae.TrainingState]:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 
 def hostile_input_counts() -> dict[str, int]:
     """How many hostile inputs each catalogue of the suite tries."""
@@ -39,17 +41,18 @@ def test_robustness_page_states_the_hostile_input_counts() -> None:
     assert expected in " ".join(page.split()), expected
 
 
-FULL_GRID = Path(__file__).resolve().parent.parent / "docs" / "full_grid"
-"""The latest full grid's results and the report written from them."""
+DOCS = Path(__file__).resolve().parent.parent / "docs"
 
 
-def test_the_full_grid_report_is_what_its_results_give(tmp_path: Path) -> None:
-    """docs/full_grid/report.md and its plots are what ``python -m bench.report
-    docs/full_grid/results.jsonl`` writes: an edit by hand, or stale results, shows here."""
+@pytest.mark.parametrize("run", ["full_grid", "rounding"])
+def test_a_committed_report_is_what_its_results_give(tmp_path: Path, run: str) -> None:
+    """docs/full_grid (the latest full grid) and docs/rounding (what rounding costs): each
+    report.md and its plots are what ``python -m bench.report docs/RUN/results.jsonl``
+    writes: an edit by hand, or stale results, shows here."""
     from bench import report
     from bench.records import read
 
-    report.write(read(FULL_GRID / "results.jsonl"), tmp_path)
-    assert (tmp_path / "report.md").read_text() == (FULL_GRID / "report.md").read_text()
+    report.write(read(DOCS / run / "results.jsonl"), tmp_path)
+    assert (tmp_path / "report.md").read_text() == (DOCS / run / "report.md").read_text()
     written = sorted(path.name for path in tmp_path.glob("*.png"))
-    assert written == sorted(path.name for path in FULL_GRID.glob("*.png"))
+    assert written == sorted(path.name for path in (DOCS / run).glob("*.png"))
