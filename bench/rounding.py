@@ -8,7 +8,7 @@ from dataclasses import replace
 
 from bench.analysis import TARGET_SHAPE, Pivot, label, models_of
 from bench.grid import model_label
-from bench.records import STREAM, Point, Record
+from bench.records import STREAM, Point, Record, RunRecord
 from bench.render import Brief, Section
 from bench.tables import Rows, fmt
 from frae.config import FRAEConfig
@@ -47,7 +47,7 @@ def with_quantized(
 
 def is_quantized(records: list[Record], model: str) -> bool:
     """Whether ``model`` is a quantized model of the run (its config has a code step)."""
-    run = Pivot.of(records).run
+    run = next((r for r in records if isinstance(r, RunRecord)), None)
     return run is not None and (run.models.get(model) or {}).get("code_step") is not None
 
 
