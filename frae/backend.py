@@ -88,7 +88,7 @@ def serialised[Method: Callable[..., Any]](method: Method) -> Method:
     """Run ``method`` holding the object's lock: calls on one backend object take turns."""
 
     @functools.wraps(method)
-    def locked(self: BaseBackend, *args: Any, **kwargs: Any) -> Any:
+    def locked(self: Sequences, *args: Any, **kwargs: Any) -> Any:
         with self._lock:
             return method(self, *args, **kwargs)
 
@@ -128,71 +128,26 @@ def _all_finite(weights: Mapping[str, Any]) -> bool:
     return all(np.isfinite(np.asarray(value)).all() for value in weights.values())
 
 
-def zero_state(width: int, batch: object, dtype: type[np.floating[Any]]) -> Array:
-    """``initial_state``: zeros ``(batch, width)``, or ``(width,)`` for ``batch=None``."""
-    if batch is None:
-        return np.zeros(width, dtype)
-    return np.zeros((validation.check_positive_int(batch, "batch"), width), dtype)
+class Sequences(abc.ABC):
+    """The calls on sequences (the contract's "Public interface" and "Streaming"), for a backend
+    and for an exported artifact alike: the checks, zeros for a missing state, the batch axis
+    of a single sequence and ``return_state``, around ``_predict``, ``_encode`` and ``_decode``
+    on checked ``(B, T, ·)`` arrays; one call at a time."""
 
-
-class BaseBackend(abc.ABC):
-    """Validation, shapes, the ``fit`` loop and its rollback, and the lock that serialises
-    the public calls, shared by every backend."""
-
-    name: ClassVar[str]
     compute_dtype: ClassVar[type[np.floating[Any]]] = np.float32
-    export_formats: ClassVar[tuple[str, ...]] = ()
-    """The deployment formats ``export`` makes (the contract's "Exports")."""
-    export_refusals: ClassVar[Mapping[str, str]] = {}
-    """Format -> why this backend's framework cannot make it for this model (upstream)."""
-    routes: tuple[Setting, ...] = ()
-    """The framework settings this backend runs with (``frae.routes``): those it chose for
-    its best route, those the user's own environment gave, or the framework's defaults."""
-
-    def __init__(
-        self,
-        config: FRAEConfig | None = None,
-        *,
-        seed: int = 0,
-        weights: Mapping[str, Array] | None = None,
-        devices: int | None = None,
-    ) -> None:
-        self._lock = threading.RLock()
-        self._kept: dict[int, Mapping[str, Any]] = {}
-        self._config = validation.check_config(config)
-        seed = validation.check_seed(seed)
-        shapes = self._config.parameter_shapes()
-        start = (
-            initial_weights(self._config, seed)
-            if weights is None
-            else validation.check_weights(weights, shapes)
-        )
-        devices = validation.check_devices(devices)
-        self.devices = 1 if devices is None else devices
-        """How many devices ``fit`` splits each mini-batch over (1 for ``devices=None``)."""
-        if self.devices > 1:
-            self._place(self.devices)
-        self._build(start)
+    _config: FRAEConfig
+    _lock: threading.RLock
 
     @property
     def config(self) -> FRAEConfig:
         return self._config
 
-    @serialised
-    def get_weights(self) -> Weights:
-        return {
-            name: np.array(value, dtype=np.float32, copy=True)
-            for name, value in self._read_weights().items()
-        }
-
-    @serialised
-    def set_weights(self, weights: Mapping[str, Array]) -> None:
-        self._write_weights(validation.check_weights(weights, self._config.parameter_shapes()))
-
     def initial_state(self, batch: int | None = None) -> Array:
         """Zeros of the feedback's width S: ``(batch, S)``, or ``(S,)`` for ``batch=None``, the
         state a call without one starts from (the contract's "Streaming")."""
-        return zero_state(self._config.feedback_dim, batch, self.compute_dtype)
+        width = self._config.feedback_dim
+        shape = width if batch is None else (validation.check_int(batch, "batch"), width)
+        return np.zeros(shape, self.compute_dtype)
 
     @serialised
     def predict(
@@ -232,6 +187,81 @@ class BaseBackend(abc.ABC):
         result = self._unbatch(outputs, single)
         return (result, self._unbatch(last, single)) if wanted else result
 
+    def _sequences(self, value: object, name: str, width: int) -> tuple[Array, bool]:
+        return validation.check_sequences(value, name, width, self.compute_dtype)
+
+    @staticmethod
+    def _unbatch(batch: Any, single: bool) -> Array:
+        array = np.asarray(batch)
+        if not array.flags.writeable:  # a view of a framework's buffer: the caller owns a copy
+            array = array.copy()
+        return array[0] if single else array
+
+    @abc.abstractmethod
+    def _predict(self, x: Array, state: Array) -> tuple[Any, Any]:
+        """x̂ of checked ``(B, T, F)`` inputs from the feedback ``state`` ``(B, S)``, and the
+        feedback after the last step."""
+
+    @abc.abstractmethod
+    def _encode(self, x: Array, state: Array) -> tuple[Any, Any]:
+        """z of checked inputs from ``state``, and the decoder's feedback after the last step
+        (the sender's replica of the receiver)."""
+
+    @abc.abstractmethod
+    def _decode(self, z: Array, state: Array) -> tuple[Any, Any]:
+        """x̂ of checked ``(B, T, L)`` codes from ``state``, and the feedback after the last
+        step."""
+
+
+class BaseBackend(Sequences):
+    """Validation, shapes, the ``fit`` loop and its rollback, and the lock that serialises
+    the public calls, shared by every backend."""
+
+    name: ClassVar[str]
+    export_formats: ClassVar[tuple[str, ...]] = ()
+    """The deployment formats ``export`` makes (the contract's "Exports")."""
+    export_refusals: ClassVar[Mapping[str, str]] = {}
+    """Format -> why this backend's framework cannot make it for this model (upstream)."""
+    routes: tuple[Setting, ...] = ()
+    """The framework settings this backend runs with (``frae.routes``): those it chose for
+    its best route, those the user's own environment gave, or the framework's defaults."""
+
+    def __init__(
+        self,
+        config: FRAEConfig | None = None,
+        *,
+        seed: int = 0,
+        weights: Mapping[str, Array] | None = None,
+        devices: int | None = None,
+    ) -> None:
+        self._lock = threading.RLock()
+        self._kept: dict[int, Mapping[str, Any]] = {}
+        self._config = validation.check_config(config)
+        seed = validation.check_seed(seed)
+        shapes = self._config.parameter_shapes()
+        start = (
+            initial_weights(self._config, seed)
+            if weights is None
+            else validation.check_weights(weights, shapes)
+        )
+        devices = validation.check_devices(devices)
+        self.devices = 1 if devices is None else devices
+        """How many devices ``fit`` splits each mini-batch over (1 for ``devices=None``)."""
+        if self.devices > 1:
+            self._place(self.devices)
+        self._build(start)
+
+    @serialised
+    def get_weights(self) -> Weights:
+        return {
+            name: np.array(value, dtype=np.float32, copy=True)
+            for name, value in self._read_weights().items()
+        }
+
+    @serialised
+    def set_weights(self, weights: Mapping[str, Array]) -> None:
+        self._write_weights(validation.check_weights(weights, self._config.parameter_shapes()))
+
     @serialised
     def export(self, directory: str | os.PathLike[str], *, format: str) -> Path:
         """Write this model, its current weights baked in, to ``directory`` in ``format``
@@ -268,13 +298,7 @@ class BaseBackend(abc.ABC):
     ) -> dict[str, Any]:
         x_batch, y_batch = self._pair(x, y)
         epochs, batch_size, optimizer, learning_rate, shuffle, seed = validation.check_fit_options(
-            len(x_batch),
-            epochs=epochs,
-            batch_size=batch_size,
-            optimizer=optimizer,
-            learning_rate=learning_rate,
-            shuffle=shuffle,
-            seed=seed,
+            len(x_batch), epochs, batch_size, optimizer, learning_rate, shuffle, seed
         )
         if self.devices > 1:
             validation.check_split(len(x_batch), batch_size, self.devices)
@@ -316,19 +340,9 @@ class BaseBackend(abc.ABC):
             step, loss, learning_rate, history, restored, last_update=last_update
         )
 
-    def _sequences(self, value: object, name: str, width: int) -> tuple[Array, bool]:
-        return validation.check_sequences(value, name, width, self.compute_dtype)
-
     def _pair(self, x: Array, y: Array | None) -> tuple[Array, Array]:
         x_batch, single = self._sequences(x, "x", self._config.input_dim)
         return x_batch, validation.check_target(y, x_batch, single)
-
-    @staticmethod
-    def _unbatch(batch: Any, single: bool) -> Array:
-        array = np.asarray(batch)
-        if not array.flags.writeable:  # a view of a framework's buffer: the caller owns a copy
-            array = array.copy()
-        return array[0] if single else array
 
     def _keep_weights(self, step: int) -> None:
         """Keep W_step, the weights before step ``step``, for the rollback; a backend may keep
@@ -360,21 +374,6 @@ class BaseBackend(abc.ABC):
     @abc.abstractmethod
     def _write_weights(self, weights: Weights) -> None:
         """Replace every weight with ``weights`` (already checked)."""
-
-    @abc.abstractmethod
-    def _predict(self, x: Array, state: Array) -> tuple[Any, Any]:
-        """x̂ of checked ``(B, T, F)`` inputs from the feedback ``state`` ``(B, S)``, and the
-        feedback after the last step."""
-
-    @abc.abstractmethod
-    def _encode(self, x: Array, state: Array) -> tuple[Any, Any]:
-        """z of checked inputs from ``state``, and the decoder's feedback after the last step
-        (the sender's replica of the receiver)."""
-
-    @abc.abstractmethod
-    def _decode(self, z: Array, state: Array) -> tuple[Any, Any]:
-        """x̂ of checked ``(B, T, L)`` codes from ``state``, and the feedback after the last
-        step."""
 
     @abc.abstractmethod
     def _loss_and_grads(self, x: Array, y: Array) -> tuple[float, Mapping[str, Any]]: ...

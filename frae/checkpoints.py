@@ -138,7 +138,9 @@ def _read(path: Path, config: FRAEConfig | None) -> tuple[Weights, TrainingState
 def _layout(metadata: Mapping[str, str], config: FRAEConfig | None) -> FRAEConfig:
     """The config the file must match: ``config``, else the one its metadata records."""
     if metadata.get("format") != FORMAT:
-        raise ValueError(f"metadata must name the format {FORMAT!r}, got {_short(metadata)}")
+        raise ValueError(
+            f"metadata must name the format {FORMAT!r}, got {_SHORT.repr(dict(metadata))}"
+        )
     if metadata.get("format_version") != str(VERSION):
         raise ValueError(
             f"format version {_SHORT.repr(metadata.get('format_version'))} is not one this "
@@ -164,14 +166,8 @@ def _expected_shapes(layout: FRAEConfig, optimizer: str) -> dict[str, tuple[int,
 
 def _check_header(file: Any, expected: Mapping[str, tuple[int, ...]]) -> None:
     """Names, dtypes and shapes from the header alone (no tensor is read)."""
-    present = set(file.keys())
-    missing = [name for name in expected if name not in present]
-    extra = sorted(present - set(expected))
-    if missing or extra:
-        raise ValueError(
-            "tensors must be exactly the weights' canonical names (and Adam's moments); "
-            f"missing {validation.names(missing)}, extra {validation.names(extra)}"
-        )
+    what = "tensors must be exactly the weights' canonical names (and Adam's moments)"
+    validation.check_names(file.keys(), expected, what)
     for name, shape in expected.items():
         piece = file.get_slice(name)
         if piece.get_dtype() != "F32":
@@ -195,7 +191,3 @@ def _whole(metadata: Mapping[str, str], key: str) -> int:
     if not text.isdigit():
         raise ValueError(f"metadata's {key} must be a whole number, got {_SHORT.repr(text)}")
     return int(text)
-
-
-def _short(metadata: Mapping[str, str]) -> str:
-    return _SHORT.repr(dict(metadata))

@@ -123,20 +123,11 @@ def _label(name: str, model: frae.Backend) -> str:
 
 def tolerance_legend() -> str:
     """The tolerances of the table's columns, (rtol, atol) each."""
-
-    def entry(key: str) -> str:
-        tolerance = TOLERANCES[key]
-        scaled = " × largest" if tolerance.scaled else ""
-        return f"{tolerance.rtol:g}, {tolerance.atol:g}{scaled}"
-
     columns = "; ".join(
-        f"{', '.join(q for q, k in QUANTITIES.items() if k == key)} {entry(key)}"
+        f"{', '.join(q for q, k in QUANTITIES.items() if k == key)} {TOLERANCES[key]}"
         for key in dict.fromkeys(QUANTITIES.values())
     )
-    return (
-        f"Tolerances (rtol, atol; frae/tolerances.py): float32: {columns}; "
-        f"float64: {FLOAT64.rtol:g}, {FLOAT64.atol:g}."
-    )
+    return f"Tolerances (rtol, atol; frae/tolerances.py): float32: {columns}; float64: {FLOAT64}."
 
 
 def title(shape: tuple[int, ...]) -> str:

@@ -110,9 +110,9 @@ class FRAEConfig:
 
     def __post_init__(self) -> None:
         checked = {
-            "input_dim": validation.check_positive_int(self.input_dim, "input_dim"),
+            "input_dim": validation.check_int(self.input_dim, "input_dim"),
             "encoder_units": validation.check_units(self.encoder_units, "encoder_units"),
-            "latent_dim": validation.check_positive_int(self.latent_dim, "latent_dim"),
+            "latent_dim": validation.check_int(self.latent_dim, "latent_dim"),
             "decoder_units": validation.check_units(self.decoder_units, "decoder_units"),
             "activation": validation.check_choice(self.activation, "activation", ACTIVATIONS),
             "output_activation": validation.check_choice(
@@ -122,7 +122,7 @@ class FRAEConfig:
             "code_step": validation.check_code_step(self.code_step),
         }
         if checked["feedback"] == "state":
-            checked["state_dim"] = validation.check_positive_int(self.state_dim, "state_dim")
+            checked["state_dim"] = validation.check_int(self.state_dim, "state_dim")
         elif self.state_dim is not None:
             raise ValueError(
                 'state_dim must be None with feedback="output" (it sizes the GRU state of '
@@ -221,8 +221,5 @@ def _stack(
     names = [f"{side}/dense_{i}" for i in range(len(hidden_units))] + [f"{side}/{last[0]}"]
     units = [*hidden_units, last[1]]
     activations = [hidden_activation] * len(hidden_units) + [last_activation]
-    layers = []
-    for name, width, activation in zip(names, units, activations, strict=True):
-        layers.append(Layer(name, fan_in, width, activation))
-        fan_in = width
-    return tuple(layers)
+    fan_ins = [fan_in, *units[:-1]]  # each layer reads the one before
+    return tuple(map(Layer, names, fan_ins, units, activations))

@@ -15,32 +15,16 @@ import shutil
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING
 
 from frae import validation
-from frae.config import FRAEConfig
 from frae.runtimes import MANIFEST, MANIFEST_VERSION
+
+if TYPE_CHECKING:
+    from frae.backend import BaseBackend  # for types alone: frae.backend imports this module
 
 FORMATS = ("saved_model", "litert", "stablehlo", "pt2", "onnx")
 """Every format the contract names; each backend makes those in its ``export_formats``."""
-
-
-class Exporter(Protocol):
-    """What writing an artifact reads of a backend (``frae.BaseBackend`` has it all)."""
-
-    @property
-    def name(self) -> str: ...
-
-    @property
-    def config(self) -> FRAEConfig: ...
-
-    @property
-    def export_formats(self) -> tuple[str, ...]: ...
-
-    @property
-    def export_refusals(self) -> Mapping[str, str]: ...
-
-    def _export(self, format: str, folder: Path) -> str: ...
 
 
 NEEDS_EXTRA = "needs the export extra (pip install 'frae[export]')"
@@ -75,7 +59,7 @@ def export(model: object, directory: str | os.PathLike[str], *, format: str) -> 
     return Path(method(directory, format=format))
 
 
-def check_format(model: Exporter, format: object) -> str:
+def check_format(model: BaseBackend, format: object) -> str:
     """``format``, one that ``model`` makes; else a ``ValueError`` that says why not."""
     if not isinstance(format, str) or format not in FORMATS:
         raise ValueError(
@@ -101,7 +85,7 @@ def check_directory(directory: object) -> Path:
     return target
 
 
-def write_artifact(model: Exporter, directory: object, format: object) -> Path:
+def write_artifact(model: BaseBackend, directory: object, format: object) -> Path:
     """Check, then write ``model``'s artifact through ``model._export`` into a hidden
     folder beside ``directory``, add the manifest, and move it into place."""
     chosen = check_format(model, format)

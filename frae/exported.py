@@ -1,7 +1,8 @@
 """An artifact loaded back behind the backend interface: ``frae.load_exported(path)``.
 
-The functions are ``frae.runtimes``' (the artifact's runtime alone); this adds the contract's
-checks, zeros for a missing state, single sequences and ``return_state``, as a backend does.
+The functions are ``frae.runtimes``' (the artifact's runtime alone); ``frae.backend.Sequences``
+adds the contract's checks, zeros for a missing state, single sequences and ``return_state``, as
+it does for every backend.
 """
 
 from __future__ import annotations
@@ -13,8 +14,8 @@ from typing import Any
 
 import numpy as np
 
-from frae import runtimes, validation
-from frae.backend import BaseBackend, zero_state
+from frae import runtimes
+from frae.backend import Sequences
 from frae.config import FRAEConfig
 
 Array = np.ndarray[Any, Any]
@@ -25,45 +26,26 @@ def load_exported(path: str | os.PathLike[str]) -> ExportedModel:
     return ExportedModel(Path(path))
 
 
-class ExportedModel:
+class ExportedModel(Sequences):
     """``predict``, ``encode`` and ``decode`` with the state in and out (the contract's
     "Public interface" and "Streaming") of an exported artifact; its weights are the
     artifact's, fixed."""
-
-    compute_dtype = np.float32
 
     def __init__(self, path: Path) -> None:
         manifest = runtimes.read_manifest(path)
         self.path = path
         self.format: str = manifest["format"]
         self.exported_from: str = manifest["backend"]
-        self.config = FRAEConfig.from_dict(manifest["config"])
+        self._config = FRAEConfig.from_dict(manifest["config"])
         self.name = f"{self.format} of {self.exported_from}"
         self._functions = runtimes.open_artifact(path)
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()
 
-    def initial_state(self, batch: int | None = None) -> Array:
-        """Zeros ``(batch, S)``, or ``(S,)`` for ``batch=None``."""
-        return zero_state(self.config.feedback_dim, batch, self.compute_dtype)
+    def _predict(self, x: Array, state: Array) -> tuple[Array, Array]:
+        return self._functions["predict"](x, state)
 
-    def predict(self, x: Array, *, state: Array | None = None, return_state: bool = False) -> Any:
-        return self._run("predict", x, "x", self.config.input_dim, state, return_state)
+    def _encode(self, x: Array, state: Array) -> tuple[Array, Array]:
+        return self._functions["encode"](x, state)
 
-    def encode(self, x: Array, *, state: Array | None = None, return_state: bool = False) -> Any:
-        return self._run("encode", x, "x", self.config.input_dim, state, return_state)
-
-    def decode(self, z: Array, *, state: Array | None = None, return_state: bool = False) -> Any:
-        return self._run("decode", z, "z", self.config.latent_dim, state, return_state)
-
-    def _run(
-        self, function: str, value: Array, name: str, width: int, state: Any, wanted: bool
-    ) -> Any:
-        wanted = validation.check_flag(wanted, "return_state")
-        batch, single = validation.check_sequences(value, name, width, self.compute_dtype)
-        start = validation.check_state(
-            state, len(batch), single, self.config.feedback_dim, self.compute_dtype
-        )
-        with self._lock:
-            outputs, last = self._functions[function](batch, start)
-        outputs, last = BaseBackend._unbatch(outputs, single), BaseBackend._unbatch(last, single)
-        return (outputs, last) if wanted else outputs
+    def _decode(self, z: Array, state: Array) -> tuple[Array, Array]:
+        return self._functions["decode"](z, state)

@@ -209,13 +209,7 @@ def _read_weights(path: Path, config: FRAEConfig | None) -> Weights:
             raise ValueError(f"each name must appear once, got {_SHORT.repr(repeated)} repeated")
         members = dict(zip(names, infos, strict=True))
         expected = (config or _infer_config(dict.fromkeys(members))).parameter_shapes()
-        missing = [name for name in expected if name not in members]
-        extra = sorted(set(members) - set(expected))
-        if missing or extra:
-            raise ValueError(
-                "weights must hold exactly the canonical names; "
-                f"missing {_SHORT.repr(missing)}, extra {_SHORT.repr(extra)}"
-            )
+        validation.check_names(members, expected, "weights must hold exactly the canonical names")
         headers = {name: _read_header(archive, name, info) for name, info in members.items()}
         layout = config or _infer_config({name: shape for name, (shape, _) in headers.items()})
         shapes = layout.parameter_shapes()

@@ -28,6 +28,10 @@ class Tolerance:
     float32 NumPy evaluation of the same maths makes (measured by the caller): where a
     problem is ill-conditioned, float32 itself can do no better."""
 
+    def __str__(self) -> str:
+        """``rtol, atol`` as the tables print them, ``× largest`` where ``atol`` is scaled."""
+        return f"{self.rtol:g}, {self.atol:g}{' × largest' if self.scaled else ''}"
+
     def absolute(self, expected: npt.ArrayLike, float32_error: float = 0.0) -> float:
         """The ``atol`` this tolerance allows around ``expected``: scaled by its largest
         magnitude if ``scaled``, and at least ``float32_factor × float32_error``."""
@@ -109,10 +113,9 @@ TOLERANCES = {
         rtol=1e-5,
         atol=0.0,
         reason="the loss of each of 50 Adam steps, ε = 1e-7 placed as the contract places it: "
-        "m̂/√v̂ normalizes "
-        "every update, so the float32 noise of a small gradient moves its weight as much as "
-        "a large gradient would (measured at most 1.4e-6; ε placed as Keras' Adam places it, "
-        "or 1 - β and 1 - βᵗ from differently rounded β, exceed it)",
+        "m̂/√v̂ normalizes every update, so the float32 noise of a small gradient moves its "
+        "weight as much as a large gradient would (measured at most 1.4e-6; ε placed as Keras' "
+        "Adam places it, or 1 - β and 1 - βᵗ from differently rounded β, exceed it)",
     ),
     "adam weights": Tolerance(
         rtol=0.0,

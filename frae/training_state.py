@@ -61,19 +61,11 @@ def check_training_state(state: object, optimizer: str, config: FRAEConfig) -> T
             f"training_state.optimizer is {name!r}, but fit was given optimizer={optimizer!r}: "
             "a state continues the optimizer that made it"
         )
-    step = _count(state.step, "training_state.step")
-    epoch = _count(state.epoch, "training_state.epoch")
+    step = validation.check_int(state.step, "training_state.step", least=0)
+    epoch = validation.check_int(state.epoch, "training_state.epoch", least=0)
     shapes = config.parameter_shapes() if optimizer == "adam" else {}
     m, v = (_moments(getattr(state, moment), moment, shapes) for moment in MOMENTS)
     return TrainingState(optimizer, step, epoch, m, v)
-
-
-def _count(value: object, name: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int | np.integer):
-        raise TypeError(f"{name} must be a whole number, got {validation.describe(value)}")
-    if value < 0:
-        raise ValueError(f"{name} must be at least 0, got {value}")
-    return int(value)
 
 
 def _moments(value: object, moment: str, shapes: Mapping[str, tuple[int, ...]]) -> Weights:

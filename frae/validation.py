@@ -45,12 +45,12 @@ def names(keys: Iterable[object], limit: int = 8) -> str:
     return f"[{shown}{more}]"
 
 
-def check_positive_int(value: object, name: str) -> int:
-    """An ``int`` (not ``bool``) of at least 1."""
+def check_int(value: object, name: str, least: int = 1) -> int:
+    """An ``int`` (not ``bool``; NumPy's integers too) of at least ``least``."""
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         raise TypeError(f"{name} must be an int, got {describe(value)}")
-    if value < 1:
-        raise ValueError(f"{name} must be at least 1, got {value}")
+    if value < least:
+        raise ValueError(f"{name} must be at least {least}, got {value}")
     return int(value)
 
 
@@ -74,7 +74,7 @@ def check_units(value: object, name: str) -> tuple[int, ...]:
     """A sequence (possibly empty) of positive layer widths."""
     if isinstance(value, str | bytes) or not isinstance(value, Iterable):
         raise TypeError(f"{name} must be a sequence of ints, got {describe(value)}")
-    return tuple(check_positive_int(width, f"{name}[{i}]") for i, width in enumerate(value))
+    return tuple(check_int(width, f"{name}[{i}]") for i, width in enumerate(value))
 
 
 def check_choice(value: object, name: str, choices: tuple[str, ...]) -> str:
@@ -86,11 +86,7 @@ def check_choice(value: object, name: str, choices: tuple[str, ...]) -> str:
 
 
 def check_seed(value: object, name: str = "seed") -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{name} must be an int, got {describe(value)}")
-    if value < 0:
-        raise ValueError(f"{name} must be non-negative, got {value}")
-    return int(value)
+    return check_int(value, name, least=0)
 
 
 def check_learning_rate(value: object) -> float:
@@ -264,19 +260,23 @@ def check_target(y: object, x: npt.NDArray[np.floating[Any]], single: bool) -> A
     return _converted(array[None] if single else array, "y", x.dtype)
 
 
+def check_names(found: Iterable[object], expected: Iterable[str], what: str) -> None:
+    """``found`` holds exactly the ``expected`` names: else a ``ValueError``, ``what`` and the
+    names missing and extra."""
+    present, wanted = set(found), list(expected)
+    missing = [name for name in wanted if name not in present]
+    extra = sorted(str(name) for name in present - set(wanted))
+    if missing or extra:
+        raise ValueError(f"{what}; missing {names(missing)}, extra {names(extra)}")
+
+
 def check_weights(
     weights: object, expected_shapes: Mapping[str, tuple[int, ...]]
 ) -> dict[str, npt.NDArray[np.float32]]:
     """Exactly the canonical names and shapes, floating and finite; returns float32 copies."""
     if not isinstance(weights, Mapping):
         raise TypeError(f"weights must be a dict of numpy arrays, got {describe(weights)}")
-    missing = [key for key in expected_shapes if key not in weights]
-    extra = sorted(str(key) for key in weights if key not in expected_shapes)
-    if missing or extra:
-        raise ValueError(
-            f"weights must hold exactly the canonical names; missing {names(missing)}, "
-            f"extra {names(extra)}"
-        )
+    check_names(weights, expected_shapes, "weights must hold exactly the canonical names")
     checked = {}
     for key, shape in expected_shapes.items():
         array = _as_float_array(weights[key], f"weights[{key!r}]")
@@ -288,7 +288,6 @@ def check_weights(
 
 def check_fit_options(
     num_sequences: int,
-    *,
     epochs: object,
     batch_size: object,
     optimizer: object,
@@ -297,10 +296,8 @@ def check_fit_options(
     seed: object,
 ) -> tuple[int, int, str, float, bool, int]:
     """The keyword arguments of ``fit``; ``batch_size=None`` means all sequences at once."""
-    epochs = check_positive_int(epochs, "epochs")
-    if batch_size is None:
-        batch_size = num_sequences
-    batch_size = check_positive_int(batch_size, "batch_size")
+    epochs = check_int(epochs, "epochs")
+    batch_size = check_int(num_sequences if batch_size is None else batch_size, "batch_size")
     if batch_size > num_sequences:
         raise ValueError(
             f"batch_size must be at most the number of sequences ({num_sequences}), "

@@ -24,14 +24,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption(
         "--backend",
         action="append",
-        default=None,
         metavar="NAME_OR_PATH",
         help="backend to test: a registered name or 'package.module:attribute' (repeatable)",
     )
     parser.addoption(
         "--other-backend",
         action="append",
-        default=None,
         metavar="NAME_OR_PATH",
         help="backend to transfer weights to and from (repeatable; default: every installed "
         "backend other than those under test, or the reference)",
@@ -39,7 +37,6 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption(
         "--case",
         action="append",
-        default=None,
         choices=list(CASES),
         metavar="NAME",
         help="run the tests that take a case of cases.py on the cases named alone "
@@ -83,14 +80,9 @@ def pytest_configure(config: pytest.Config) -> None:
         sys.path.insert(0, started_in)
     for option in ("backend", "other_backend"):
         for spec in config.getoption(option) or ():
-            _check_importable(f"--{option.replace('_', '-')}", spec)
-
-
-def _check_importable(option: str, spec: str) -> None:
-    """A ``pytest.UsageError`` (exit status 4, one message) if ``spec`` cannot be imported."""
-    reason = _import_failure(spec)
-    if reason is not None:
-        raise pytest.UsageError(f"{option} {spec!r} cannot be imported: {reason}")
+            if (reason := _import_failure(spec)) is not None:  # exit status 4, one message
+                flag = option.replace("_", "-")
+                raise pytest.UsageError(f"--{flag} {spec!r} cannot be imported: {reason}")
 
 
 @functools.cache
@@ -152,9 +144,7 @@ def compilation_group(item: pytest.Item) -> str | None:
 def backend_of(item: pytest.Item) -> str | None:
     """The backend a test checks: its ``backend_spec``."""
     callspec = getattr(item, "callspec", None)
-    if callspec is not None and "backend_spec" in callspec.params:
-        return callspec.params["backend_spec"]
-    return None
+    return None if callspec is None else callspec.params.get("backend_spec")
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:

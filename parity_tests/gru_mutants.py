@@ -7,7 +7,7 @@ import numpy as np
 
 from frae.backend import Array
 from frae.config import GRU
-from impls.reference.model import GRUTrace, Params, gru_step, sigmoid, unroll
+from impls.reference.model import GRUTrace, Params, gru_step, sigmoid
 from parity_tests.mutants import Float32Reference, float32_unroll
 
 
@@ -70,9 +70,7 @@ class StateFedBackFromBeforeGRU(Float32Reference):
     breaks = "codes"
 
     def _encode(self, x: Array, state: Array) -> tuple[Array, Array]:
-        _, codes, last = unroll(
-            self.config, self.params, x, state=state, cell=_input_carry_returned
-        )
+        _, codes, last = self._unroll(x, state, cell=_input_carry_returned)
         return codes.astype(np.float32), last.astype(np.float32)
 
 

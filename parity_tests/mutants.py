@@ -53,14 +53,22 @@ class Float32Reference(ReferenceBackend):
     name = "float32_reference"
     breaks: ClassVar[str | None] = None
 
+    def _unroll(self, sequences: Array, state: Array, **options: Any) -> tuple[Array, Array, Array]:
+        """The reference's ``unroll`` of this model, which ``predict``, ``encode`` and
+        ``decode`` all run: a mutant of all three changes it here."""
+        return unroll(self.config, self.params, sequences, state=state, **options)
+
     def _predict(self, x: Array, state: Array) -> tuple[Array, Array]:
-        return _float32(super()._predict(x, state))
+        outputs, _, last = self._unroll(x, state)
+        return _float32((outputs, last))
 
     def _encode(self, x: Array, state: Array) -> tuple[Array, Array]:
-        return _float32(super()._encode(x, state))
+        _, codes, last = self._unroll(x, state)
+        return _float32((codes, last))
 
     def _decode(self, z: Array, state: Array) -> tuple[Array, Array]:
-        return _float32(super()._decode(z, state))
+        outputs, _, last = self._unroll(z, state, codes_given=True)
+        return _float32((outputs, last))
 
     def _loss_and_grads(self, x: Array, y: Array) -> tuple[float, Mapping[str, Any]]:
         loss, grads = super()._loss_and_grads(x, y)

@@ -13,7 +13,7 @@ from frae import codec
 from frae.backend import Array
 from impls.reference import train
 from impls.reference.model import unroll
-from parity_tests.mutants import Float32Reference, _float32
+from parity_tests.mutants import Float32Reference, float32_unroll
 
 
 class OpenLoop(Float32Reference):
@@ -22,16 +22,12 @@ class OpenLoop(Float32Reference):
 
     breaks = "quantized_codes"
 
-    def _unrounded(self, x: Array, state: Array) -> tuple[Array, Array, Array]:
-        return unroll(dataclasses.replace(self.config, code_step=None), self.params, x, state=state)
-
-    def _predict(self, x: Array, state: Array) -> tuple[Array, Array]:
-        outputs, _, last = self._unrounded(x, state)
-        return _float32((outputs, last))
-
-    def _encode(self, x: Array, state: Array) -> tuple[Array, Array]:
-        _, codes, last = self._unrounded(x, state)
-        return _float32((codec.quantize(codes, self.config.code_step), last))
+    def _unroll(self, sequences: Array, state: Array, **options: Any) -> tuple[Array, Array, Array]:
+        if options.get("codes_given"):  # decode rounds what it is given, as it should
+            return super()._unroll(sequences, state, **options)
+        raw = dataclasses.replace(self.config, code_step=None)
+        outputs, codes, last = unroll(raw, self.params, sequences, state=state)
+        return outputs, codec.quantize(codes, self.config.code_step), last
 
 
 class DecodeTrustsItsInput(Float32Reference):
@@ -42,8 +38,7 @@ class DecodeTrustsItsInput(Float32Reference):
 
     def _decode(self, z: Array, state: Array) -> tuple[Array, Array]:
         raw = dataclasses.replace(self.config, code_step=None)
-        outputs, _, last = unroll(raw, self.params, z, codes_given=True, state=state)
-        return _float32((outputs, last))
+        return float32_unroll(raw, self.params, z, state, codes_given=True)
 
 
 def _half_away_from_zero(codes: Array, code_step: float) -> Array:
@@ -59,22 +54,8 @@ class TiesAwayFromZero(Float32Reference):
 
     breaks = "ties"
 
-    def _unroll(self, x: Array, state: Array, **options: Any) -> tuple[Array, Array, Array]:
-        return unroll(
-            self.config, self.params, x, state=state, quantize=_half_away_from_zero, **options
-        )
-
-    def _predict(self, x: Array, state: Array) -> tuple[Array, Array]:
-        outputs, _, last = self._unroll(x, state)
-        return _float32((outputs, last))
-
-    def _encode(self, x: Array, state: Array) -> tuple[Array, Array]:
-        _, codes, last = self._unroll(x, state)
-        return _float32((codes, last))
-
-    def _decode(self, z: Array, state: Array) -> tuple[Array, Array]:
-        outputs, _, last = self._unroll(z, state, codes_given=True)
-        return _float32((outputs, last))
+    def _unroll(self, sequences: Array, state: Array, **options: Any) -> tuple[Array, Array, Array]:
+        return super()._unroll(sequences, state, quantize=_half_away_from_zero, **options)
 
 
 class _StraightThroughBroken(Float32Reference):

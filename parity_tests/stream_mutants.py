@@ -44,9 +44,7 @@ class StateFromOneStepBeforeTheLast(_EveryCall):
     """The state returned is the feedback entering the last step, not the one after it."""
 
     breaks = "streaming"
-
-    def _call(self, infer: Infer, sequences: Array, state: Array) -> tuple[Array, Array]:
-        return _one_step_late(infer, sequences, state)
+    _call = staticmethod(_one_step_late)
 
 
 class EncodeReturnsTheEncodersFeedback(Float32Reference):

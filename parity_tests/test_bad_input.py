@@ -18,15 +18,16 @@ from parity_tests.conftest import MakeBackend
 
 X = CASES["default"].inputs(seed=1)  # (3, 7, 2)
 Z = np.zeros((3, 7, 1), np.float32)
+BIAS = "decoder/output/bias"
 
 
 def _with(value: float | np.floating, at: tuple[int, ...] = (1, 2, 0)) -> np.ndarray:
     return with_entry(X, at, value)
 
 
-def _fit(**options: Any) -> Callable[[Any], object]:
-    """The call ``fit(X, **options)`` of a model."""
-    return lambda m: m.fit(X, **options)
+def _fit(x: object = X, y: object = None, **options: Any) -> Callable[[Any], object]:
+    """The call ``fit(x, y, **options)`` of a model."""
+    return lambda m: m.fit(x, y, **options)
 
 
 def _weights(change: Callable[[dict[str, np.ndarray]], None]) -> dict[str, np.ndarray]:
@@ -73,12 +74,8 @@ BAD_CALLS: dict[str, tuple[Callable[[Any], object], type[Exception], str]] = {
     "loss y integers": (lambda m: m.loss_and_grads(X, X.astype(np.int64)), TypeError, "y"),
     "loss x NaN": (lambda m: m.loss_and_grads(_with(np.nan)), ValueError, "x"),
     "loss y masked": (lambda m: m.loss_and_grads(X, masked_nan(X)), TypeError, "y"),
-    "fit x NaN in the last batch": (
-        lambda m: m.fit(_with(np.nan, at=(2, 6, 1)), batch_size=1),
-        ValueError,
-        "x",
-    ),
-    "fit y shape": (lambda m: m.fit(X, X[:2]), ValueError, "y"),
+    "fit x NaN in the last batch": (_fit(_with(np.nan, (2, 6, 1)), batch_size=1), ValueError, "x"),
+    "fit y shape": (_fit(X, X[:2]), ValueError, "y"),
     "fit epochs 0": (_fit(epochs=0), ValueError, "epochs"),
     "fit epochs float": (_fit(epochs=2.0), TypeError, "epochs"),
     "fit batch_size 0": (_fit(batch_size=0), ValueError, "batch_size"),
@@ -89,45 +86,33 @@ BAD_CALLS: dict[str, tuple[Callable[[Any], object], type[Exception], str]] = {
     "fit learning_rate beyond float32": (_fit(learning_rate=1e39), ValueError, "learning_rate"),
     "fit learning_rate 0 in float32": (_fit(learning_rate=1e-50), ValueError, "learning_rate"),
     "fit learning_rate a string": (_fit(learning_rate="1e-3"), TypeError, "learning_rate"),
-    "fit x masked": (lambda m: m.fit(masked_nan(X)), TypeError, "x"),
+    "fit x masked": (_fit(masked_nan(X)), TypeError, "x"),
     "fit shuffle": (_fit(shuffle="yes"), TypeError, "shuffle"),
     "fit seed": (_fit(shuffle=True, seed=-1), ValueError, "seed"),
     "set_weights missing": (
-        lambda m: m.set_weights(_weights(lambda w: w.pop("decoder/output/bias"))),
+        lambda m: m.set_weights(_weights(lambda w: w.pop(BIAS))),
         ValueError,
-        "decoder/output/bias",
+        BIAS,
     ),
     "set_weights extra": (
         lambda m: m.set_weights(_weights(lambda w: w.update(extra=np.zeros(1, np.float32)))),
         ValueError,
         "extra",
     ),
-    "set_weights transposed kernel": (
-        _set_entry("decoder/output/kernel", np.transpose),
-        ValueError,
-        "decoder/output/kernel",
-    ),
-    "set_weights NaN in the last entry": (
-        _set_entry("decoder/output/bias", lambda _: np.array([0, np.nan], np.float32)),
-        ValueError,
-        "decoder/output/bias",
-    ),
-    "set_weights integers": (
-        _set_entry("encoder/latent/bias", lambda _: np.zeros(1, np.int32)),
-        TypeError,
-        "encoder/latent/bias",
-    ),
     "set_weights not a dict": (lambda m: m.set_weights([1, 2]), TypeError, "weights"),
-    "set_weights masked": (
-        _set_entry("encoder/dense_0/kernel", masked_nan),
-        TypeError,
-        "encoder/dense_0/kernel",
-    ),
-    "set_weights longdouble beyond float64": (
-        _set_entry("decoder/output/bias", lambda _: np.array([0, "1e400"], np.longdouble)),
-        ValueError,
-        "decoder/output/bias",
-    ),
+}
+BAD_ENTRIES: dict[str, tuple[str, Callable[[np.ndarray], object], type[Exception]]] = {
+    "transposed kernel": ("decoder/output/kernel", np.transpose, ValueError),
+    "NaN in the last entry": (BIAS, lambda _: np.array([0, np.nan], np.float32), ValueError),
+    "integers": ("encoder/latent/bias", lambda _: np.zeros(1, np.int32), TypeError),
+    "masked": ("encoder/dense_0/kernel", masked_nan, TypeError),
+    "longdouble beyond float64": (BIAS, lambda _: np.longdouble([0, "1e400"]), ValueError),
+}
+"""``set_weights`` of initial weights with one bad entry: its name (which the error must name),
+its value made from the good one, the error."""
+BAD_CALLS |= {
+    f"set_weights {case}": (_set_entry(name, value), error, name)
+    for case, (name, value, error) in BAD_ENTRIES.items()
 }
 
 

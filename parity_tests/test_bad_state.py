@@ -32,11 +32,7 @@ BAD_STATES: dict[str, tuple[Any, ...]] = {
     "predict rank 3": (_predict(STATE[:, None]), ValueError, "state"),
     "predict rank 2 beside one sequence": (_predict(STATE[:1], X[0]), ValueError, "state"),
     "predict 3 features": (_predict(np.zeros((3, 3), np.float32)), ValueError, "state", "3"),
-    "predict 1 feature beside one sequence": (
-        _predict(np.zeros(1, np.float32), X[0]),
-        ValueError,
-        "state",
-    ),
+    "predict 1 feature beside one sequence": (_predict(STATE[0, :1], X[0]), ValueError, "state"),
     "predict a batch of 2 for 3 sequences": (_predict(STATE[:2]), ValueError, "state", "2", "3"),
     "predict a batch of 4 for 3 sequences": (
         _predict(np.zeros((4, 2), np.float32)),

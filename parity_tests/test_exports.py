@@ -40,12 +40,10 @@ def test_every_artifact_equals_the_reference_in_its_runtime_alone(
         loaded = frae.load_exported(artifact)
         for key, (function, sequences, state) in asked.items():
             outputs, last = wanted[key]
+            through = getattr(loaded, function)(sequences, state=state, return_state=True)
             for where, answer in (
                 ("in its own process", ran["answers"][key]),
-                (
-                    "through frae.load_exported",
-                    getattr(loaded, function)(sequences, state=state, return_state=True),
-                ),
+                ("through frae.load_exported", through),
             ):
                 what = f"{format} {key} {where}"
                 assert_close("outputs", answer[0], outputs, what)

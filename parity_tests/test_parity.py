@@ -12,37 +12,20 @@ from parity_tests.checks import parameters_without_gradient
 from parity_tests.conftest import MakeBackend
 from parity_tests.tolerances import assert_close
 
-LONG = Case(frae.FRAEConfig(), batch=1, steps=2000)
+WITH_LONG = [*CASE_PARAMS, pytest.param(Case(frae.FRAEConfig(), batch=1, steps=2000), id="T=2000")]
 
 
-WITH_LONG = [*CASE_PARAMS, pytest.param(LONG, id="T=2000")]
-
-
+@pytest.mark.parametrize("method", ["predict", "encode", "decode"])
 @pytest.mark.parametrize("case", WITH_LONG)
-def test_predict_equals_the_reference(
-    make_backend: MakeBackend, reference: MakeBackend, case: Case
+def test_each_call_equals_the_reference(
+    make_backend: MakeBackend, reference: MakeBackend, case: Case, method: str
 ) -> None:
-    x = case.inputs(seed=10)
-    expected = reference(case.config, seed=3).predict(x)
-    assert_close("outputs", make_backend(case.config, seed=3).predict(x), expected)
-
-
-@pytest.mark.parametrize("case", WITH_LONG)
-def test_encode_equals_the_reference(
-    make_backend: MakeBackend, reference: MakeBackend, case: Case
-) -> None:
-    x = case.inputs(seed=10)
-    expected = reference(case.config, seed=3).encode(x)
-    assert_close("outputs", make_backend(case.config, seed=3).encode(x), expected)
-
-
-@pytest.mark.parametrize("case", WITH_LONG)
-def test_decode_equals_the_reference(
-    make_backend: MakeBackend, reference: MakeBackend, case: Case
-) -> None:
-    oracle = reference(case.config, seed=3)
-    codes = oracle.encode(case.inputs(seed=10)).astype(np.float32)
-    assert_close("outputs", make_backend(case.config, seed=3).decode(codes), oracle.decode(codes))
+    """The outputs x̂ of ``predict``, the codes z of ``encode``, and ``decode``'s x̂ of the
+    reference's codes."""
+    oracle, x = reference(case.config, seed=3), case.inputs(seed=10)
+    sequences = oracle.encode(x).astype(np.float32) if method == "decode" else x
+    actual = getattr(make_backend(case.config, seed=3), method)(sequences)
+    assert_close("outputs", actual, getattr(oracle, method)(sequences), method)
 
 
 @pytest.mark.parametrize("case", CASE_PARAMS)

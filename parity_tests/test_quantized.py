@@ -61,17 +61,20 @@ def margin_checked(case: Case) -> tuple[dict[str, np.ndarray], np.ndarray]:
     return weights, x
 
 
+def _margin_checked_pair(make_backend: MakeBackend, reference: MakeBackend, case: Case) -> tuple:
+    """The backend under test and the reference, both holding ``large_weights``, and the
+    inputs of ``margin_checked``."""
+    weights, x = margin_checked(case)
+    return make_backend(case.config, weights=weights), reference(case.config, weights=weights), x
+
+
 @pytest.mark.parametrize("case", quantized_params("tanh_coarse", "tanh_fine", "swish", "state"))
 def test_symbols_equal_the_references(
     make_backend: MakeBackend, reference: MakeBackend, case: Case
 ) -> None:
     """encode's codes lie on the grid and their symbols are the reference's, exactly; the
     outputs of the closed loop are the reference's."""
-    weights, x = margin_checked(case)
-    model, oracle = (
-        make_backend(case.config, weights=weights),
-        reference(case.config, weights=weights),
-    )
+    model, oracle, x = _margin_checked_pair(make_backend, reference, case)
     step = case.config.code_step
     codes, expected = model.encode(x), codec.symbols(oracle.encode(x), step)
     assert len(np.unique(expected)) >= 3, "the fixture's codes use too few symbols"
@@ -86,11 +89,7 @@ def test_decode_quantizes_what_it_is_given(
 ) -> None:
     """decode of off-grid codes (beyond the clip too) equals decode of their rounding, and
     the reference's; decode(encode(x)) equals predict(x)."""
-    weights, x = margin_checked(case)
-    model, oracle = (
-        make_backend(case.config, weights=weights),
-        reference(case.config, weights=weights),
-    )
+    model, oracle, x = _margin_checked_pair(make_backend, reference, case)
     step = case.config.code_step
     codes = model.encode(x)
     nudged = codes + step * np.random.default_rng(43).uniform(-0.45, 0.45, codes.shape)
@@ -108,11 +107,7 @@ def test_quantized_chunks_equal_one_call(
 ) -> None:
     """predict, encode and decode in chunks chained through their states equal one call of
     the reference, outputs and last state."""
-    weights, x = margin_checked(case)
-    model, oracle = (
-        make_backend(case.config, weights=weights),
-        reference(case.config, weights=weights),
-    )
+    model, oracle, x = _margin_checked_pair(make_backend, reference, case)
     calls = {"predict": x, "encode": x, "decode": oracle.encode(x).astype(np.float32)}
     for cuts in ([3], list(range(1, case.steps))):
         for method, sequences in calls.items():

@@ -58,7 +58,7 @@ Sizes = tuple[int, int, int]
 def test_random_configs_equal_the_reference(
     make_backend: MakeBackend, reference: MakeBackend, config: frae.FRAEConfig, sizes: Sizes
 ) -> None:
-    check_against_the_reference(make_backend, reference, config, *sizes)
+    check_against_the_reference(make_backend, reference, config, sizes)
 
 
 @pytest.mark.slow
@@ -67,18 +67,14 @@ def test_random_configs_equal_the_reference(
 def test_random_state_configs_equal_the_reference(
     make_backend: MakeBackend, reference: MakeBackend, config: frae.FRAEConfig, sizes: Sizes
 ) -> None:
-    check_against_the_reference(make_backend, reference, config, *sizes)
+    check_against_the_reference(make_backend, reference, config, sizes)
 
 
 def check_against_the_reference(
-    make_backend: MakeBackend,
-    reference: MakeBackend,
-    config: frae.FRAEConfig,
-    batch: int,
-    steps: int,
-    seed: int,
+    make_backend: MakeBackend, reference: MakeBackend, config: frae.FRAEConfig, sizes: Sizes
 ) -> None:
     """predict, loss and gradients of random weights (std 0.5) on random x and y."""
+    batch, steps, seed = sizes
     rng = np.random.default_rng(seed)
     x = rng.uniform(-1, 1, (batch, steps, config.input_dim)).astype(np.float32)
     y = rng.uniform(-1, 1, x.shape).astype(np.float32)

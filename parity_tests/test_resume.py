@@ -25,14 +25,8 @@ of one sequence), so k = 4 steps a half, and the shuffle's permutation differs e
 
 
 def _options(optimizer: str, learning_rate: float) -> dict[str, object]:
-    return dict(
-        optimizer=optimizer,
-        learning_rate=learning_rate,
-        batch_size=3,
-        shuffle=True,
-        seed=21,
-        epochs=HALF,
-    )
+    shuffled = {"batch_size": 3, "shuffle": True, "seed": 21, "epochs": HALF}
+    return {"optimizer": optimizer, "learning_rate": learning_rate, **shuffled}
 
 
 def _resumed(

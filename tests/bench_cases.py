@@ -50,14 +50,12 @@ STATE_LABEL = "2-4-3-1-gru8-3-2"
 
 
 def sequences(config: frae.FRAEConfig, seed: int, batch: int = 3, steps: int = 7) -> np.ndarray:
-    """``batch`` sequences of ``steps`` steps of ``config``'s features."""
     return multi_sine(batch=batch, steps=steps, features=config.input_dim, seed=seed)
 
 
 def check_forward(
     model: frae.Backend, config: frae.FRAEConfig, batch: int = 3, steps: int = 7
 ) -> None:
-    """``predict``, ``encode`` and ``decode`` of ``model`` against the reference."""
     oracle = frae.create("reference", config, seed=3)
     x = sequences(config, 1, batch, steps)
     assert_close("outputs", model.predict(x), oracle.predict(x), "predict")
@@ -83,9 +81,9 @@ def check_gradients(
         assert_close("gradients", grads[name], expected[name], name)
 
 
-CUTS = [1, 2, 5]
-"""Where the streaming checks cut their sequences of 9 steps: chunks of 1, 1, 3 and 4 steps
-(the second of one shape with the first, so a result left in the workspace they share is
+CUTS = (1, 2, 5)
+"""Where the streaming checks cut their sequences of 9 steps by default: chunks of 1, 1, 3 and 4
+steps (the second of one shape with the first, so a result left in the workspace they share is
 overwritten before it is compared)."""
 
 
@@ -94,11 +92,13 @@ def check_streaming(
     config: frae.FRAEConfig,
     operations: tuple[str, ...] = ("predict", "encode", "decode"),
     batch: int = 3,
+    cuts: tuple[int, ...] = CUTS,
+    steps: int = 9,
 ) -> None:
-    """Each of ``operations`` from a random state, in chained chunks: the outputs joined and the
-    last state equal the reference's one call."""
+    """Each of ``operations`` from a random state, in chained chunks of ``steps`` cut at
+    ``cuts``: the outputs joined and the last state equal the reference's one call."""
     reference = frae.create("reference", config, seed=3)
-    x = multi_sine(batch=batch, steps=9, features=config.input_dim, seed=1)
+    x = multi_sine(batch=batch, steps=steps, features=config.input_dim, seed=1)
     start = np.random.default_rng(4).normal(0.0, 0.5, (batch, config.feedback_dim))
     inputs = {"predict": x, "encode": x, "decode": reference.encode(x, state=start)}
     for operation in operations:
@@ -106,7 +106,7 @@ def check_streaming(
             inputs[operation], state=start, return_state=True
         )
         outputs, state = [], start
-        for chunk in np.split(inputs[operation], CUTS, axis=1):
+        for chunk in np.split(inputs[operation], cuts, axis=1):
             output, state = getattr(model, operation)(chunk, state=state, return_state=True)
             outputs.append(output)
         assert_close("outputs", np.concatenate(outputs, axis=1), expected, f"{operation} chunks")

@@ -35,7 +35,6 @@ def python(
 
 
 def last_json(done: subprocess.CompletedProcess[str]) -> Any:
-    """The JSON a process printed on its last line."""
     return json.loads(done.stdout.splitlines()[-1])
 
 

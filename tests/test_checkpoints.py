@@ -13,6 +13,7 @@ import pytest
 
 import frae
 from frae.checkpoints import moment_key
+from parity_tests.checks import assert_same_weights
 from tests.processes import ROOT, last_json, python
 
 CONFIG = frae.FRAEConfig(feedback="state", state_dim=8, code_step=2**-5)  # its Δ in the metadata
@@ -31,19 +32,14 @@ def test_a_checkpoint_round_trips_bit_for_bit(tmp_path: Path, optimizer: str) ->
     path = frae.save_checkpoint(tmp_path / "c.safetensors", weights, state, config=CONFIG)
     loaded, loaded_state = frae.load_checkpoint(path)
     assert loaded.keys() == weights.keys()
-    for name, value in weights.items():
-        np.testing.assert_array_equal(loaded[name], value)
+    assert_same_weights(loaded, weights)
     assert loaded_state is not None
-    assert (loaded_state.optimizer, loaded_state.step, loaded_state.epoch) == (
-        optimizer,
-        state.step,
-        state.epoch,
-    )
+    counts = (optimizer, state.step, state.epoch)
+    assert (loaded_state.optimizer, loaded_state.step, loaded_state.epoch) == counts
     for moment in ("m", "v"):
         expected = getattr(state, moment)
         assert getattr(loaded_state, moment).keys() == expected.keys()
-        for name, value in expected.items():
-            np.testing.assert_array_equal(getattr(loaded_state, moment)[name], value)
+        assert_same_weights(getattr(loaded_state, moment), expected, moment)
 
 
 def test_the_file_is_safetensors_with_the_contracts_names_and_metadata(tmp_path: Path) -> None:
@@ -68,8 +64,7 @@ def test_weights_files_and_checkpoints_without_a_state_read_as_weights(tmp_path:
     for name in ("w.npz", "w.safetensors"):
         loaded, state = frae.load_checkpoint(tmp_path / name)
         assert state is None, name
-        for key, value in weights.items():
-            np.testing.assert_array_equal(loaded[key], value)
+        assert_same_weights(loaded, weights, name)
     assert frae.load_weights(tmp_path / "w.npz").keys() == weights.keys()
 
 

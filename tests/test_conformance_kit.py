@@ -9,27 +9,21 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-REPOSITORY = Path(__file__).resolve().parent.parent
-SUITE = REPOSITORY / "parity_tests"
+from tests.processes import ROOT, python
+
+SUITE = ROOT / "parity_tests"
 
 
 def _run_suite(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     """The suite in a fresh interpreter, without ``PYTHONPATH`` and, through ``-P``, without
     the working directory on ``sys.path``: only the suite itself may put it there."""
     environment = {name: value for name, value in os.environ.items() if name != "PYTHONPATH"}
-    return subprocess.run(
-        [sys.executable, "-P", "-m", "pytest", *args, "-p", "no:cacheprovider", "-q"],
-        cwd=cwd,
-        env=environment,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    command = ["-P", "-m", "pytest", *args, "-p", "no:cacheprovider", "-q"]
+    return python(*command, cwd=cwd, env=environment, timeout=300, check=False)
 
 
 @pytest.mark.nested
@@ -48,15 +42,10 @@ def test_an_unimportable_backend_stops_the_run_once_naming_the_error(tmp_path: P
     reason="the example port needs jax and optax: pip install 'frae[jax]'",
 )
 def test_a_port_outside_the_repository_runs_from_its_own_directory(tmp_path: Path) -> None:
-    shutil.copy(REPOSITORY / "examples" / "plain_jax.py", tmp_path / "my_port.py")
-    result = _run_suite(
-        str(SUITE / "test_interface.py"),
-        "--backend",
-        "my_port:PlainJaxFRAE",
-        "-k",
-        "test_one_sequence_gives_two_dimensional_outputs",
-        cwd=tmp_path,
-    )
+    shutil.copy(ROOT / "examples" / "plain_jax.py", tmp_path / "my_port.py")
+    command = [str(SUITE / "test_interface.py"), "--backend", "my_port:PlainJaxFRAE"]
+    command += ["-k", "test_one_sequence_gives_two_dimensional_outputs"]
+    result = _run_suite(*command, cwd=tmp_path)
     output = result.stdout + result.stderr
     assert result.returncode == pytest.ExitCode.OK, output
     passed = re.search(r"(\d+) passed", output)
@@ -71,12 +60,8 @@ def test_a_port_without_the_optional_members_passes_the_kit() -> None:
     interface, of exports (refused, naming why, nothing written) and of ``devices`` (refused,
     naming it) pass on it. ``make parity BACKEND=tests.wrapped_port:WrappedJaxScan`` runs the
     whole kit on it."""
-    result = _run_suite(
-        *(str(SUITE / f"test_{module}.py") for module in ("interface", "exports", "data_parallel")),
-        "--backend",
-        "tests.wrapped_port:WrappedJaxScan",
-        cwd=REPOSITORY,
-    )
+    modules = (str(SUITE / f"test_{name}.py") for name in ("interface", "exports", "data_parallel"))
+    result = _run_suite(*modules, "--backend", "tests.wrapped_port:WrappedJaxScan", cwd=ROOT)
     output = result.stdout + result.stderr
     assert result.returncode == pytest.ExitCode.OK, output[-3000:]
     passed = re.search(r"(\d+) passed", output)
@@ -89,9 +74,7 @@ def test_case_runs_the_tests_of_a_case_on_the_cases_named_alone(tmp_path: Path) 
     """``--case`` narrows the tests that take a case of ``cases.py``, and only those: a test
     on a config of its own (the random configs) is collected either way."""
     collect = [str(SUITE), "--backend", "reference", "--collect-only"]
-    every, named = (
-        _run_suite(*collect, *cases, cwd=REPOSITORY) for cases in ([], ["--case", "state"])
-    )
+    every, named = (_run_suite(*collect, *cases, cwd=ROOT) for cases in ([], ["--case", "state"]))
     every_ids, named_ids = (set(run.stdout.split()) for run in (every, named))
     assert named.returncode == every.returncode == pytest.ExitCode.OK, named.stdout[-2000:]
     interface = {i for i in every_ids if i.startswith("parity_tests/test_interface.py::")}

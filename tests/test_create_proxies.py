@@ -41,7 +41,6 @@ class LoggingProxy:
 def logged_reference(
     config: FRAEConfig | None = None, *, seed: int = 0, weights: Weights | None = None
 ) -> LoggingProxy:
-    """The reference behind a ``LoggingProxy``."""
     return LoggingProxy(frae.create("reference", config, seed=seed, weights=weights))
 
 

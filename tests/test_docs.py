@@ -6,6 +6,10 @@ from pathlib import Path
 
 import pytest
 
+from tests.processes import ROOT
+
+DOCS = ROOT / "docs"
+
 
 def hostile_input_counts() -> dict[str, int]:
     """How many hostile inputs each catalogue of the suite tries."""
@@ -28,7 +32,7 @@ def test_robustness_page_states_the_hostile_input_counts() -> None:
     """docs/robustness.md's figures are the catalogues' sizes: a case removed shows in its
     diff."""
     counts = hostile_input_counts()
-    page = (Path(__file__).resolve().parent.parent / "docs" / "robustness.md").read_text()
+    page = (DOCS / "robustness.md").read_text()
     expected = (
         f"{sum(counts.values())} hostile inputs: {counts['calls']} bad calls on every "
         f"backend, {counts['configs']} bad configs, {counts['import paths']} import paths "
@@ -39,9 +43,6 @@ def test_robustness_page_states_the_hostile_input_counts() -> None:
         f"{counts['checkpoints']} hostile checkpoint files"
     )
     assert expected in " ".join(page.split()), expected
-
-
-DOCS = Path(__file__).resolve().parent.parent / "docs"
 
 
 @pytest.mark.parametrize("run", ["full_grid", "rounding"])

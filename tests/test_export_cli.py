@@ -13,12 +13,7 @@ import frae
 from parity_tests.tolerances import assert_close
 from tests.processes import python
 
-ROOT = Path(__file__).resolve().parent.parent
 LIST_FORMATS = "import frae, sys; print(*frae.create(sys.argv[1]).export_formats)"
-
-
-def run(*command: str) -> str:
-    return python(*command).stdout
 
 
 @pytest.mark.slow
@@ -26,7 +21,7 @@ def run(*command: str) -> str:
 def test_frae_export_makes_every_listed_format_in_a_fresh_process(
     backend: str, tmp_path: Path
 ) -> None:
-    formats = run("-c", LIST_FORMATS, backend).split()
+    formats = python("-c", LIST_FORMATS, backend).stdout.split()
     if not formats:
         pytest.skip(f"{backend} exports no format")
     config = frae.FRAEConfig(feedback="state", state_dim=5)
@@ -36,19 +31,7 @@ def test_frae_export_makes_every_listed_format_in_a_fresh_process(
     x = np.random.default_rng(2).uniform(-1, 1, (2, 9, config.input_dim))
     for format in formats:
         out = tmp_path / format
-        options = ["--config", '{"feedback": "state", "state_dim": 5}']
-        printed = run(
-            "-m",
-            "frae",
-            "export",
-            backend,
-            "--format",
-            format,
-            "--out",
-            str(out),
-            *options,
-            "--weights",
-            str(weights),
-        )
-        assert printed.strip() == os.fspath(out)
+        command = ["-m", "frae", "export", backend, "--format", format, "--out", str(out)]
+        command += ["--config", '{"feedback": "state", "state_dim": 5}', "--weights", str(weights)]
+        assert python(*command).stdout.strip() == os.fspath(out)
         assert_close("outputs", frae.load_exported(out).predict(x), oracle.predict(x), format)

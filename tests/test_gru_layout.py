@@ -82,13 +82,6 @@ GRU_3_5 = GRU("decoder/gru", input_dim=3, state_dim=5)
 """L = 3, H = 5: no kernel square, no two sizes equal."""
 
 
-def _assert_same(actual: dict[str, np.ndarray], expected: dict[str, np.ndarray]) -> None:
-    assert list(actual) == list(expected)
-    for name, value in expected.items():
-        assert actual[name].dtype == value.dtype, name
-        np.testing.assert_array_equal(actual[name], value, err_msg=name)
-
-
 @pytest.mark.parametrize(
     ("to", "back", "shapes"),
     [
@@ -104,7 +97,11 @@ def test_a_round_trip_is_exact(
     native = to(GRU_3_5, weights)
     arrays = native.values() if isinstance(native, dict) else native
     assert [array.shape for array in arrays] == shapes
-    _assert_same(back(GRU_3_5, native), weights)
+    restored = back(GRU_3_5, native)
+    assert list(restored) == list(weights)
+    for name, value in weights.items():
+        assert restored[name].dtype == value.dtype, name
+        np.testing.assert_array_equal(restored[name], value, err_msg=name)
 
 
 def test_keras_to_torch_through_the_canonical_layout() -> None:

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 import frae
+from frae import gru_layout
 from frae.training_state import fresh_state
 from impls.reference.model import gru_step
 from impls.reference.model import unroll as reference_unroll
@@ -61,16 +62,11 @@ def test_weights_round_trip_through_the_nnx_state(config: frae.FRAEConfig) -> No
             assert kind == "bias" or (layer.in_features, layer.out_features) == value.shape
 
 
-BELOW_AND_FROM = {  # below the parity cases' batches lie; from them on, the other path
-    "stored-batch_major": min(jax_train.REMAT_MIN_BATCH, jax_model.BATCH_LAST_MIN_BATCH) - 1,
-    "remat-batch_last": max(jax_train.REMAT_MIN_BATCH, jax_model.BATCH_LAST_MIN_BATCH),
-}
-
-
-@pytest.mark.parametrize("batch", BELOW_AND_FROM.values(), ids=BELOW_AND_FROM)
-def test_both_gradient_strategies_and_layouts_equal_the_reference(batch: int) -> None:
+def test_remat_and_batch_last_layout_equal_the_reference() -> None:
     """From ``REMAT_MIN_BATCH`` on the gradient recomputes each step, and from
-    ``BATCH_LAST_MIN_BATCH`` on the loops run in (features, B) layout."""
+    ``BATCH_LAST_MIN_BATCH`` on the loops run in (features, B) layout (the kit's batches lie
+    below both, on the stored, batch-major path)."""
+    batch = max(jax_train.REMAT_MIN_BATCH, jax_model.BATCH_LAST_MIN_BATCH)
     model = frae.create("jax_scan", CONFIG, seed=3)
     check_forward(model, CONFIG, batch, steps=6)
     check_gradients(model, CONFIG, batch, steps=6)
@@ -95,13 +91,6 @@ def _gru_weights(seed: int) -> tuple[frae.config.GRU, dict[str, np.ndarray]]:
     return gru, weights
 
 
-def _gates_swapped(gru: frae.config.GRU, weights: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """``weights`` with the GRU's reset and update column blocks exchanged (Keras' order)."""
-    width = gru.state_dim
-    order = np.r_[width : 2 * width, 0:width, 2 * width : 3 * width]
-    return weights | {name: weights[name][..., order] for name in gru.parameter_shapes()}
-
-
 def _gru_states(cell: Callable[[np.ndarray, np.ndarray], tuple[object, object]]) -> np.ndarray:
     """s_1 … s_GRU_STEPS of ``cell``, ``(s_{t-1}, z_t) -> (s_t, s_t)``, from s₀ = 0 on
     random codes."""
@@ -117,13 +106,11 @@ def _gru_states(cell: Callable[[np.ndarray, np.ndarray], tuple[object, object]])
 
 
 def _reference_gru_states(gru: frae.config.GRU, weights: dict[str, np.ndarray]) -> np.ndarray:
-    """``_gru_states`` of the float64 reference's ``gru_step``."""
     params = {name: np.float64(value) for name, value in weights.items()}
     return _gru_states(lambda s, z: (gru_step(params, gru, np.float64(z), np.float64(s))[0],) * 2)
 
 
 def _stock_cell(gru: frae.config.GRU, weights: dict[str, np.ndarray]) -> nnx.GRUCell:
-    """Flax's own ``nnx.GRUCell`` holding ``weights`` through ``stock_gru_cell_state``."""
     cell = nnx.GRUCell(gru.input_dim, gru.state_dim, rngs=nnx.Rngs(0))
     nnx.update(cell, jax_model.stock_gru_cell_state(weights, gru))
     return cell
@@ -137,10 +124,31 @@ def test_canonical_gates_in_flax_stock_gru_cell_equal_the_reference() -> None:
     model = nnx.merge(jax_model.graphdef(GRU_CONFIG), jax_model.state_from_weights(weights))
     for name, cell in {"nnx.GRUCell": _stock_cell(gru, weights), "own": model.decoder.gru}.items():
         assert_close("outputs", _gru_states(cell), expected, name)
-    swapped = _gru_states(_stock_cell(gru, _gates_swapped(gru, weights)))
+    keras_order = {  # reset and update blocks exchanged
+        name: gru_layout.reorder_gates(weights[name], gru.GATES, gru_layout.KERAS_GATES)
+        for name in gru.parameter_shapes()
+    }
+    swapped = _gru_states(_stock_cell(gru, weights | keras_order))
     tolerance = TOLERANCES["outputs"]
     error = np.abs(swapped - expected).max()
     assert error > 100 * (tolerance.atol + tolerance.rtol * np.abs(expected).max()), error
+
+
+def _traced_unrolls(monkeypatch: pytest.MonkeyPatch) -> list[tuple[int, dict[str, object]]]:
+    """T and the keyword arguments of each trace of ``model.unroll`` from now on."""
+    traces: list[tuple[int, dict[str, object]]] = []
+    unroll = jax_model.unroll
+
+    def recorded_unroll(*args: object, **kwargs: object) -> object:
+        traces.append((args[2].shape[1], kwargs))
+        return unroll(*args, **kwargs)
+
+    monkeypatch.setattr(jax_model, "unroll", recorded_unroll)
+    return traces
+
+
+def _by_t(traces: list[tuple[int, dict[str, object]]]) -> Counter[int]:
+    return Counter(steps for steps, _ in traces)
 
 
 @pytest.mark.usefixtures("fresh_compiled_code")
@@ -150,19 +158,12 @@ def test_state_model_at_large_batches_takes_no_output_only_path(
     """From ``BATCH_LAST_MIN_BATCH`` and ``REMAT_MIN_BATCH`` on, the state model still runs
     batch-major and stores each step, and equals the reference."""
     batch = max(jax_model.BATCH_LAST_MIN_BATCH, jax_train.REMAT_MIN_BATCH)
-    options: list[dict[str, object]] = []
-    unroll = jax_model.unroll
-
-    def recorded_unroll(*args: object, **kwargs: object) -> object:
-        options.append(kwargs)
-        return unroll(*args, **kwargs)
-
-    monkeypatch.setattr(jax_model, "unroll", recorded_unroll)
+    traces = _traced_unrolls(monkeypatch)
     model = frae.create("jax_scan", STATE_CONFIG, seed=3)
     check_forward(model, STATE_CONFIG, batch, steps=5)
     check_gradients(model, STATE_CONFIG, batch, steps=5)
-    assert len(options) == 4  # predict, encode, decode and the gradient
-    assert not any(kwargs.get("batch_last") or kwargs.get("remat") for kwargs in options)
+    assert len(traces) == 4  # predict, encode, decode and the gradient
+    assert not any(kwargs.get("batch_last") or kwargs.get("remat") for _, kwargs in traces)
 
 
 def _device_results(model: frae.Backend) -> dict[str, object]:
@@ -213,34 +214,21 @@ TRACED_CALLS: dict[str, Callable[[frae.Backend, np.ndarray], object]] = {
 }
 
 
-def _counted_traces(monkeypatch: pytest.MonkeyPatch) -> Counter[int]:
-    """Traces of ``model.unroll`` by T, counted from now on."""
-    traces: Counter[int] = Counter()
-    unroll = jax_model.unroll
-
-    def counted_unroll(*args: object, **kwargs: object) -> object:
-        traces[args[2].shape[1]] += 1  # by T
-        return unroll(*args, **kwargs)
-
-    monkeypatch.setattr(jax_model, "unroll", counted_unroll)
-    return traces
-
-
 @pytest.mark.parametrize("call", TRACED_CALLS.values(), ids=TRACED_CALLS)
 def test_one_trace_per_shape(
     monkeypatch: pytest.MonkeyPatch, call: Callable[[frae.Backend, np.ndarray], object]
 ) -> None:
     """Repeated calls with new values, new weights or a new instance reuse the compiled code."""
-    traces = _counted_traces(monkeypatch)
+    traces = _traced_unrolls(monkeypatch)
     jax_backend.compiled.cache_clear()  # compile afresh, so that the first call must trace
     model = frae.create("jax_scan", CONFIG, seed=4)
     for seed in range(3):
         call(model, _inputs(seed=seed))
         model.set_weights(frae.initial_weights(CONFIG, seed=seed))
     call(frae.create("jax_scan", CONFIG, seed=5), _inputs(seed=4))
-    assert traces == {STEPS: 1}
+    assert _by_t(traces) == {STEPS: 1}
     call(model, _inputs(seed=5)[:, :3])
-    assert traces == {STEPS: 1, 3: 1}, "a new shape should trace once more"
+    assert _by_t(traces) == {STEPS: 1, 3: 1}, "a new shape should trace once more"
 
 
 # the contract's "Streaming": the feedback a call starts from is an argument of the
@@ -255,7 +243,7 @@ def test_a_new_state_compiles_nothing(
 ) -> None:
     """Calls from zeros and two other states trace and compile once per T, and the state
     changes the outputs; a new T compiles once more."""
-    traces = _counted_traces(monkeypatch)
+    traces = _traced_unrolls(monkeypatch)
     model = frae.create("jax_scan", config, seed=18)
     call = getattr(model, method)
     sequences = _inputs(
@@ -267,20 +255,18 @@ def test_a_new_state_compiles_nothing(
     from_first, _ = call(sequences, state=first, return_state=True)
     from_second = call(sequences, state=second)
     compiled = getattr(jax_backend.compiled(config), method)
-    assert traces == {STEPS: 1} and compiled._cache_size() == 1
+    assert _by_t(traces) == {STEPS: 1} and compiled._cache_size() == 1
     assert not np.allclose(from_first, from_second) and not np.allclose(from_zeros, from_first)
     call(sequences[:, :3], state=first)
-    assert traces == {STEPS: 1, 3: 1} and compiled._cache_size() == 2
+    assert _by_t(traces) == {STEPS: 1, 3: 1} and compiled._cache_size() == 2
 
 
-@pytest.mark.parametrize("config", [CONFIG, STATE_CONFIG], ids=["output", "state"])
-def test_chained_chunks_at_a_large_batch_equal_one_call_of_the_reference(
-    config: frae.FRAEConfig,
-) -> None:
+def test_chained_chunks_at_a_large_batch_equal_one_call_of_the_reference() -> None:
     """From ``BATCH_LAST_MIN_BATCH`` on the output model's loop runs batch-last, its state
-    transposed in and out: chained chunks still give the reference's one call and last state."""
+    transposed in and out: chained chunks still give the reference's one call and last state
+    (the state model takes the kit's path at any batch)."""
     batch = jax_model.BATCH_LAST_MIN_BATCH
-    check_streaming(frae.create("jax_scan", config, seed=3), config, batch=batch)
+    check_streaming(frae.create("jax_scan", CONFIG, seed=3), CONFIG, batch=batch)
 
 
 UNROLL_LAYOUTS = [
@@ -352,11 +338,8 @@ print(json.dumps({{
 """
 
 
-PROBE_ENVIRONMENT = bare_environment()
-
-
 def _probe(code: str) -> dict[str, object]:
-    done = python("-c", PROBE.format(code=code), env=PROBE_ENVIRONMENT)
+    done = python("-c", PROBE.format(code=code), env=bare_environment())
     return {**last_json(done), "stderr": done.stderr}
 
 

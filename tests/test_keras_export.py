@@ -19,7 +19,6 @@ from tests.processes import python
 pytestmark = pytest.mark.backend_specific("keras_rnn")
 keras = pytest.importorskip("keras")
 pytest.importorskip("impls.keras_rnn.backend")
-ROOT = Path(__file__).resolve().parent.parent
 
 PROBES = {
     "jax": """

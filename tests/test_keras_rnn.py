@@ -169,11 +169,9 @@ def test_canonical_gru_weights_map_onto_keras_gru_cell() -> None:
     codes = rng.normal(0.0, 1.0, size=(4, 3, gru.input_dim)).astype(np.float32)
     expected = _reference_gru_steps(gru, weights, codes)
     assert_close("outputs", _stock_gru_steps(gru, weights, codes), expected, "stock GRUCell")
-
-    def reset_and_update_swapped(value: np.ndarray) -> np.ndarray:
-        reset, update, candidate = np.split(value, 3, axis=-1)
-        return np.concatenate([update, reset, candidate], axis=-1)
-
-    swapped = {name: reset_and_update_swapped(value) for name, value in weights.items()}
+    swapped = {  # reset and update blocks exchanged
+        name: gru_layout.reorder_gates(value, GRU.GATES, gru_layout.KERAS_GATES)
+        for name, value in weights.items()
+    }
     difference = np.abs(_stock_gru_steps(gru, swapped, codes) - expected).max()
     assert difference > 1000 * TOLERANCES["outputs"].atol, difference

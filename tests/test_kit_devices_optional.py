@@ -5,7 +5,6 @@ reference passes it, and a port that takes ``devices`` and ignores it fails it."
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
 
@@ -13,8 +12,6 @@ import frae
 from frae.config import FRAEConfig
 from frae.params import Weights
 from tests.processes import python
-
-ROOT = Path(__file__).resolve().parent.parent
 
 
 def reference_without_devices(

@@ -38,12 +38,10 @@ def imported_modules(source: str) -> set[str]:
 
 
 def within(module: str, packages: tuple[str, ...]) -> bool:
-    """Whether ``module`` is one of ``packages`` or below one."""
     return any(module == p or module.startswith(p + ".") for p in packages)
 
 
 def reaches_into(source: str, packages: tuple[str, ...]) -> list[str]:
-    """Modules of ``packages`` (or below them) that ``source`` imports."""
     return sorted(m for m in imported_modules(source) if within(m, packages))
 
 

@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 import xml.etree.ElementTree as ElementTree
 from pathlib import Path
 
@@ -23,8 +21,8 @@ import pytest
 from parity_tests import gru_mutants, mutants, quantized_mutants, resume_mutants, stream_mutants
 from parity_tests.properties import PROPERTIES, markdown_table
 from tests import kit_plan
+from tests.processes import ROOT, python
 
-ROOT = Path(__file__).resolve().parent.parent
 KIT = ROOT / "parity_tests"
 DATA_PARALLEL_MUTANTS = ("GradientsSummedOverDevices", "LastShardDropped")
 """``parity_tests.data_parallel_mutants``: ``jax_scan`` averaging the devices' gradients
@@ -88,13 +86,13 @@ def plan() -> dict[str, list[str] | None]:
 def run_kit_over_mutants(folder: Path) -> Results:
     """One run of the kit over the controls and every mutant, each through its tests."""
     (folder / "plan.json").write_text(json.dumps(plan()))
-    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(KIT)]
+    command = ["-m", "pytest", "-q", "-p", "no:cacheprovider", str(KIT)]
     command += ["-p", "tests.kit_plan", "--other-backend", "reference"]
     command += [f"--junitxml={folder / 'run.xml'}"]
     for backend in plan():
         command += ["--backend", backend]
     environment = {**os.environ, kit_plan.PLAN: str(folder / "plan.json")}
-    subprocess.run(command, cwd=ROOT, env=environment, capture_output=True, timeout=2400)
+    python(*command, env=environment, timeout=2400, check=False)
     results: Results = {backend: {} for backend in plan()}
     for case in ElementTree.parse(folder / "run.xml").getroot().iter("testcase"):
         if any(child.tag == "skipped" for child in case):
@@ -157,7 +155,7 @@ def test_the_kit_rejects_every_mutant_and_passes_its_controls(
 
 
 def test_readme_lists_every_property_and_mutant() -> None:
-    readme = (ROOT / "parity_tests" / "README.md").read_text()
+    readme = (KIT / "README.md").read_text()
     assert markdown_table() in readme
     for mutant in TARGETS:
         assert f"| `{mutant}` |" in readme

@@ -7,7 +7,8 @@
    the next trace, or eager code, that touches it fails with "out of scope".
 
 ``tf_while`` avoids both: the feedback is a ``tf.while_loop`` variable and every write's
-result is reassigned.
+result is reassigned (the kit's ``test_gradients_equal_the_reference`` shows every parameter
+connected on it).
 """
 
 from __future__ import annotations
@@ -95,8 +96,3 @@ def test_state_on_self_across_traced_calls_is_out_of_scope(variables) -> None:
         broken(X[:5])  # a second trace reads the first trace's symbolic tensor
     with pytest.raises(TypeError, match="out of scope"):
         broken.decoded + 1.0  # so does eager code
-
-
-def test_tf_while_connects_every_parameter() -> None:
-    _, grads = frae.create("tf_while").loss_and_grads(X)
-    assert parameters_without_gradient(grads) == []

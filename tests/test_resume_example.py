@@ -20,9 +20,8 @@ def test_the_example_continues_one_curve_on_another_backend(tmp_path: Path) -> N
     done = python(*command, timeout=300)
     rows = [line.split() for line in done.stdout.splitlines() if re.match(r"\s+\d+\s", line)]
     assert [int(row[0]) for row in rows] == list(range(1, 17))  # 4 mini-batches, 4 epochs
-    assert {row[1] for row in rows[:8]} == {"reference"} and {row[1] for row in rows[8:]} == {
-        "jax_scan"
-    }
+    assert {row[1] for row in rows[:8]} == {"reference"}
+    assert {row[1] for row in rows[8:]} == {"jax_scan"}
     assert "checkpoint after step 8, epoch 2" in done.stdout
     gap = float(done.stdout.rsplit(":", 1)[1])
     assert gap < 1e-4, done.stdout

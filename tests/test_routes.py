@@ -14,43 +14,39 @@ from frae import routes
 from tests.processes import fresh_json
 
 FOLDED = f"{routes.EXTRA_OPTIONS}{routes.LOOP_FOLDING}={routes.FOLDING_BYTES}"
+USERS_OWN = f"{routes.EXTRA_OPTIONS}{routes.LOOP_FOLDING}=1000"
+DUMP = "--xla_dump_to=/tmp/d"
 
 
-def test_a_fresh_environment_gets_the_folding_set_by_frae() -> None:
-    env: dict[str, str] = {}
+@pytest.mark.parametrize(
+    ("env", "flags", "value", "by"),
+    [
+        ({}, FOLDED, str(routes.FOLDING_BYTES), routes.BY_FRAE),
+        ({"XLA_FLAGS": USERS_OWN}, USERS_OWN, "1000", routes.BY_USER),
+        ({routes.ROUTES: routes.DEFAULTS, "XLA_FLAGS": DUMP}, DUMP, None, routes.BY_DEFAULT),
+    ],
+    ids=["fresh", "users-own", "defaults"],
+)
+def test_the_folding_is_set_by_frae_unless_the_user_or_the_defaults_say_otherwise(
+    env: dict[str, str], flags: str, value: str | None, by: str
+) -> None:
     setting = routes.fold_xla_loops(env)
-    assert env["XLA_FLAGS"] == FOLDED
-    assert (setting.value, setting.by) == (str(routes.FOLDING_BYTES), routes.BY_FRAE)
+    assert env["XLA_FLAGS"] == flags
+    assert (setting.value, setting.by) == (value, by)
 
 
 def test_other_flags_and_backend_options_are_kept() -> None:
-    env = {"XLA_FLAGS": "--xla_dump_to=/tmp/d --xla_backend_extra_options=a=1,b"}
+    env = {"XLA_FLAGS": f"{DUMP} --xla_backend_extra_options=a=1,b"}
     routes.fold_xla_loops(env)
     assert env["XLA_FLAGS"] == (
-        f"--xla_dump_to=/tmp/d --xla_backend_extra_options=a=1,b,"
-        f"{routes.LOOP_FOLDING}={routes.FOLDING_BYTES}"
+        f"{DUMP} --xla_backend_extra_options=a=1,b,{routes.LOOP_FOLDING}={routes.FOLDING_BYTES}"
     )
     assert routes.extra_option(env["XLA_FLAGS"], "a") == "1"
     assert routes.extra_option(env["XLA_FLAGS"], "b") == ""
 
 
-def test_the_users_own_threshold_is_kept_and_reported_as_theirs() -> None:
-    flags = f"--xla_backend_extra_options={routes.LOOP_FOLDING}=1000"
-    env = {"XLA_FLAGS": flags}
-    setting = routes.fold_xla_loops(env)
-    assert env["XLA_FLAGS"] == flags
-    assert (setting.value, setting.by) == ("1000", routes.BY_USER)
-
-
-def test_defaults_leave_the_flags_alone() -> None:
-    env = {routes.ROUTES: routes.DEFAULTS, "XLA_FLAGS": "--xla_dump_to=/tmp/d"}
-    setting = routes.fold_xla_loops(env)
-    assert env["XLA_FLAGS"] == "--xla_dump_to=/tmp/d"
-    assert (setting.value, setting.by) == (None, routes.BY_DEFAULT)
-
-
 def test_a_second_backend_and_a_child_process_read_the_setting_as_frae_s() -> None:
-    env = {"XLA_FLAGS": "--xla_dump_to=/tmp/d"}
+    env = {"XLA_FLAGS": DUMP}
     routes.fold_xla_loops(env)
     child = dict(env)  # what a subprocess inherits
     assert routes.fold_xla_loops(env).by == routes.BY_FRAE
@@ -59,11 +55,11 @@ def test_a_second_backend_and_a_child_process_read_the_setting_as_frae_s() -> No
 
 
 def test_a_child_asked_for_defaults_takes_frae_s_setting_out_again() -> None:
-    env = {"XLA_FLAGS": "--xla_dump_to=/tmp/d"}
+    env = {"XLA_FLAGS": DUMP}
     routes.fold_xla_loops(env)
     child = {**env, routes.ROUTES: routes.DEFAULTS}
     assert routes.fold_xla_loops(child).by == routes.BY_DEFAULT
-    assert child["XLA_FLAGS"] == "--xla_dump_to=/tmp/d"
+    assert child["XLA_FLAGS"] == DUMP
 
 
 def test_a_user_who_changed_the_flags_after_frae_is_kept() -> None:
@@ -107,7 +103,7 @@ def _fresh(script: str, *args: str, **environment: str) -> dict[str, Any]:
     [
         ({}, 2, routes.BY_FRAE),
         ({routes.ROUTES: routes.DEFAULTS}, 0, routes.BY_DEFAULT),
-        ({"XLA_FLAGS": f"{routes.EXTRA_OPTIONS}{routes.LOOP_FOLDING}=1000"}, 0, routes.BY_USER),
+        ({"XLA_FLAGS": USERS_OWN}, 0, routes.BY_USER),
     ],
     ids=["best", "defaults", "users-own"],
 )

@@ -8,9 +8,8 @@ import re
 from collections import defaultdict
 from pathlib import Path
 
-from tests.processes import python
+from tests.processes import ROOT, python
 
-ROOT = Path(__file__).resolve().parent.parent
 SUITE = """
 import time
 import pytest

@@ -17,45 +17,41 @@ torch_backend = pytest.importorskip("impls.torch_scan.backend")
 
 CPP, PYTHON = torch_backend.COMPILE_OPTIONS, torch_backend.PYTHON_WRAPPER
 KINDS = ("inference", "gradients", "gradients, T = 1")
+FRAE, USER, USERS_WRAPPER = routes.BY_FRAE, routes.BY_USER, torch_backend.USER_CPP_WRAPPER
+NO_OPTIONS = ((), (), ())
+ROUTES = {
+    # the C++ wrapper, but the Python one for a one-step gradient, which it cannot compile
+    "best": ({}, (CPP, CPP, PYTHON), [("True", FRAE), ("True", FRAE), ("False", FRAE)]),
+    "defaults": ({routes.ROUTES: routes.DEFAULTS}, NO_OPTIONS, [(None, routes.BY_DEFAULT)] * 3),
+    # the user's Python wrapper kept everywhere, whatever route is chosen
+    "users-python": (
+        {USERS_WRAPPER: "0", routes.ROUTES: routes.BEST},
+        NO_OPTIONS,
+        [("0", USER)] * 3,
+    ),
+    "users-python-defaults": (
+        {USERS_WRAPPER: "0", routes.ROUTES: routes.DEFAULTS},
+        NO_OPTIONS,
+        [("0", USER)] * 3,
+    ),
+    # the user's C++ wrapper kept but where it cannot compile
+    "users-cpp": (
+        {USERS_WRAPPER: "1"},
+        ((), (), PYTHON),
+        [("1", USER), ("1", USER), ("False", FRAE)],
+    ),
+}
+"""Environment -> its route's options (inference, gradients, gradients at T = 1), and the
+value of each and whose it is, as ``routes`` reports them."""
 
 
-def _reported(route: object) -> list[tuple[str, str | None, str]]:
-    settings = route.settings  # type: ignore[attr-defined]
-    assert [s.option for s in settings] == [f"inductor cpp_wrapper ({kind})" for kind in KINDS]
-    return [(kind, s.value, s.by) for kind, s in zip(KINDS, settings, strict=True)]
-
-
-def test_the_best_route_compiles_with_the_cpp_wrapper_but_a_one_step_gradient() -> None:
-    route = torch_backend.route({})
-    assert (route.inference, route.gradients, route.one_step_gradients) == (CPP, CPP, PYTHON)
-    assert _reported(route) == [
-        ("inference", "True", routes.BY_FRAE),
-        ("gradients", "True", routes.BY_FRAE),
-        ("gradients, T = 1", "False", routes.BY_FRAE),
-    ]
-
-
-def test_defaults_pass_no_option() -> None:
-    route = torch_backend.route({routes.ROUTES: routes.DEFAULTS})
-    assert (route.inference, route.gradients, route.one_step_gradients) == ((), (), ())
-    assert {(value, by) for _, value, by in _reported(route)} == {(None, routes.BY_DEFAULT)}
-
-
-@pytest.mark.parametrize("chosen", [routes.BEST, routes.DEFAULTS])
-def test_the_user_s_python_wrapper_is_kept_everywhere(chosen: str) -> None:
-    route = torch_backend.route({torch_backend.USER_CPP_WRAPPER: "0", routes.ROUTES: chosen})
-    assert (route.inference, route.gradients, route.one_step_gradients) == ((), (), ())
-    assert {(value, by) for _, value, by in _reported(route)} == {("0", routes.BY_USER)}
-
-
-def test_the_user_s_cpp_wrapper_is_kept_but_where_it_cannot_compile() -> None:
-    route = torch_backend.route({torch_backend.USER_CPP_WRAPPER: "1"})
-    assert (route.inference, route.gradients, route.one_step_gradients) == ((), (), PYTHON)
-    assert _reported(route) == [
-        ("inference", "1", routes.BY_USER),
-        ("gradients", "1", routes.BY_USER),
-        ("gradients, T = 1", "False", routes.BY_FRAE),
-    ]
+@pytest.mark.parametrize("case", list(ROUTES))
+def test_each_environment_gets_its_route(case: str) -> None:
+    environment, options, reported = ROUTES[case]
+    route = torch_backend.route(environment)
+    assert (route.inference, route.gradients, route.one_step_gradients) == options
+    assert [s.option for s in route.settings] == [f"inductor cpp_wrapper ({k})" for k in KINDS]
+    assert [(s.value, s.by) for s in route.settings] == reported
 
 
 def test_an_unknown_choice_of_routes_is_refused() -> None:
@@ -107,25 +103,15 @@ print(json.dumps({"routes": [[s.value, s.by] for s in model.routes],
 
 @pytest.mark.slow  # a fresh interpreter importing PyTorch
 @pytest.mark.parametrize(
-    ("environment", "values", "by", "inductor"),
-    [
-        ({}, ["True", "True", "False"], [routes.BY_FRAE] * 3, False),
-        ({routes.ROUTES: routes.DEFAULTS}, [None] * 3, [routes.BY_DEFAULT] * 3, False),
-        (
-            {torch_backend.USER_CPP_WRAPPER: "1"},
-            ["1", "1", "False"],
-            [routes.BY_USER, routes.BY_USER, routes.BY_FRAE],
-            True,
-        ),
-    ],
-    ids=["best", "defaults", "users-own"],
+    ("case", "inductor"), [("best", False), ("defaults", False), ("users-cpp", True)]
 )
 def test_a_backend_reports_its_route_and_leaves_inductor_s_own_setting(
-    environment: dict[str, str], values: list[str | None], by: list[str], inductor: bool
+    case: str, inductor: bool
 ) -> None:
     """In each environment ``routes`` are as ``route`` makes them, and Inductor's process-wide
     ``cpp_wrapper`` is the environment's."""
-    hidden = (routes.ROUTES, torch_backend.USER_CPP_WRAPPER)
+    environment, _, reported = ROUTES[case]
+    hidden = (routes.ROUTES, USERS_WRAPPER)
     seen = fresh_json(REPORT, without=hidden, **environment)
-    assert seen["routes"] == [list(pair) for pair in zip(values, by, strict=True)]
+    assert seen["routes"] == [list(pair) for pair in reported]
     assert seen["inductor"] is inductor

@@ -14,7 +14,9 @@ import pytest
 
 import frae
 from parity_tests.cases import CASES
+from parity_tests.checks import assert_same_weights
 from parity_tests.tolerances import assert_close
+from tests.bench_cases import check_streaming
 from tests.processes import bare_environment, last_json, output_here, python
 
 pytestmark = pytest.mark.backend_specific("torch_scan")
@@ -77,8 +79,7 @@ def test_a_square_kernel_left_untransposed_fails_parity(monkeypatch: pytest.Monk
     config = frae.FRAEConfig()  # encoder/dense_0 is 4 × 4
     weights = frae.initial_weights(config, seed=6)
     model = frae.create("torch_scan", config, weights=weights)
-    for name, value in model.get_weights().items():
-        np.testing.assert_array_equal(value, weights[name], err_msg=name)
+    assert_same_weights(model.get_weights(), weights)
     x = frae.data.multi_sine(batch=2, steps=20, seed=7)
     expected = frae.create("reference", config, weights=weights).predict(x)
     with pytest.raises(AssertionError):
@@ -124,8 +125,7 @@ def test_an_adam_step_beyond_float32_ends_as_divergence() -> None:
     with pytest.raises(frae.TrainingDiverged) as raised:
         model.fit(x, epochs=3, optimizer="adam", learning_rate=3e38)
     assert (raised.value.step, raised.value.restored_step) == (2, 1)
-    for name, value in model.get_weights().items():
-        np.testing.assert_array_equal(value, start[name], err_msg=name)
+    assert_same_weights(model.get_weights(), start)
 
 
 @pytest.mark.slow
@@ -160,22 +160,8 @@ def test_chained_chunks_equal_one_call_and_compile_once(config: frae.FRAEConfig)
     graphs = torch._dynamo.utils.counters["stats"]
     before = graphs["unique_graphs"]
     width = config.feedback_dim
-    rng = np.random.default_rng(11)
-    x = rng.uniform(-1.0, 1.0, size=(BATCH, width + 5, config.input_dim)).astype(np.float32)
-    start = rng.uniform(-1.0, 1.0, size=(BATCH, width)).astype(np.float32)
-    model = frae.create("torch_scan", config, seed=12)
-    expected, last = frae.create("reference", config, seed=12).predict(
-        x, state=start, return_state=True
-    )
-    outputs, states = [], {"predict": start, "encode": start, "decode": start}
-    for chunk in np.split(x, [width, width + 2], axis=1):
-        output, states["predict"] = model.predict(chunk, state=states["predict"], return_state=True)
-        code, states["encode"] = model.encode(chunk, state=states["encode"], return_state=True)
-        _, states["decode"] = model.decode(code, state=states["decode"], return_state=True)
-        outputs.append(output)
-    assert_close("outputs", np.concatenate(outputs, axis=1), expected, "predict")
-    for call, state in states.items():
-        assert_close("outputs", state, last, f"{call}'s last state")
+    model = frae.create("torch_scan", config, seed=3)
+    check_streaming(model, config, batch=BATCH, cuts=(width, width + 2), steps=width + 5)
     assert graphs["unique_graphs"] - before == 2
 
 
@@ -197,10 +183,6 @@ found = {{"env": changed, "state": [state_before, state()], "limit": limit, "out
 print(json.dumps(found))
 """
 
-# the run's compile settings (conftest.py) pass too: Inductor's cache on disk, which holds the
-# scan's graphs, and compiling in the process rather than in a pool it starts
-PROBE_ENVIRONMENT = bare_environment("TORCHINDUCTOR_CACHE_DIR", "TORCHINDUCTOR_COMPILE_THREADS")
-
 USE_THE_BACKEND = """
 import numpy as np, frae
 
@@ -214,7 +196,10 @@ output = model.predict(x).tolist()
 
 
 def _probe(code: str) -> subprocess.CompletedProcess[str]:
-    return python("-c", PROBE.format(code=code), env=PROBE_ENVIRONMENT, check=False)
+    # the run's compile settings (conftest.py) pass too: Inductor's cache on disk, which holds
+    # the scan's graphs, and compiling in the process rather than in a pool it starts
+    env = bare_environment("TORCHINDUCTOR_CACHE_DIR", "TORCHINDUCTOR_COMPILE_THREADS")
+    return python("-c", PROBE.format(code=code), env=env, check=False)
 
 
 @pytest.mark.slow

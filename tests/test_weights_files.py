@@ -92,10 +92,6 @@ def _cut_in_directory(path: Path) -> None:
     path.write_bytes(data[: directory + 40])
 
 
-def _cut_in_end_record(path: Path) -> None:
-    path.write_bytes(_saved(path)[:-7])
-
-
 def _flip_a_data_byte(path: Path) -> None:
     """One byte of the bias's float32 data changed (its lowest, so the value stays finite): only
     the member's CRC can tell."""
@@ -105,11 +101,6 @@ def _flip_a_data_byte(path: Path) -> None:
         stored_size = archive.getinfo(member).file_size
     data[_data_offset(data, member) + stored_size - 8] ^= 0x01
     path.write_bytes(bytes(data))
-
-
-def _write_npy(path: Path) -> None:
-    with path.open("wb") as stream:
-        np.save(stream, _weights()[BIAS])
 
 
 def _with_member(name: str, data: bytes) -> Callable[[Path], None]:
@@ -123,8 +114,8 @@ UNREADABLE = {
     "empty": (lambda path: path.write_bytes(b""), "not a readable .npz"),
     "cut-in-member-data": (_cut_in_member_data, "not a readable .npz"),
     "cut-in-directory": (_cut_in_directory, "not a readable .npz"),
-    "cut-in-end-record": (_cut_in_end_record, "not a readable .npz"),
-    "npy-file": (_write_npy, "not a readable .npz"),
+    "cut-in-end-record": (lambda path: path.write_bytes(_saved(path)[:-7]), "not a readable .npz"),
+    "npy-file": (lambda path: path.write_bytes(_npy(_weights()[BIAS])), "not a readable .npz"),
     "text-file": (lambda path: path.write_text("decoder/output/bias = [0.1, 0.2]\n"), ".npz"),
     "text-member": (_with_member("notes.txt", b"trained on Tuesday"), "notes.txt"),
     "crc-error": (_flip_a_data_byte, "CRC"),

@@ -20,7 +20,6 @@ STREAMED = ("predict", "encode", "decode")
 
 
 def tracing_counts(functions: Functions, jit_compile: bool = True) -> dict[str, int]:
-    """How many traces each shared function holds."""
     return {
         name: function.experimental_get_tracing_count()
         for name, function in functions(jit_compile).items()
