@@ -133,6 +133,11 @@ class Pivot:
         return self.run.models.get(self.model, {}) if self.run else {}
 
     @property
+    def on(self) -> str:
+        """ ", model LABEL" for a model other than the default, as captions name it."""
+        return "" if self.model == DEFAULT_MODEL else f", model {self.model}"
+
+    @property
     def state_feedback(self) -> bool:
         """Whether the model feeds back its GRU's state (the contract's "State feedback")."""
         return self.config.get("feedback") == "state"

@@ -65,17 +65,14 @@ class Pair:
 def load(path: Path, name: str) -> Run:
     """The run in ``path``, a ``results.jsonl`` or a report folder holding one; raises
     ``ValueError``, naming the argument ``name``, where it holds no benchmark's results."""
-    if path.is_dir():
-        if not (path / "results.jsonl").is_file():
-            raise ValueError(
-                f"{name} must be a results.jsonl file or a report folder holding one, "
-                f"got the folder {path} without one"
-            )
-        path = path / "results.jsonl"
-    elif not path.is_file():
+    folder = path.is_dir()
+    path = path / "results.jsonl" if folder else path
+    if not path.is_file():
+        found = (
+            f"the folder {path.parent} without one" if folder else f"{path}, which does not exist"
+        )
         raise ValueError(
-            f"{name} must be a results.jsonl file or a report folder holding one, "
-            f"got {path}, which does not exist"
+            f"{name} must be a results.jsonl file or a report folder holding one, got {found}"
         )
     try:
         records = read(path)

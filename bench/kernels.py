@@ -56,6 +56,37 @@ FOLDED = 'xla_cpu_small_call="true"'
 replaces a hoisted ``while``."""
 
 
+_PARAMETER = re.compile(r"^%?[\w.\-]+ \(([\w.\-]+):")
+_ROOT_TUPLE = re.compile(r"ROOT %?[\w.\-]+ = \((.*?)\) tuple\(([^)]*)\)")
+_SHAPE = re.compile(r"[a-z]+\d*\[[\d,]*\]")
+
+
+def loop_carries(hlo: str) -> list[list[str]]:
+    """Per ``while`` loop of the module, in order: the shapes of the parts of its state that
+    its body changes, those it passes on as it got them (element i of its parameter back at
+    place i of its root tuple) left out."""
+    carries = []
+    for body in loop_bodies(hlo):
+        parameter, root = _PARAMETER.match(body), _ROOT_TUPLE.search(body)
+        assert parameter is not None and root is not None, body[:2000]
+        element = (
+            rf"%?([\w.\-]+) = \S+ get-tuple-element\(%?{re.escape(parameter[1])}\), index=(\d+)"
+        )
+        passed_on = {name: int(index) for name, index in re.findall(element, body)}
+        shapes = _SHAPE.findall(root[1])
+        listed = re.sub(r"/\*.*?\*/", "", root[2])  # long tuples number some operands
+        operands = [name.strip().lstrip("%") for name in listed.split(",")]
+        assert len(shapes) == len(operands), root[0][:2000]
+        carries.append(
+            [
+                shape
+                for index, (shape, name) in enumerate(zip(shapes, operands, strict=True))
+                if passed_on.get(name) != index
+            ]
+        )
+    return carries
+
+
 def folded_loops(hlo: str) -> int:
     """How many of the module's ``while`` loops run as one compiled function each."""
     return hlo.count(FOLDED)

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from bench.analysis import BATCHED_SHAPE, LABELS, Pivot
-from bench.records import DEFAULT_MODEL, OPERATIONS, SIDES
+from bench.records import OPERATIONS, SIDES
 from bench.roles import Role
 
 LINES = {
@@ -71,9 +71,8 @@ def stream_panels(pivot: Pivot) -> dict[str, Panel]:
 def _scaling_plot(pivot: Pivot, by_steps: bool, value: int, path: Path) -> Path | None:
     """``scaling_panels`` side by side, or ``None`` where there is none."""
     panels = scaling_panels(pivot, by_steps, value)
-    on = "" if pivot.model == DEFAULT_MODEL else f", model {pivot.model}"
     held = "B" if by_steps else "T"
-    titles = {op: f"{LABELS[op]}, {held}={value}{on}" for op in panels}
+    titles = {op: f"{LABELS[op]}, {held}={value}{pivot.on}" for op in panels}
     x_label = "T (time steps)" if by_steps else "B (sequences per call)"
     y_label = "µs per time step (median)" if by_steps else "sequence-steps per second"
     return _panels_plot(pivot, panels, titles, (x_label, y_label), path)
@@ -82,8 +81,7 @@ def _scaling_plot(pivot: Pivot, by_steps: bool, value: int, path: Path) -> Path 
 def _stream_plot(pivot: Pivot, path: Path) -> Path | None:
     """``stream_panels`` side by side, or ``None`` where there is none."""
     panels = stream_panels(pivot)
-    on = "" if pivot.model == DEFAULT_MODEL else f", model {pivot.model}"
-    titles = {side: f"stream, {side}, B=1{on}" for side in panels}
+    titles = {side: f"stream, {side}, B=1{pivot.on}" for side in panels}
     labels = ("frames per call (chunk length)", "µs per frame (median)")
     return _panels_plot(pivot, panels, titles, labels, path)
 

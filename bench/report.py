@@ -23,20 +23,16 @@ from bench.render import Brief, Layout, Section, markdown, terminal
 from bench.roles import Role
 from bench.roofline import describe, peak_of
 from bench.rounding import is_quantized, rounding_sections
+from bench.runner import file_name
 from bench.targets import (
+    EXPORT_TARGETS,
     EXPORT_TARGETS_ORIGIN,
     ROOFLINE_TARGETS_ORIGIN,
+    STREAM_TARGETS,
     STREAM_TARGETS_ORIGIN,
     origin_of,
 )
-from bench.verdicts import (
-    Outcome,
-    export_targets,
-    measured_targets,
-    roofline_targets,
-    stream_targets,
-    targets,
-)
+from bench.verdicts import Outcome, measured_targets, roofline_targets, targets
 
 ROLES = {
     Role.FLOOR: "scalar loops; a ×floor divides by the fastest floor at its shape",
@@ -168,11 +164,6 @@ def _point(point: Point) -> str:
     return f"({on}B={point.batch}, T={point.steps}: {', '.join(point.operations)})"
 
 
-def _on(pivot: Pivot) -> str:
-    """ ", model LABEL" for a model other than the default."""
-    return "" if pivot.model == DEFAULT_MODEL else f", model {pivot.model}"
-
-
 TARGET_HEADER = ["target", "measured (ratios)", "result"]
 TERMINAL_FLAGS = 8
 """Readings to doubt the terminal names; the report lists every one."""
@@ -185,12 +176,12 @@ def summary_section(pivot: Pivot) -> Section:
     batch, steps = summary_shape(pivot)
     shown = [tables.SUMMARY_HEADER[i] for i in TERMINAL_SUMMARY[:-1]] + ["compile s"]
     return Section(
-        f"Summary at B={batch}, T={steps}{_on(pivot)}",
+        f"Summary at B={batch}, T={steps}{pivot.on}",
         tables.SUMMARY_CAPTION + ".",
         tables.SUMMARY_HEADER,
         tables.summary_rows(pivot),
         brief=Brief(
-            caption=f"B={batch}, T={steps}{_on(pivot)}: {tables.SUMMARY_CAPTION}",
+            caption=f"B={batch}, T={steps}{pivot.on}: {tables.SUMMARY_CAPTION}",
             columns=TERMINAL_SUMMARY,
             header=shown,
         ),
@@ -204,7 +195,7 @@ def target_rows(judged: Iterable[Outcome]) -> list[list[str]]:
 def targets_section(pivot: Pivot) -> Section:
     """Every target judged, after where they come from; the terminal lists those measured."""
     roofline = roofline_targets(pivot)
-    judged = targets(pivot) + stream_targets(pivot) + export_targets(pivot) + roofline
+    judged = targets(pivot) + targets(pivot, STREAM_TARGETS + EXPORT_TARGETS) + roofline
     unmeasured = sum(not t.judged for t in judged)
     more = f"({unmeasured} more not measured in this run: report.md lists them)"
     brief = Brief(
@@ -365,10 +356,6 @@ def with_threads(section: Section, said: str) -> Section:
     return replace(section, caption=caption, brief=brief)
 
 
-def _slug(label: str) -> str:
-    return "".join(c if c.isalnum() or c in "-_" else "_" for c in label)
-
-
 def write(records: Iterable[Record], out: Path, preamble: str = "") -> str:
     """Write ``report.md`` (with ``preamble``, Markdown, before the summary) and the plots
     of every model but the quantized ones (their section is their figure) into ``out``;
@@ -378,7 +365,7 @@ def write(records: Iterable[Record], out: Path, preamble: str = "") -> str:
     images = plots(Pivot.of(records), out)
     for other in models[1:]:
         if not is_quantized(records, other):
-            images += plots(Pivot.of(records, other), out, f"_{_slug(other)}")
+            images += plots(Pivot.of(records, other), out, f"_{file_name(other)}")
     drawn = sections(records, images, preamble)
     (out / "report.md").write_text(markdown(drawn))
     return terminal(drawn)

@@ -174,7 +174,7 @@ def run(
                 before, begin = len(records), time.perf_counter()
                 bar.set_description(variant.name if tag is None else f"{variant.name}, round {tag}")
                 suffix = "" if tag is None else f".round{tag}"
-                log = out / "logs" / f"{_file_name(variant.name)}{suffix}.log"
+                log = out / "logs" / f"{file_name(variant.name)}{suffix}.log"
                 run_variant(variant, points, models, settings, log, keep, tag)
                 done = sum(1 for r in records[before:] if isinstance(r, ResultRecord))
                 bar.update(sum(len(p.operations) for p in points) - done)  # a failed worker's
@@ -228,8 +228,9 @@ def measure_roofline(threads: int, logs: Path) -> dict[str, Any]:
     return found
 
 
-def _file_name(name: str) -> str:
-    """A variant's name as a file name (an import path's ``:`` and ``/`` replaced)."""
+def file_name(name: str) -> str:
+    """A variant's or a model's name as a file name (an import path's ``:`` and ``/``, a
+    label's spaces, replaced)."""
     return "".join(c if c.isalnum() or c in "._-[]" else "_" for c in name)
 
 

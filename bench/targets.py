@@ -307,7 +307,6 @@ def origin_of(pivot: Pivot) -> str:
 
 STREAM_SHAPE = Shape(1, STREAM_FRAMES)
 """Where the stream's targets are judged: one sequence at B = 1."""
-STREAMED = "{side}, B=1, a sequence of " + str(STREAM_FRAMES) + " frames"
 
 
 def each_side_targets(
@@ -323,7 +322,7 @@ def each_side_targets(
     return tuple(
         Target(
             f"{side}_{name}",
-            f"{statement} ({STREAMED})",
+            f"{statement} ({{side}}, B=1, a sequence of {STREAM_FRAMES} frames)",
             limit,
             STREAM,
             role,
@@ -405,27 +404,24 @@ def stream_origin(t: tuple[Target, ...]) -> str:
 STREAM_TARGETS_ORIGIN = stream_origin(STREAM_TARGETS)
 
 
-FRAME_US = 5.0
-FRAME_OVER_FLOOR = 2.0
-PREDICT_OVER_FLOOR = 1.5
 EXPORT_TARGETS = (
     *each_side_targets(
         "frame_exported",
         "the fastest exported artifact streams a frame in ≤ {limit:g} µs, one frame a call",
-        FRAME_US,
+        5.0,
         Role.EXPORTED,
         InMicroseconds(),
     ),
     *each_side_targets(
         "frame_exported_over_floor",
         "the fastest exported artifact's frame ≤ {limit:g}× the floor's, one frame a call",
-        FRAME_OVER_FLOOR,
+        2.0,
         Role.EXPORTED,
     ),
     Target(
         "predict_exported",
         "the fastest exported artifact's predict ≤ {limit:g}× the floor per step ({at})",
-        PREDICT_OVER_FLOOR,
+        1.5,
         role=Role.EXPORTED,
         every=False,
         shape=TARGET_SHAPE,
@@ -436,12 +432,13 @@ EXPORT_TARGETS_ORIGIN = (
     "Where the export targets come from: a codec ships as an artifact run by a deployment "
     "runtime (LiteRT, ONNX Runtime, a serialized StableHLO program), without the "
     "framework's Python layers, so the fastest artifact is asked what a compiled call "
-    f"should cost there: a frame in at most {FRAME_US:g} µs at each side, one frame a call, "
-    f"and within {FRAME_OVER_FLOOR:g}× the floor's frame, "
-    f"and predict at B = 1, T = 1000 within {PREDICT_OVER_FLOOR:g}× the fastest floor per "
-    "step. Each artifact runs in its own process behind `frae.load_exported`, with the "
-    "contract's checks of its inputs and state, as the backends' calls have theirs. The "
-    "limits are this benchmark's own."
+    f"should cost there: a frame in at most {each_side(EXPORT_TARGETS, 'frame_exported', ' µs')}"
+    ", one frame a call, and within "
+    f"{limit(EXPORT_TARGETS, 'sender_frame_exported_over_floor')} the floor's frame, and "
+    f"predict at B = 1, T = 1000 within {limit(EXPORT_TARGETS, 'predict_exported')} the "
+    "fastest floor per step. Each artifact runs in its own process behind "
+    "`frae.load_exported`, with the contract's checks of its inputs and state, as the "
+    "backends' calls have theirs. The limits are this benchmark's own."
 )
 
 
@@ -466,21 +463,16 @@ ROOFLINE_TARGETS = tuple(
 """The roofline's targets, judged on ``ROOFLINE_MODEL`` alone, where the floors bound nothing."""
 
 
-def roofline_origin(t: tuple[Target, ...]) -> str:
-    """Where the roofline's targets ``t`` come from, with their limits."""
-    return (
-        "Where the roofline's targets come from: at wide layers and a large batch the "
-        "frameworks' tuned matrix products beat every floor, so a ratio to the floor says "
-        "nothing there. The **roofline** is the least time the step's arithmetic allows, "
-        "max(FLOPs / peak, bytes / bandwidth), from the float32 matrix product's peak and "
-        "the memory's bandwidth measured at the run's start on the variants' threads and "
-        "the step's FLOPs and bytes counted from the layer table (`bench.roofline`). The "
-        f"best framework route at width {ROOFLINE_WIDTH}, B = 256, is asked to predict "
-        f"within {limit(t, 'predict_roofline')} and to train within "
-        f"{limit(t, 'train_roofline')} of it: a time step of {ROOFLINE_WIDTH}-wide layers "
-        "is products of 256 rows, smaller than those the peak is measured on, and the "
-        "loop runs them one step after another. The limits are this benchmark's own."
-    )
-
-
-ROOFLINE_TARGETS_ORIGIN = roofline_origin(ROOFLINE_TARGETS)
+ROOFLINE_TARGETS_ORIGIN = (
+    "Where the roofline's targets come from: at wide layers and a large batch the "
+    "frameworks' tuned matrix products beat every floor, so a ratio to the floor says "
+    "nothing there. The **roofline** is the least time the step's arithmetic allows, "
+    "max(FLOPs / peak, bytes / bandwidth), from the float32 matrix product's peak and "
+    "the memory's bandwidth measured at the run's start on the variants' threads and "
+    "the step's FLOPs and bytes counted from the layer table (`bench.roofline`). The "
+    f"best framework route at width {ROOFLINE_WIDTH}, B = 256, is asked to predict "
+    f"within {limit(ROOFLINE_TARGETS, 'predict_roofline')} and to train within "
+    f"{limit(ROOFLINE_TARGETS, 'train_roofline')} of it: a time step of {ROOFLINE_WIDTH}-wide "
+    "layers is products of 256 rows, smaller than those the peak is measured on, and the "
+    "loop runs them one step after another. The limits are this benchmark's own."
+)

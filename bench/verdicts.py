@@ -10,9 +10,7 @@ from bench.analysis import Pivot
 from bench.records import Shape
 from bench.roofline import roofline_us
 from bench.targets import (
-    EXPORT_TARGETS,
     ROOFLINE_TARGETS,
-    STREAM_TARGETS,
     InMicroseconds,
     OverFloor,
     OverItself,
@@ -113,9 +111,9 @@ def judge(target: Target, pivot: Pivot) -> Outcome:
     return Outcome(statement, f"{shown} ({subject}: {name})", verdict, met)
 
 
-def targets(pivot: Pivot) -> list[Outcome]:
-    """Every one of the model's targets (``targets_of``), judged from one run."""
-    return [judge(target, pivot) for target in targets_of(pivot)]
+def targets(pivot: Pivot, table: tuple[Target, ...] = ()) -> list[Outcome]:
+    """Every target of ``table`` (none given: the model's, ``targets_of``), judged from one run."""
+    return [judge(target, pivot) for target in table or targets_of(pivot)]
 
 
 def measured_targets(pivot: Pivot) -> list[Outcome]:
@@ -137,13 +135,3 @@ def roofline_targets(pivot: Pivot) -> list[Outcome]:
         for target in ROOFLINE_TARGETS
         if not isinstance(target.over, OverRoofline) or target.over.model in (None, pivot.model)
     ]
-
-
-def stream_targets(pivot: Pivot) -> list[Outcome]:
-    """The stream's targets (``STREAM_TARGETS``), judged from one run."""
-    return [judge(target, pivot) for target in STREAM_TARGETS]
-
-
-def export_targets(pivot: Pivot) -> list[Outcome]:
-    """The exported artifacts' targets (``EXPORT_TARGETS``), judged from one run."""
-    return [judge(target, pivot) for target in EXPORT_TARGETS]

@@ -31,6 +31,8 @@ LAYER_FIELDS = ("in_row", "fan_in", "out_row", "units", "kernel", "bias", "activ
 """One layer of ``Plan.layers``: its input and output rows, its offsets in the weights."""
 
 Layer = tuple[int, int, int, int, int, int, int]
+Offsets = dict[str, tuple[int, tuple[int, ...]]]
+"""Canonical name -> (start, shape) in the flat weight vector."""
 
 
 @dataclass(frozen=True)
@@ -74,7 +76,7 @@ class Plan:
             input (the GRU reads it there).
         code_row: first row of z_t.
         output_row: first row of x̂_t.
-        offsets: canonical name -> (start, shape) in the flat weight vector.
+        offsets: where each weight is (``Offsets``).
         gru: the GRU's rows and weights with state feedback, else ``None``.
     """
 
@@ -86,7 +88,7 @@ class Plan:
     feedback_rows: tuple[int, ...]
     code_row: int
     output_row: int
-    offsets: dict[str, tuple[int, tuple[int, ...]]]
+    offsets: Offsets
     gru: GRUPlan | None = None
 
     @property
@@ -114,7 +116,7 @@ def plan(config: FRAEConfig) -> Plan:
             f"code_step={config.code_step}"
         )
     features, latent, fed_back = config.input_dim, config.latent_dim, config.feedback_dim
-    offsets: dict[str, tuple[int, tuple[int, ...]]] = {}
+    offsets: Offsets = {}
     start = 0
     for name, shape in config.parameter_shapes().items():
         offsets[name] = (start, shape)
@@ -150,9 +152,7 @@ def plan(config: FRAEConfig) -> Plan:
     )
 
 
-def _gru_plan(
-    gru: GRU, previous_row: int, gate_row: int, offsets: dict[str, tuple[int, tuple[int, ...]]]
-) -> GRUPlan:
+def _gru_plan(gru: GRU, previous_row: int, gate_row: int, offsets: Offsets) -> GRUPlan:
     """The GRU reading s_{t-1} at ``previous_row``, its rows from ``gate_row`` on (its four
     blocks, then s_t), and its weights."""
     return GRUPlan(
@@ -167,9 +167,7 @@ def _gru_plan(
     )
 
 
-def _placed(
-    layer: ConfigLayer, in_row: int, out_row: int, offsets: dict[str, tuple[int, tuple[int, ...]]]
-) -> Layer:
+def _placed(layer: ConfigLayer, in_row: int, out_row: int, offsets: Offsets) -> Layer:
     kernel, bias = offsets[layer.kernel][0], offsets[layer.bias][0]
     activation = ACTIVATION_CODES[layer.activation]
     return (in_row, layer.fan_in, out_row, layer.units, kernel, bias, activation)

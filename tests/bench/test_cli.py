@@ -242,10 +242,10 @@ def two_runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, str]
 
 @pytest.mark.nested
 @pytest.mark.xdist_group("bench_tool")
-def test_the_quick_benchmark_measures_a_port_from_outside_on_its_config(
+def test_a_port_from_outside_is_measured_on_its_config_and_frae_diff_gates_its_two_runs(
     two_runs: tuple[Path, Path, str],
 ) -> None:
-    before, _, printed = two_runs
+    before, after, printed = two_runs
     records = read(before / "results.jsonl")
     run = records[0]
     assert isinstance(run, RunRecord)
@@ -256,14 +256,6 @@ def test_the_quick_benchmark_measures_a_port_from_outside_on_its_config(
     assert printed.startswith(f"B=1, T=1000, model {LABEL}:")
     assert any(line.startswith(PORT) for line in printed.splitlines())
     assert max(len(line) for line in printed.splitlines()) <= 100
-
-
-@pytest.mark.nested
-@pytest.mark.xdist_group("bench_tool")
-def test_frae_diff_compares_the_two_runs_and_gates_on_a_threshold(
-    two_runs: tuple[Path, Path, str],
-) -> None:
-    before, after, _ = two_runs
     lenient = frae_command("diff", str(before), str(after), "--fail-slower", "100", cwd=ROOT)
     assert lenient.returncode == 0, lenient.stderr
     assert PORT in lenient.stdout and LABEL in lenient.stdout

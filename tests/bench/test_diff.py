@@ -128,7 +128,7 @@ def test_unmatched_measurements_are_listed_with_why(
     assert "0 faster, 0 slower, 1 within noise, 0 with too few calls to tell, 5 unmatched" in out
 
 
-def test_differing_versions_and_machine_facts_are_printed(
+def test_differing_versions_and_machine_facts_are_printed_and_the_same_said_so(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     old_path = write_run(tmp_path / "old", [result((98, 100, 103))])
@@ -141,12 +141,7 @@ def test_differing_versions_and_machine_facts_are_printed(
     assert ("torch", "2.14.1", "—") in rows
     assert ("cpu_count", "4", "8") in rows
     assert not any(row[:1] in {("numpy",), ("python",), ("processor",)} for row in rows)
-
-
-def test_the_same_versions_are_said_to_be_the_same(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    assert run_main(tmp_path, [result((98, 100, 103))], [result((98, 100, 103))]) == 0
+    assert run_main(tmp_path / "same", [result((98, 100, 103))], [result((98, 100, 103))]) == 0
     out = capsys.readouterr().out
     assert "the same machine, library versions, settings, grid and threads" in out
 

@@ -66,20 +66,16 @@ def test_every_variant_that_can_stream_streams_in_both_grids() -> None:
     assert not {"numba_floor", "jax_scan", "torch_scan", "reference"} & left_out
 
 
-def test_a_state_feedback_model_has_a_label_of_its_own() -> None:
-    """``gruH`` between the latent width and the decoder's; output-feedback labels as they were."""
-    assert model_label(STATE_CONFIG) == STATE_LABEL
-    assert model_label(STATE_CONFIGS["state_no_hidden"]) == "2-1-gru9-2 tanh/swish"
-    assert model_label(frae.FRAEConfig()) == "default"
-    assert list(wide_models()) == ["2-64-16-64-2", "2-256-16-256-2"]
-    assert model_label(OTHER_CONFIG) == "3-5-2-4-6-3 tanh/sigmoid"
-
-
-def test_models_are_labelled_by_their_widths() -> None:
+def test_models_are_labelled_by_their_widths_and_a_state_model_by_its_gru() -> None:
+    """``gruH`` between the latent width and the decoder's; activations where not swish."""
     assert model_label(frae.FRAEConfig()) == "default"
     assert model_label(WIDE) == "2-64-16-64-2"
+    assert list(wide_models()) == ["2-64-16-64-2", "2-256-16-256-2"]
     tanh = frae.FRAEConfig(activation="tanh", output_activation="sigmoid")
     assert model_label(tanh) == "2-4-3-1-3-2 tanh/sigmoid"
+    assert model_label(OTHER_CONFIG) == "3-5-2-4-6-3 tanh/sigmoid"
+    assert model_label(STATE_CONFIG) == STATE_LABEL
+    assert model_label(STATE_CONFIGS["state_no_hidden"]) == "2-1-gru9-2 tanh/swish"
 
 
 def test_config_reads_json_or_a_file(tmp_path: Path) -> None:

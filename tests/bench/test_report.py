@@ -11,8 +11,8 @@ import frae
 from bench import analysis, render, report, tables
 from bench.grid import model_label
 from bench.records import Listing, Point, Record, to_json
-from bench.targets import ROOFLINE_MODEL, TARGETS_ORIGIN
-from bench.verdicts import stream_targets
+from bench.targets import ROOFLINE_MODEL, STREAM_TARGETS, TARGETS_ORIGIN
+from bench.verdicts import targets
 from tests.bench_cases import (
     LONG_NAMES,
     STREAMS,
@@ -155,7 +155,7 @@ def test_a_run_without_the_stream_reports_no_stream() -> None:
     records = [run, measured("reference", "baseline", "predict", 1, 1000, 40.0)]
     pivot = analysis.Pivot.of(records)
     assert tables.stream_rows(pivot) == [] and report.stream_sections(pivot) == []
-    assert all(not outcome.judged for outcome in stream_targets(pivot))
+    assert all(not outcome.judged for outcome in targets(pivot, STREAM_TARGETS))
     text = render.markdown(report.sections(records))
     assert "## Streaming" not in text and "Where the stream's targets come from" in text
 

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import dataclasses
-import re
 from collections.abc import Iterator
 
 import numpy as np
 import pytest
 
 import frae
-from bench.kernels import loop_bodies
+from bench.kernels import loop_carries
 from parity_tests.tolerances import assert_close
 
 TWIN = "bench.twins.jax_scan:JaxScanBPTTBackend"
@@ -115,32 +114,13 @@ def _reverse_scan_carries(jaxpr: object) -> list[Shapes]:
     return found
 
 
-_ROOT_TUPLE = re.compile(r"ROOT %?[\w.\-]+ = \(.*\) tuple\(([^)]*)\)")
-_PARAMETER = re.compile(r"^%?[\w.\-]+ \(([\w.\-]+):")
-_DEFINED = re.compile(r"%?([\w.\-]+) = (f32\[[\d,]*\])")
-
-
 def _loop_carries(hlo: str) -> list[list[str]]:
     """Per ``while`` loop of an optimized HLO module: the float32 parts of its state that its
     body changes, other than the time-long stacks it reads or writes (rank 3 and up)."""
-    carries = []
-    for body in loop_bodies(hlo):
-        match = _PARAMETER.match(body)
-        assert match is not None, body[:2000]
-        element = rf"%?([\w.\-]+) = \S+ get-tuple-element\(%?{re.escape(match[1])}\), index=(\d+)"
-        passed_on = {name: int(index) for name, index in re.findall(element, body)}
-        shapes = dict(_DEFINED.findall(body))
-        root = _ROOT_TUPLE.search(body)
-        assert root is not None, body[:2000]
-        operands = [name.strip().lstrip("%") for name in root.group(1).split(",")]
-        carries.append(
-            [
-                shapes[name]
-                for index, name in enumerate(operands)
-                if passed_on.get(name) != index and name in shapes and shapes[name].count(",") < 2
-            ]
-        )
-    return carries
+    return [
+        [shape for shape in carries if shape.startswith("f32[") and shape.count(",") < 2]
+        for carries in loop_carries(hlo)
+    ]
 
 
 def _programs(batch: int, *, by_hand: bool) -> dict[str, object]:

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import frae
-from bench.kernels import loop_bodies, time_long_copies
+from bench.kernels import loop_bodies, loop_carries, time_long_copies
 from parity_tests.tolerances import assert_close
 from tests import tf_while_checks as checks
 from tests.bench_cases import check_streaming
@@ -108,22 +108,6 @@ def test_the_tape_calls_the_hand_written_backward(monkeypatch: pytest.MonkeyPatc
         np.testing.assert_allclose(doubled[name].numpy(), 2.0 * grad, rtol=1e-6, atol=1e-9)
 
 
-def _changed_carries(body: str) -> list[str]:
-    """Shapes of the loop-carried values that an iteration of ``body`` changes: the elements
-    of its root tuple other than the parameter's own element passed through."""
-    definitions = dict(re.findall(r"^\s*(?:ROOT )?%([\w.\-]+) = (.*)$", body, re.MULTILINE))
-    root = re.search(r"ROOT %[\w.\-]+ = \((.*?)\) tuple\(([^)]*)\)", body)
-    assert root is not None, body[:500]
-    shapes = re.findall(r"[a-z]+\d+\[[\d,]*\]", root.group(1))
-    operands = re.findall(r"%([\w.\-]+)", root.group(2))
-    assert len(shapes) == len(operands), root.group(0)[:500]
-    return [
-        shape
-        for index, (shape, operand) in enumerate(zip(shapes, operands, strict=True))
-        if not re.match(rf"\S+ get-tuple-element\(\S+\), index={index}\b", definitions[operand])
-    ]
-
-
 @on_twin
 def test_the_reverse_loop_carries_only_the_feedback_gradient() -> None:
     """The hand-written loops carry only their counter, the (B, F) feedback or its gradient and
@@ -133,8 +117,8 @@ def test_the_reverse_loop_carries_only_the_feedback_gradient() -> None:
 
     def unexpected(hlo: str) -> list[list[str]]:
         return [
-            [shape for shape in _changed_carries(body) if not shape.startswith(f"f32[{steps},")]
-            for body in loop_bodies(hlo)
+            [shape for shape in carries if not shape.startswith(f"f32[{steps},")]
+            for carries in loop_carries(hlo)
         ]
 
     hlo = checks.gradient_loops(twin.mean_squared_error_by_hand)
