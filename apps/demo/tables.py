@@ -29,21 +29,19 @@ def progress(result: dict[str, Any]) -> str:
 
 def snr_table(results: dict[str, dict[str, Any]]) -> str:
     """``snr_rows`` under their headers."""
-    return tabulate(snr_rows(results), headers=["backend", *snr_headers()], floatfmt=".2f")
-
-
-def rate_table(results: dict[str, dict[str, Any]], model: str) -> str:
-    """``rate_rows`` of ``model`` under their headers."""
-    return tabulate(rate_rows(results, model), headers=RATE_HEADERS, floatfmt=".2f")
-
-
-def snr_headers() -> list[str]:
-    return [
+    headers = [
+        "backend",
         *(f"{model} SNR dB" for model in MODELS),
         *(f"{model} s" for model in MODELS),
         "process s",
         "CPU s",
     ]
+    return tabulate(snr_rows(results), headers=headers, floatfmt=".2f")
+
+
+def rate_table(results: dict[str, dict[str, Any]], model: str) -> str:
+    """``rate_rows`` of ``model`` under their headers."""
+    return tabulate(rate_rows(results, model), headers=RATE_HEADERS, floatfmt=".2f")
 
 
 def snr_rows(results: dict[str, dict[str, Any]]) -> list[list[Any]]:

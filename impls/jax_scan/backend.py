@@ -157,10 +157,12 @@ class JaxScanBackend(BaseBackend):
         return {name: self._local(value) for name, value in self.params.items()}
 
     def _write_weights(self, weights: Weights) -> None:
-        put = jax.device_put if self.mesh is None else self._replicate
-        self._params: Params = {name: put(value) for name, value in weights.items()}
+        self._params: Params = {name: self._put(value) for name, value in weights.items()}
 
-    def _replicate(self, value: Any) -> jax.Array:
+    def _put(self, value: Any) -> jax.Array:
+        """``value`` on the device, or replicated over the mesh."""
+        if self.mesh is None:
+            return jax.device_put(value)
         return self._global(value, jax.sharding.PartitionSpec())
 
     def _predict(self, x: Array, state: Array) -> tuple[Any, Any]:
@@ -196,13 +198,11 @@ class JaxScanBackend(BaseBackend):
         self, optimizer: str, learning_rate: float, start: TrainingState
     ) -> tuple[TrainStep, Moments]:
         step_function = self._step_function(optimizer)
-        rate: np.float32 | jax.Array = np.float32(learning_rate)
-        put = jax.device_put if self.mesh is None else self._replicate
-        rate = put(rate)
+        rate = self._put(np.float32(learning_rate))
         if is_fresh(start):  # made on the device, nothing sent
             optimizer_state = self.compiled.optimizer_inits[optimizer](self._params)
         else:
-            optimizer_state = jax.tree.map(put, train.optimizer_state(start))
+            optimizer_state = jax.tree.map(self._put, train.optimizer_state(start))
         split = (lambda v: v) if self.mesh is None else self._split
 
         def step(x: Array, y: Array) -> float:

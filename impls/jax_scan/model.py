@@ -102,9 +102,7 @@ class DenseStack(nnx.Module):
             if kernel.size <= FUSED_PRODUCT_MAX_SIZE:
                 return jnp.sum(kernel[:, :, None] * h[:, None, :], axis=0) + bias[:, None]
             return jnp.matmul(kernel.T, h, precision=PRECISION) + bias[:, None]
-        if kernel.size <= FUSED_PRODUCT_MAX_SIZE:
-            return jnp.sum(h[..., :, None] * kernel, axis=-2) + bias
-        return layer(h)
+        return product(h, kernel) + bias
 
 
 class FRAE(nnx.Module):
@@ -121,25 +119,17 @@ class FRAE(nnx.Module):
         self.encoder = DenseStack(config.encoder_layers, rngs=rngs)
         self.decoder = DenseStack(config.decoder_layers, rngs=rngs)
 
-    def step(self, feedback: Array, x_t: Array) -> Step:
-        """x̂_{t-1}, x_t -> x̂_t, (x̂_t, z_t)."""
-        return self.decode_step(feedback, self.encoder(jnp.concatenate([x_t, feedback], -1)))
+    def step(self, feedback: Array, x_t: Array, *, batch_last: bool = False) -> Step:
+        """x̂_{t-1}, x_t -> x̂_t, (x̂_t, z_t); with ``batch_last``, on ``(features, B)`` arrays."""
+        both = jnp.concatenate([x_t, feedback], 0 if batch_last else -1)
+        z_t = self.encoder(both, batch_last=batch_last)
+        return self.decode_step(feedback, z_t, batch_last=batch_last)
 
-    def step_batch_last(self, feedback: Array, x_t: Array) -> Step:
-        """``step`` on ``(features, B)`` arrays."""
-        z_t = self.encoder(jnp.concatenate([x_t, feedback], 0), batch_last=True)
-        return self.decode_step_batch_last(feedback, z_t)
-
-    def decode_step_batch_last(self, feedback: Array, z_t: Array) -> Step:
-        """``decode_step`` on ``(features, B)`` arrays."""
-        z_t = quantize(z_t, self.code_step)
-        output = self.decoder(jnp.concatenate([z_t, feedback], 0), batch_last=True)
-        return output, (output, z_t)
-
-    def decode_step(self, feedback: Array, z_t: Array) -> Step:
+    def decode_step(self, feedback: Array, z_t: Array, *, batch_last: bool = False) -> Step:
         """x̂_{t-1}, z_t -> x̂_t, (x̂_t, ẑ_t): the decoder alone, on a given code."""
         z_t = quantize(z_t, self.code_step)
-        output = self.decoder(jnp.concatenate([z_t, feedback], -1))
+        both = jnp.concatenate([z_t, feedback], 0 if batch_last else -1)
+        output = self.decoder(both, batch_last=batch_last)
         return output, (output, z_t)
 
 
@@ -231,7 +221,7 @@ def unpacked(config: FRAEConfig, packed_weights: Array) -> Params:
     return weights
 
 
-def state_from_weights(weights: Mapping[str, Array]) -> nnx.State:
+def state_from_weights(weights: Mapping[str, Any]) -> nnx.State:
     """Canonical weights to the NNX state of the model, each name split at ``/``."""
     flat: dict[PathParts, nnx.Param[Array]] = {
         tuple(name.split("/")): nnx.Param(jnp.asarray(value)) for name, value in weights.items()
@@ -254,11 +244,7 @@ def stock_gru_cell_state(weights: Mapping[str, Any], gru: GRU) -> nnx.State:
     Raises:
         ValueError: b_U's candidate block is not zero, which ``nnx.GRUCell`` cannot hold.
     """
-    flat: dict[PathParts, nnx.Param[Array]] = {
-        tuple(path.split("/")): nnx.Param(jnp.asarray(value))
-        for path, value in gru_layout.to_flax(gru, weights).items()
-    }
-    return nnx.from_flat_state(flat)
+    return state_from_weights(gru_layout.to_flax(gru, weights))
 
 
 def unroll(
@@ -291,7 +277,8 @@ def unroll(
     cell: Callable[[Array, Array], Step]  # the scan's (carry, x) -> (carry, y)
     if batch_last:  # (T, features, B) in the loop, the feedback (F, B)
         assert isinstance(model, FRAE)  # output feedback alone runs batch-last
-        cell = model.decode_step_batch_last if codes_given else model.step_batch_last
+        step = model.decode_step if codes_given else model.step
+        cell = functools.partial(step, batch_last=True)
         feedback = feedback.T
         into_loop, out_of_loop = (1, 2, 0), (2, 0, 1)
     else:  # (T, B, features)

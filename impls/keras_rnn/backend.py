@@ -167,23 +167,18 @@ class KerasRNNBackend(BaseBackend):
         if not is_fresh(start):  # trainer() zeroed every optimizer variable: a fresh state
             with self._creating():
                 optimizers.resume(trainer.optimizer, start)
+        moments = functools.partial(optimizers.moments, trainer.optimizer)
         if self.engine is not None:
-            moments = functools.partial(optimizers.moments, trainer.optimizer)
             return self.engine.train_step(trainer), moments
         if keras.backend.backend() == "jax" and self.jit_compile is True and CARRIED_STEPS.value:
             self._carried = CarriedSteps(trainer)
-            return self._carried, self._synced(optimizers.moments, trainer.optimizer)
-        moments = functools.partial(optimizers.moments, trainer.optimizer)
+
+            def synced_moments() -> tuple[Weights, Weights]:
+                self._sync()  # the state the fit carries, into the variables first
+                return moments()
+
+            return self._carried, synced_moments
         return lambda x, y: float(trainer.train_on_batch([x, y])), moments
-
-    def _synced[R](self, read: Callable[..., R], *args: Any) -> Callable[[], R]:
-        """``read(*args)`` once the state a ``fit`` carries is in the variables."""
-
-        def synced() -> R:
-            self._sync()
-            return read(*args)
-
-        return synced
 
     def _sync(self) -> None:
         if self._carried is not None:

@@ -186,13 +186,11 @@ def compile_trainer(
     """A ``squared_error_model`` over ``cell``'s weights compiled with ``optimizer``, trained
     by ``train_on_batch([x, y])``; ``replica_by_replica``: a ``ReplicaTrainer``."""
     chosen = SpecSGD() if optimizer == "sgd" else SpecAdam()
-    if not replica_by_replica:
-        trainer = squared_error_model(config, cell)
-        trainer.compile(optimizer=chosen, jit_compile=jit_compile)
-        return trainer
-    trainer = squared_error_model(config, cell, ReplicaTrainer)
-    trainer.compile(optimizer=chosen, jit_compile=False)
-    trainer.replica_gradients = gradient_function(trainer, jit_compile is not False)
+    kind = ReplicaTrainer if replica_by_replica else SquaredErrorModel
+    trainer = squared_error_model(config, cell, kind)
+    trainer.compile(optimizer=chosen, jit_compile=False if replica_by_replica else jit_compile)
+    if isinstance(trainer, ReplicaTrainer):  # its replicas' gradients compiled apart
+        trainer.replica_gradients = gradient_function(trainer, jit_compile is not False)
     return trainer
 
 

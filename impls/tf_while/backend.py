@@ -6,7 +6,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -37,29 +37,19 @@ Streamed = tuple[tf.Tensor, tf.Tensor]
 """A call's outputs and the feedback after its last step."""
 
 
-def predict(
-    config: FRAEConfig, variables: model.Variables, x: tf.Tensor, state: tf.Tensor
-) -> Streamed:
-    """x̂ of ``x`` from the feedback ``state`` ``(B, S)`` (an input of the traced program),
+def streamed(name: str, kept: int, codes_given: bool) -> Callable[..., Streamed]:
+    """The function ``name``: ``model.unroll`` of x (or of the codes z) from the feedback
+    ``state`` ``(B, S)``, an input of the traced program; its output ``kept`` (0: x̂, 1: z)
     and x̂_T (or s_T)."""
-    outputs, _, last = model.unroll(config, variables, x, state=state)
-    return outputs, last
 
+    def run(
+        config: FRAEConfig, variables: model.Variables, sequences: tf.Tensor, state: tf.Tensor
+    ) -> Streamed:
+        results = model.unroll(config, variables, sequences, codes_given=codes_given, state=state)
+        return results[kept], results[2]
 
-def encode(
-    config: FRAEConfig, variables: model.Variables, x: tf.Tensor, state: tf.Tensor
-) -> Streamed:
-    """z of ``x`` from ``state``, and the decoder's feedback after the last step."""
-    _, codes, last = model.unroll(config, variables, x, state=state)
-    return codes, last
-
-
-def decode(
-    config: FRAEConfig, variables: model.Variables, z: tf.Tensor, state: tf.Tensor
-) -> Streamed:
-    """x̂ of the codes ``z`` from ``state``, and the feedback after the last step."""
-    outputs, _, last = model.unroll(config, variables, z, codes_given=True, state=state)
-    return outputs, last
+    run.__name__ = name  # XLA names its program after the function (its dumps, the tests')
+    return run
 
 
 _TRACED_CONFIGS: dict[FRAEConfig, FRAEConfig] = {}
@@ -79,9 +69,7 @@ def compiled_functions(jit_compile: bool) -> dict[str, Any]:
     static trip count T)."""
     compile_ = functools.partial(tf.function, jit_compile=jit_compile, autograph=False)
     return {
-        "predict": compile_(predict),
-        "encode": compile_(encode),
-        "decode": compile_(decode),
+        **{name: compile_(streamed(name, *spec)) for name, spec in export.FUNCTIONS.items()},
         **training_functions(compile_, train.mean_squared_error),
         "start_fit": compile_(lambda config, v, *slots: train.start_fit(v, *slots)),
     }
@@ -94,9 +82,11 @@ def training_functions(compile_: Any, loss: train.Loss) -> dict[str, Any]:
         "loss_and_grads": compile_(
             lambda config, v, x, y: train.loss_and_grads(config, v, x, y, loss=loss)
         ),
-        "sgd": compile_(lambda config, v, x, y, lr: train.sgd_step(config, v, x, y, lr, loss=loss)),
+        "sgd": compile_(
+            lambda config, v, x, y, lr: train.train_step(config, v, None, x, y, lr, loss=loss)
+        ),
         "adam": compile_(
-            lambda config, v, s, x, y, lr: train.adam_step(config, v, s, x, y, lr, loss=loss)
+            lambda config, v, s, x, y, lr: train.train_step(config, v, s, x, y, lr, loss=loss)
         ),
     }
 
@@ -154,23 +144,17 @@ class TFWhileBackend(BaseBackend):
         tensors = [
             tf.convert_to_tensor(arg) if isinstance(arg, np.ndarray) else arg for arg in args
         ]
-        concrete = self._concrete_function(operation, tensors)
+        key = (operation, *(getattr(t, "shape", None) for t in tensors))
+        if key not in self._concrete:
+            self._concrete[key] = self.compiled[operation].get_concrete_function(
+                self.traced_config, self.first_copy, *tensors
+            )
+        concrete = self._concrete[key]
         inputs = [
             leaf.handle if isinstance(leaf, tf.Variable) else leaf
             for leaf in tf.nest.flatten(tensors)
         ]
         return concrete._call_flat([*self._handles, *inputs], concrete.captured_inputs)
-
-    def _concrete_function(self, operation: str, tensors: Sequence[Any]) -> Any:
-        """The concrete function of ``operation`` for the shapes of ``tensors``."""
-        key = (operation, *(getattr(t, "shape", None) for t in tensors))
-        concrete = self._concrete.get(key)
-        if concrete is None:
-            concrete = self.compiled[operation].get_concrete_function(
-                self.traced_config, self.first_copy, *tensors
-            )
-            self._concrete[key] = concrete
-        return concrete
 
     def _read_weights(self) -> Mapping[str, Any]:
         return {name: variable.numpy() for name, variable in self.variables.items()}
@@ -193,8 +177,7 @@ class TFWhileBackend(BaseBackend):
         return self._stream("decode", z, state)
 
     def _export(self, format: str, folder: Path) -> str:
-        weights = {name: np.asarray(value) for name, value in self._read_weights().items()}
-        return export.WRITERS[format](self.config, weights, folder)
+        return export.WRITERS[format](self.config, self._read_weights(), folder)
 
     def _loss_and_grads(self, x: Array, y: Array) -> tuple[float, Mapping[str, Any]]:
         loss, grads = self._call("loss_and_grads", x, y)
@@ -206,27 +189,29 @@ class TFWhileBackend(BaseBackend):
         def moments() -> tuple[Weights, Weights]:
             return train.slot_moments(self.first_slots) if optimizer == "adam" else ({}, {})
 
-        if self.strategy is not None:
-            return self._data_parallel_step(optimizer, learning_rate, start), moments
         lr = tf.constant(learning_rate, tf.float32)  # a tensor: a new rate does not retrace
-        slots = (self.first_slots,) if optimizer == "adam" else ()
-        self._after_step = self._call("start_fit", *slots).numpy()
-        if slots and not is_fresh(start):  # start_fit's zeros are a fresh state already
-            train.resume_slots(self.first_slots, start)
+        run: Callable[[Array, Array, tf.Tensor], tuple[tf.Tensor, tf.Tensor]]
+        if self.strategy is None:
+            slots = (self.first_slots,) if optimizer == "adam" else ()
+            self._after_step = self._call("start_fit", *slots).numpy()
+            if slots and not is_fresh(start):  # start_fit's zeros are a fresh state already
+                train.resume_slots(self.first_slots, start)
+            run = functools.partial(self._call, optimizer, *slots)
+        else:
+            run = self._data_parallel_run(optimizer, start)
 
         def step(x: Array, y: Array) -> float:
-            loss, after = self._call(optimizer, *slots, x, y, lr)
+            loss, after = run(x, y, lr)
             self._after_step = after.numpy()
             return float(loss)
 
         return step, moments
 
-    def _data_parallel_step(
-        self, optimizer: str, learning_rate: float, start: TrainingState
-    ) -> TrainStep:
-        """``_train_step`` over the strategy's replicas: the mean of their losses, and the
-        first replica's weights kept for a rollback."""
-        lr = tf.constant(learning_rate, tf.float32)
+    def _data_parallel_run(
+        self, optimizer: str, start: TrainingState
+    ) -> Callable[[Array, Array, tf.Tensor], tuple[tf.Tensor, tf.Tensor]]:
+        """``(x, y, lr) -> (loss, weights after)`` over the strategy's replicas: the mean of
+        their losses, and the first replica's weights kept for a rollback."""
         slots = (self.optimizer_slots,) if optimizer == "adam" else ()
         # eagerly, as a shared tf.function would not tell this model's variables from
         # another's (see first_copy); outside a replica, an assignment updates every copy
@@ -234,13 +219,7 @@ class TFWhileBackend(BaseBackend):
         if slots:
             train.resume_slots(self.optimizer_slots, start)
         replicated = self._replicated_steps.get(optimizer) or self._replicate(optimizer)
-
-        def step(x: Array, y: Array) -> float:
-            loss, after = replicated(self._slices(x), self._slices(y), lr)
-            self._after_step = after.numpy()
-            return float(loss)
-
-        return step
+        return lambda x, y, lr: replicated(self._slices(x), self._slices(y), lr)
 
     def _replicate(self, optimizer: str) -> Callable[..., tuple[tf.Tensor, tf.Tensor]]:
         """This model's data-parallel step with ``optimizer``, one ``tf.function``."""

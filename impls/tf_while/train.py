@@ -70,19 +70,24 @@ def flat_weights(variables: Variables) -> tf.Tensor:
     return tf.concat([tf.reshape(v, [-1]) for v in variables.values()], axis=0)
 
 
-def sgd_step(
+def train_step(
     config: FRAEConfig,
     variables: Variables,
+    slots: Slots | None,
     x: tf.Tensor,
     y: tf.Tensor,
     lr: tf.Tensor,
     *,
     loss: Loss = mean_squared_error,
 ) -> tuple[tf.Tensor, tf.Tensor]:
-    """w ← w − lr·g; returns the loss before the update and the weights after it, an output
-    of the program for ``fit``'s rollback (cheaper than copying into variables)."""
+    """One step of SGD, or of the contract's Adam given its ``slots``; returns the loss
+    before the update and the weights after it, an output of the program for ``fit``'s
+    rollback (cheaper than copying into variables)."""
     value, grads = loss_and_grads(config, variables, x, y, loss=loss)
-    sgd_update(variables, grads, lr)
+    if slots is None:
+        sgd_update(variables, grads, lr)
+    else:
+        adam_update(variables, slots, grads, lr)
     return value, flat_weights(variables)
 
 
@@ -101,27 +106,11 @@ def create_slots(variables: Variables) -> Slots:
     }
 
 
-def adam_step(
-    config: FRAEConfig,
-    variables: Variables,
-    slots: Slots,
-    x: tf.Tensor,
-    y: tf.Tensor,
-    lr: tf.Tensor,
-    *,
-    loss: Loss = mean_squared_error,
-) -> tuple[tf.Tensor, tf.Tensor]:
-    """The contract's Adam, w ← w − lr·m̂/(√v̂ + ε), written out (Keras' ``Adam`` would move
-    ε inside); returns the loss before the update and the weights after it."""
-    value, grads = loss_and_grads(config, variables, x, y, loss=loss)
-    adam_update(variables, slots, grads, lr)
-    return value, flat_weights(variables)
-
-
 def adam_update(
     variables: Variables, slots: Slots, grads: dict[str, tf.Tensor], lr: tf.Tensor
 ) -> None:
-    """The contract's Adam update given the gradients."""
+    """The contract's Adam, w ← w − lr·m̂/(√v̂ + ε), written out (Keras' ``Adam`` would move
+    ε inside), given the gradients."""
     beta_1, beta_2 = (tf.constant(beta) for beta in ADAM.float32_betas())
     step = slots["step"]["count"].assign_add(1.0)
     first_correction = 1.0 - beta_1**step

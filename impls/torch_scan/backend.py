@@ -205,7 +205,7 @@ class TorchScanBackend(BaseBackend):
         self.rank = train.process_group_rank(devices)
 
     def _build(self, weights: Weights) -> None:
-        self.route = self.chosen_route()
+        self.route = route()
         self.routes = self.route.settings
         self.module = model.module_for(self.config)
         self.compiled = self.functions()
@@ -217,9 +217,6 @@ class TorchScanBackend(BaseBackend):
             self.data_parallel = DistributedDataParallel(
                 train.LossModule(self.module, self._tensor_loss)
             )
-
-    def chosen_route(self) -> Route:
-        return route()
 
     def functions(self) -> Functions:
         """The loop for inference."""

@@ -102,20 +102,7 @@ class DenseStack(nn.Module):
         return h
 
 
-class _Recurrent(nn.Module):
-    config: FRAEConfig
-
-    def forward(
-        self,
-        sequences: torch.Tensor,
-        codes_given: bool = False,
-        state: torch.Tensor | None = None,
-    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """``unroll`` of this module: x̂, z and the feedback after the last step."""
-        return unroll(self.config, self, sequences, codes_given=codes_given, state=state)  # type: ignore[arg-type]
-
-
-class FRAE(_Recurrent):
+class FRAE(nn.Module):
     """Encoder and decoder of one config; ``step`` is the recurrent cell, the carry being the
     feedback x̂_{t-1} ``(B, F)``::
 
@@ -147,7 +134,7 @@ class FRAE(_Recurrent):
         return output.clone(), output.clone()
 
 
-class StateFRAE(_Recurrent):
+class StateFRAE(nn.Module):
     """The state-feedback FRAE: encoder, the decoder's GRU and its dense layers; the carry is
     the GRU's state s_{t-1} ``(B, H)``::
 
