@@ -23,8 +23,10 @@ from bench.records import DEFAULT_MODEL, Listing, Point, Record, ResultRecord, R
 from bench.roofline import Peak, counts
 from bench.targets import ROOFLINE_MODEL
 from frae.backend import BaseBackend
+from frae.config import GRU
 from frae.data import multi_sine
 from frae.params import Weights
+from impls.reference.model import gru_step
 from parity_tests.cases import CASES
 from parity_tests.tolerances import assert_close
 
@@ -79,6 +81,17 @@ def check_gradients(
     for name in expected:
         assert grads[name].dtype == dtype, name
         assert_close("gradients", grads[name], expected[name], name)
+
+
+def reference_gru_states(gru: GRU, weights: Weights, codes: np.ndarray) -> np.ndarray:
+    """s_1 … s_T of the float64 reference's ``gru_step`` from s₀ = 0 on ``codes`` (T, B, L):
+    what a framework's GRU cell holding canonical ``weights`` is held to."""
+    params = {name: np.float64(value) for name, value in weights.items()}
+    state, states = np.zeros((codes.shape[1], gru.state_dim)), []
+    for code in np.float64(codes):
+        state, _ = gru_step(params, gru, code, state)
+        states.append(state)
+    return np.stack(states)
 
 
 CUTS = (1, 2, 5)

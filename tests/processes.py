@@ -11,6 +11,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
+from parity_tests.tolerances import assert_close
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -52,9 +56,23 @@ def bare_environment(*kept: str) -> dict[str, str]:
     return {name: os.environ[name] for name in names if name in os.environ}
 
 
-def output_here(code: str) -> Any:
-    """The ``output`` that ``code`` leaves when run in this process, to compare with a fresh
-    one's."""
+def use_the_backend(name: str, setup: str = "") -> str:
+    """Code that trains ``name``'s default model on a short signal (running ``setup`` once the
+    model is made) and leaves its prediction in ``output``: a user's first steps, for a fresh
+    process to run."""
+    return f"""
+import numpy as np, frae
+
+model = frae.create({name!r})
+{setup}
+x = frae.data.multi_sine(batch=2, steps=30, seed=1)
+model.fit(x, epochs=2)
+output = model.predict(x).tolist()
+"""
+
+
+def assert_as_here(output: object, code: str) -> None:
+    """A fresh process's ``output`` is what ``code`` leaves in ``output`` in this process."""
     namespace: dict[str, Any] = {}
     exec(code, namespace)
-    return namespace["output"]
+    assert_close("self", np.float32(output), np.float32(namespace["output"]))

@@ -1,11 +1,18 @@
 """Checkpoint files (the contract's "Training state"): a round trip, today's weights files,
-a writer killed at random points, and every hostile file refused, naming its path, before any
-data."""
+a writer killed at random points, every hostile file refused, naming its path, before any
+data; and ``examples/resume_across_frameworks.py``, one loss curve across two backends, equal
+to the second backend's uninterrupted run."""
 
 from __future__ import annotations
 
 import json
+import os
+import random
+import re
+import signal
 import struct
+import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -14,7 +21,7 @@ import pytest
 import frae
 from frae.checkpoints import moment_key
 from parity_tests.checks import assert_same_weights
-from tests.processes import ROOT, last_json, python
+from tests.processes import last_json, python
 
 CONFIG = frae.FRAEConfig(feedback="state", state_dim=8, code_step=2**-5)  # its Δ in the metadata
 
@@ -80,14 +87,95 @@ def test_bad_arguments_to_save_write_nothing(tmp_path: Path) -> None:
     assert list(tmp_path.iterdir()) == []
 
 
+CRASH_CONFIG = frae.FRAEConfig(encoder_units=(128,), decoder_units=(128,))
+"""The killed writer's model: about 3,000 weights, so each save writes some 40 KB and kills
+land mid-write too."""
+
+
+def _numbered(n: int) -> tuple[dict[str, np.ndarray], frae.TrainingState]:
+    """Checkpoint version n: every weight n, Adam's m n + 0.5 and v n + 0.25, step n."""
+    shapes = CRASH_CONFIG.parameter_shapes()
+    weights = {name: np.full(shape, n, np.float32) for name, shape in shapes.items()}
+    m = {name: np.full(shape, n + 0.5, np.float32) for name, shape in shapes.items()}
+    v = {name: np.full(shape, n + 0.25, np.float32) for name, shape in shapes.items()}
+    return weights, frae.TrainingState("adam", n, 0, m, v)
+
+
+def _read_version(path: Path) -> int:
+    """The version the file holds, or -1 when it holds no single whole version."""
+    weights, state = frae.load_checkpoint(path, CRASH_CONFIG)
+    if state is None:
+        return -1
+    n = state.step
+    expected_weights, expected_state = _numbered(n)
+    same = all(np.array_equal(weights[k], expected_weights[k]) for k in weights)
+    same = same and all(np.array_equal(state.m[k], expected_state.m[k]) for k in state.m)
+    same = same and all(np.array_equal(state.v[k], expected_state.v[k]) for k in state.v)
+    return n if same else -1
+
+
+def _write_forever(path: Path, first: int, done: int) -> None:
+    n = first
+    while True:
+        frae.save_checkpoint(path, *_numbered(n), config=CRASH_CONFIG)
+        os.write(done, n.to_bytes(8, "little"))
+        n += 1
+
+
+def _finished(reader: int) -> list[int]:
+    data = b""
+    while chunk := os.read(reader, 65536):
+        data += chunk
+    return [int.from_bytes(data[i : i + 8], "little") for i in range(0, len(data) - 7, 8)]
+
+
+def kill_writers(folder: Path, kills: int, seed: int) -> dict[str, object]:
+    """Each round forks a writer that saves checkpoints to ``folder/run.safetensors`` in a
+    loop, numbering them on from the file's own and telling the parent through a pipe each
+    one it finished; the parent sends it SIGKILL after a random pause and reads the file.
+    The kills, the versions read after them, and every round where the file was not the last
+    version finished or the one after it (torn, mixed or unreadable). Run in a process of its
+    own (this module as a script), which imports only NumPy, safetensors, pytest and
+    ``frae``, so that forking is safe."""
+    rng = random.Random(seed)
+    path = folder / "run.safetensors"
+    frae.save_checkpoint(path, *_numbered(0), config=CRASH_CONFIG)
+    current, seen, bad = 0, [], []
+    for round_ in range(kills):
+        reader, writer = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # the writer: it never returns into the loop
+            try:
+                os.close(reader)
+                _write_forever(path, current + 1, writer)
+            finally:
+                os._exit(1)
+        os.close(writer)
+        time.sleep(rng.uniform(0.0, 0.02))
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+        last = max(_finished(reader), default=current)
+        os.close(reader)
+        try:
+            found = _read_version(path)
+        except (ValueError, TypeError) as error:
+            found, reason = -1, str(error)
+        else:
+            reason = ""
+        if found not in (last, last + 1):
+            bad.append({"round": round_, "last": last, "found": found, "error": reason[:300]})
+        current = max(found, last)
+        seen.append(found)
+    leftovers = sorted(p.name for p in folder.iterdir() if p.name.endswith(".tmp"))
+    return {"kills": kills, "seen": seen, "bad": bad, "temporary_files_left": len(leftovers)}
+
+
 def test_a_writer_killed_at_random_points_leaves_the_old_checkpoint_or_the_new(
     tmp_path: Path,
 ) -> None:
-    """200 SIGKILLs of a process saving checkpoints in a loop (``tests/checkpoint_crashes.py``):
-    after each, the file holds the last checkpoint finished or the one being written, whole."""
-    report = last_json(
-        python(str(ROOT / "tests" / "checkpoint_crashes.py"), str(tmp_path), "200", "7")
-    )
+    """200 SIGKILLs of a process saving checkpoints in a loop (``kill_writers``): after each,
+    the file holds the last checkpoint finished or the one being written, whole."""
+    report = last_json(python("-m", "tests.test_checkpoints", str(tmp_path), "200", "7"))
     assert report["kills"] == 200 and report["bad"] == [], report["bad"]
     assert max(report["seen"]) > 20, "the writer finished too few checkpoints to be tested"
 
@@ -185,3 +273,23 @@ def test_a_refused_file_costs_no_memory_for_the_data_it_claims(tmp_path: Path) -
     )
     done = python("-c", script, str(path))
     assert int(done.stdout.split()[-1]) < 20_000, f"peak grew by {done.stdout.split()[-1]} KB"
+
+
+@pytest.mark.slow
+def test_the_example_continues_one_curve_on_another_backend(tmp_path: Path) -> None:
+    pytest.importorskip("jax")
+    command = ["-m", "examples.resume_across_frameworks"]
+    command += ["--first", "reference", "--then", "jax_scan", "--first-epochs", "2"]
+    command += ["--epochs", "4", "--checkpoint", str(tmp_path / "c.safetensors")]
+    done = python(*command, timeout=300)
+    rows = [line.split() for line in done.stdout.splitlines() if re.match(r"\s+\d+\s", line)]
+    assert [int(row[0]) for row in rows] == list(range(1, 17))  # 4 mini-batches, 4 epochs
+    assert {row[1] for row in rows[:8]} == {"reference"}
+    assert {row[1] for row in rows[8:]} == {"jax_scan"}
+    assert "checkpoint after step 8, epoch 2" in done.stdout
+    gap = float(done.stdout.rsplit(":", 1)[1])
+    assert gap < 1e-4, done.stdout
+
+
+if __name__ == "__main__":  # FOLDER KILLS SEED: ``kill_writers``' report as JSON
+    print(json.dumps(kill_writers(Path(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]))))

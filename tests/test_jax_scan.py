@@ -15,11 +15,10 @@ import pytest
 import frae
 from frae import gru_layout
 from frae.training_state import fresh_state
-from impls.reference.model import gru_step
 from impls.reference.model import unroll as reference_unroll
 from parity_tests.tolerances import TOLERANCES, assert_close
-from tests.bench_cases import check_forward, check_gradients, check_streaming
-from tests.processes import bare_environment, last_json, output_here, python
+from tests.bench_cases import check_forward, check_gradients, check_streaming, reference_gru_states
+from tests.processes import assert_as_here, bare_environment, last_json, python, use_the_backend
 
 pytestmark = pytest.mark.backend_specific("jax_scan")
 jax = pytest.importorskip("jax")
@@ -75,6 +74,8 @@ def test_remat_and_batch_last_layout_equal_the_reference() -> None:
 GRU_CONFIG = frae.FRAEConfig(input_dim=3, latent_dim=2, feedback="state", state_dim=5)
 GRU_BATCH, GRU_STEPS = 3, 4
 """The GRU comparisons' sizes: batch 3, 4 steps, L = 2, H = 5, no two alike."""
+GRU_CODES = np.random.default_rng(13).uniform(-2, 2, (GRU_STEPS, GRU_BATCH, GRU_CONFIG.latent_dim))
+GRU_CODES = np.float32(GRU_CODES)
 
 
 def _gru_weights(seed: int) -> tuple[frae.config.GRU, dict[str, np.ndarray]]:
@@ -93,21 +94,14 @@ def _gru_weights(seed: int) -> tuple[frae.config.GRU, dict[str, np.ndarray]]:
 
 def _gru_states(cell: Callable[[np.ndarray, np.ndarray], tuple[object, object]]) -> np.ndarray:
     """s_1 … s_GRU_STEPS of ``cell``, ``(s_{t-1}, z_t) -> (s_t, s_t)``, from s₀ = 0 on
-    random codes."""
-    rng = np.random.default_rng(13)
-    codes = rng.uniform(-2.0, 2.0, (GRU_STEPS, GRU_BATCH, GRU_CONFIG.latent_dim))
-    state, states = np.zeros((GRU_BATCH, GRU_CONFIG.state_dim)), []
-    for code in codes.astype(np.float32):
-        state, output = cell(state.astype(np.float32), code)
+    ``GRU_CODES``."""
+    state, states = np.zeros((GRU_BATCH, GRU_CONFIG.state_dim), np.float32), []
+    for code in GRU_CODES:
+        state, output = cell(state, code)
         np.testing.assert_array_equal(np.asarray(output), np.asarray(state))
         state = np.asarray(state)
         states.append(state)
     return np.stack(states)
-
-
-def _reference_gru_states(gru: frae.config.GRU, weights: dict[str, np.ndarray]) -> np.ndarray:
-    params = {name: np.float64(value) for name, value in weights.items()}
-    return _gru_states(lambda s, z: (gru_step(params, gru, np.float64(z), np.float64(s))[0],) * 2)
 
 
 def _stock_cell(gru: frae.config.GRU, weights: dict[str, np.ndarray]) -> nnx.GRUCell:
@@ -120,7 +114,7 @@ def test_canonical_gates_in_flax_stock_gru_cell_equal_the_reference() -> None:
     """Canonical GRU weights in ``nnx.GRUCell`` and in this backend's ``GRUCell`` step as the
     reference does; with reset and update swapped the stock cell misses by far."""
     gru, weights = _gru_weights(seed=14)
-    expected = _reference_gru_states(gru, weights)
+    expected = reference_gru_states(gru, weights, GRU_CODES)
     model = nnx.merge(jax_model.graphdef(GRU_CONFIG), jax_model.state_from_weights(weights))
     for name, cell in {"nnx.GRUCell": _stock_cell(gru, weights), "own": model.decoder.gru}.items():
         assert_close("outputs", _gru_states(cell), expected, name)
@@ -343,14 +337,7 @@ def _probe(code: str) -> dict[str, object]:
     return {**last_json(done), "stderr": done.stderr}
 
 
-USE_THE_BACKEND = """
-import numpy as np, frae
-
-model = frae.create("jax_scan")
-x = frae.data.multi_sine(batch=2, steps=30, seed=1)
-model.fit(x, epochs=2)
-output = model.predict(x).tolist()
-"""
+USE_THE_BACKEND = use_the_backend("jax_scan")
 
 
 @pytest.mark.slow
@@ -363,7 +350,7 @@ def test_the_backend_changes_nothing_global() -> None:
     used = _probe(USE_THE_BACKEND)
     for key in ("env", "config", "devices", "modules", "stderr"):
         assert used[key] == baseline[key], key
-    assert_close("self", np.float32(used["output"]), np.float32(output_here(USE_THE_BACKEND)))
+    assert_as_here(used["output"], USE_THE_BACKEND)
 
 
 @pytest.mark.slow
@@ -371,7 +358,7 @@ def test_the_backend_changes_nothing_global() -> None:
 def test_the_backend_works_after_tensorflow_was_imported() -> None:
     used = _probe(f"import tensorflow\n{USE_THE_BACKEND}")
     assert "tensorflow" in used["modules"]
-    assert_close("self", np.float32(used["output"]), np.float32(output_here(USE_THE_BACKEND)))
+    assert_as_here(used["output"], USE_THE_BACKEND)
 
 
 @pytest.fixture

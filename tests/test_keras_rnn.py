@@ -1,7 +1,11 @@
-"""Keras-specific promises of ``keras_rnn``: every Keras backend, one trace, ``.keras`` files."""
+"""Keras-specific promises of ``keras_rnn``: every Keras backend, one trace, ``.keras`` files,
+the stock ``GRUCell``'s layout, a dropped backend's models reused (never a caller's), and the
+export refusals pinned: each refused route is tried against the installed Keras and framework,
+so an upgrade that lifts one fails here and shows it can be made."""
 
 from __future__ import annotations
 
+import gc
 import importlib.util
 import os
 from pathlib import Path
@@ -12,9 +16,10 @@ import pytest
 import frae
 from frae import gru_layout
 from frae.config import GRU
-from impls.reference import model as reference_model
 from parity_tests.cases import CASES
+from parity_tests.checks import assert_same_weights
 from parity_tests.tolerances import TOLERANCES, assert_close
+from tests.bench_cases import reference_gru_states
 from tests.processes import ROOT, python
 
 pytestmark = pytest.mark.backend_specific("keras_rnn")
@@ -43,6 +48,8 @@ def test_parity_suite_passes_on_keras_backend(keras_backend: str) -> None:
     command += [str(Path(__file__).resolve().relative_to(ROOT))]
     command += ["tests/bench/baselines/test_keras_defaults.py"]
     command += ["--backend", "keras_rnn", "-k", "not test_parity_suite_passes_on_keras_backend"]
+    # the refused routes' probes choose their Keras backends themselves
+    command[-1] += " and not test_the_refused_routes_still_fail"
     # weights and streams cross to the reference here; to every other framework in the main
     # run, where Keras keeps the same variables on TensorFlow
     command += ["--other-backend", "reference"]
@@ -146,17 +153,6 @@ def _stock_gru_steps(gru: GRU, weights: dict[str, np.ndarray], codes: np.ndarray
     return np.stack(states)
 
 
-def _reference_gru_steps(gru: GRU, weights: dict[str, np.ndarray], codes: np.ndarray) -> np.ndarray:
-    """The same steps by the float64 reference's ``gru_step``."""
-    params = {name: value.astype(np.float64) for name, value in weights.items()}
-    state = np.zeros((codes.shape[1], gru.state_dim))
-    states = []
-    for code in codes.astype(np.float64):
-        state, _ = reference_model.gru_step(params, gru, code, state)
-        states.append(state)
-    return np.stack(states)
-
-
 def test_canonical_gru_weights_map_onto_keras_gru_cell() -> None:
     """Canonical GRU weights in Keras' stock ``GRUCell`` step as the reference does; with reset
     and update swapped the states miss by far more than the tolerance."""
@@ -167,7 +163,7 @@ def test_canonical_gru_weights_map_onto_keras_gru_cell() -> None:
         for name, shape in gru.parameter_shapes().items()
     }
     codes = rng.normal(0.0, 1.0, size=(4, 3, gru.input_dim)).astype(np.float32)
-    expected = _reference_gru_steps(gru, weights, codes)
+    expected = reference_gru_states(gru, weights, codes)
     assert_close("outputs", _stock_gru_steps(gru, weights, codes), expected, "stock GRUCell")
     swapped = {  # reset and update blocks exchanged
         name: gru_layout.reorder_gates(value, GRU.GATES, gru_layout.KERAS_GATES)
@@ -175,3 +171,129 @@ def test_canonical_gru_weights_map_onto_keras_gru_cell() -> None:
     }
     difference = np.abs(_stock_gru_steps(gru, swapped, codes) - expected).max()
     assert difference > 1000 * TOLERANCES["outputs"].atol, difference
+
+
+PROBES = {
+    "jax": """
+import sys, numpy as np, frae
+import tensorflow as tf
+model = frae.create("keras_rnn")
+x, state = np.zeros((1, 3, 2), np.float32), np.zeros((1, 2), np.float32)
+model.keras_model([x, state])
+model.keras_model.export(sys.argv[1], format="tf_saved_model", verbose=False)
+loaded = tf.saved_model.load(sys.argv[1])
+try:
+    loaded.serve([x, state])
+except Exception as error:
+    print("refused:", "deserialize" in str(error))
+try:
+    model.keras_model.export(sys.argv[1] + ".onnx", format="onnx", verbose=False)
+except ImportError as error:
+    print("refused:", "jax2onnx" in str(error))
+""",
+    "torch": """
+import sys, numpy as np, frae, onnxruntime
+model = frae.create("keras_rnn")
+x, state = np.zeros((1, 5, 2), np.float32), np.zeros((1, 2), np.float32)
+model.keras_model([x, state])
+model.keras_model.export(sys.argv[1] + ".onnx", format="onnx", verbose=False)
+session = onnxruntime.InferenceSession(sys.argv[1] + ".onnx")
+names = [given.name for given in session.get_inputs()]
+try:
+    session.run(None, dict(zip(names, (x, state))))
+except Exception as error:
+    print("refused:", "split" in str(error))
+""",
+}
+"""Keras backend -> a script trying each refused route in a process whose Keras runs on it,
+printing ``refused: True`` for each that still fails as ``impls/keras_rnn/export.py`` says
+(TensorFlow's refusal runs in this process, whose Keras runs on TensorFlow)."""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("keras_backend", list(PROBES))
+def test_the_refused_routes_still_fail(keras_backend: str, tmp_path: Path) -> None:
+    pytest.importorskip(keras_backend)
+    pytest.importorskip("onnxruntime")
+    environment = {**os.environ, "KERAS_BACKEND": keras_backend}
+    artifact = str(tmp_path / "artifact")
+    done = python("-c", PROBES[keras_backend], artifact, env=environment, check=False)
+    refusals = [line for line in done.stdout.splitlines() if line.startswith("refused:")]
+    expected = {"jax": 2, "torch": 1}[keras_backend]
+    assert refusals == ["refused: True"] * expected, (done.stdout[-2000:], done.stderr[-3000:])
+
+
+@pytest.mark.slow
+def test_litert_from_keras_on_tensorflow_still_needs_flex_ops(tmp_path: Path) -> None:
+    if keras.backend.backend() != "tensorflow":
+        pytest.skip("Keras runs on another backend in this process")
+    interpreter = pytest.importorskip("ai_edge_litert.interpreter")
+    model = frae.create("keras_rnn")
+    x, state = np.zeros((1, 3, 2), np.float32), np.zeros((1, 2), np.float32)
+    model.keras_model([x, state])
+    path = tmp_path / "model.tflite"
+    model.keras_model.export(str(path), format="litert", verbose=False)
+    runner = interpreter.Interpreter(model_path=str(path)).get_signature_runner()
+    with pytest.raises(RuntimeError, match="FlexTensorListReserve"):
+        runner(x=x, state=state)
+
+
+def test_each_refused_format_says_why(tmp_path: Path) -> None:
+    model = frae.create("keras_rnn")
+    for format, why in model.export_refusals.items():
+        with pytest.raises(ValueError, match="cannot export format"):
+            frae.export(model, tmp_path / format, format=format)
+        assert why
+    assert list(tmp_path.iterdir()) == []
+
+
+REUSE_CONFIG = frae.FRAEConfig(input_dim=3, encoder_units=(5,), latent_dim=2, decoder_units=(4,))
+"""A config no other test of this worker builds."""
+
+
+def _exercise(model: frae.Backend, x: np.ndarray) -> dict[str, object]:
+    """What ``model`` predicts, and its losses and weights after SGD then Adam."""
+    predicted = model.predict(x)
+    sgd = model.fit(x, epochs=2, optimizer="sgd", learning_rate=0.3)["loss"]
+    adam = model.fit(x, epochs=3, optimizer="adam", learning_rate=0.02)["loss"]
+    return {"predict": predicted, "loss": np.float32(sgd + adam), **model.get_weights()}
+
+
+@pytest.mark.slow
+def test_a_dropped_backends_models_serve_the_next_of_its_config(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A config's second backend, made once the first is gone, traces nothing and ends where a new
+    one ends: its weights written, its optimizers' moments and steps zeroed."""
+    calls = {"count": 0}
+    original = keras_model.FRAECell.step
+
+    def counting(self, inputs, feedback):  # type: ignore[no-untyped-def]
+        calls["count"] += 1
+        return original(self, inputs, feedback)
+
+    monkeypatch.setattr(keras_model.FRAECell, "step", counting)
+    x = frae.data.multi_sine(batch=2, steps=6, features=REUSE_CONFIG.input_dim, seed=2)
+    keras_backend.forget_built()
+    _exercise(frae.create("keras_rnn", REUSE_CONFIG, seed=1), x)  # dropped at once
+    gc.collect()
+    traced = calls["count"]
+    reused = _exercise(frae.create("keras_rnn", REUSE_CONFIG, seed=2), x)
+    if keras.backend.backend() != "torch":  # where Keras runs eagerly, every call steps
+        assert calls["count"] == traced, "the second backend of the config traced again"
+    keras_backend.forget_built()
+    assert_same_weights(reused, _exercise(frae.create("keras_rnn", REUSE_CONFIG, seed=2), x))
+
+
+def test_models_given_to_a_caller_are_never_reused() -> None:
+    """``keras_model`` outlives its backend in the caller's hands: a later backend of the
+    config builds its own, and the caller's keeps its weights."""
+    keras_backend.forget_built()
+    first = frae.create("keras_rnn", REUSE_CONFIG, seed=1)
+    held, weights = first.keras_model, first.get_weights()
+    del first
+    gc.collect()
+    frae.create("keras_rnn", REUSE_CONFIG, seed=3)
+    for variable in held.weights:
+        name = keras_model.canonical_name(variable)
+        np.testing.assert_array_equal(keras_model.to_numpy(variable.value), weights[name])

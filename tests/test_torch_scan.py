@@ -1,6 +1,10 @@
 """PyTorch-specific promises of ``torch_scan``: the ``nn.Linear`` and ``nn.GRUCell`` layouts
 and their one transpose, float32, one compilation for every shape and state, chunks chained
-through their states equal to one call, and nothing global changed in the user's process."""
+through their states equal to one call, nothing global changed in the user's process; its
+route (``frae.routes``: Inductor's C++ wrapper by default, Python for T = 1's gradient, a
+user's ``TORCHINDUCTOR_CPP_WRAPPER`` kept, ``FRAE_ROUTES=defaults`` honoured); and its export
+refusals pinned, each retried against the installed PyTorch, so an upgrade that lifts one
+fails here and shows that the format can be made."""
 
 from __future__ import annotations
 
@@ -8,21 +12,31 @@ import contextlib
 import importlib.util
 import subprocess
 from collections.abc import Callable
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 import frae
+from frae import routes
 from parity_tests.cases import CASES
 from parity_tests.checks import assert_same_weights
 from parity_tests.tolerances import assert_close
 from tests.bench_cases import check_streaming
-from tests.processes import bare_environment, last_json, output_here, python
+from tests.processes import (
+    assert_as_here,
+    bare_environment,
+    fresh_json,
+    last_json,
+    python,
+    use_the_backend,
+)
 
 pytestmark = pytest.mark.backend_specific("torch_scan")
 torch = pytest.importorskip("torch")
 torch_model = pytest.importorskip("impls.torch_scan.model")
 torch_backend = pytest.importorskip("impls.torch_scan.backend")
+torch_export = pytest.importorskip("impls.torch_scan.export", exc_type=ImportError)
 
 # every size different, no square kernel: a swapped axis or transposed kernel fails; the
 # kit's configs, whose compiled graphs the run's graph caches hold once either compiled them
@@ -183,16 +197,10 @@ found = {{"env": changed, "state": [state_before, state()], "limit": limit, "out
 print(json.dumps(found))
 """
 
-USE_THE_BACKEND = """
-import numpy as np, frae
-
-model = frae.create("torch_scan")
-from tests.compile_caches import cache_compiled_scans  # the run's graph caches, once torch runs
-cache_compiled_scans()
-x = frae.data.multi_sine(batch=2, steps=30, seed=1)
-model.fit(x, epochs=2)
-output = model.predict(x).tolist()
-"""
+# the run's graph caches, once torch runs
+USE_THE_BACKEND = use_the_backend(
+    "torch_scan", "from tests.compile_caches import cache_compiled_scans\ncache_compiled_scans()"
+)
 
 
 def _probe(code: str) -> subprocess.CompletedProcess[str]:
@@ -214,7 +222,7 @@ def test_the_backend_changes_nothing_global_and_prints_nothing() -> None:
     assert found["state"][0] == found["state"][1]
     assert found["limit"] == 8
     assert used.stderr == ""
-    assert_close("self", np.float32(found["output"]), np.float32(output_here(USE_THE_BACKEND)))
+    assert_as_here(found["output"], USE_THE_BACKEND)
 
 
 @pytest.mark.slow
@@ -230,9 +238,7 @@ def test_tensorflow_first_gives_an_error_not_a_crash() -> None:
         f"frae_tf = __import__('frae.quiet').quiet.import_quietly('tensorflow')\n{USE_THE_BACKEND}"
     )
     assert both.returncode == 0, both.stderr[-3000:]
-    assert_close(
-        "self", np.float32(last_json(both)["output"]), np.float32(output_here(USE_THE_BACKEND))
-    )
+    assert_as_here(last_json(both)["output"], USE_THE_BACKEND)
 
 
 @pytest.mark.slow
@@ -269,3 +275,119 @@ def test_a_first_call_runs_the_compiled_loop_without_a_python_mode(
     monkeypatch.setattr(torch_backend, "no_first_call_analysis", contextlib.nullcontext)
     model.predict(x[:1])
     assert seen["operators"] >= 40  # at least one operator a step
+
+
+CPP, PYTHON = torch_backend.COMPILE_OPTIONS, torch_backend.PYTHON_WRAPPER
+KINDS = ("inference", "gradients", "gradients, T = 1")
+FRAE, USER, USERS_WRAPPER = routes.BY_FRAE, routes.BY_USER, torch_backend.USER_CPP_WRAPPER
+NO_OPTIONS = ((), (), ())
+ROUTES = {
+    # the C++ wrapper, but the Python one for a one-step gradient, which it cannot compile
+    "best": ({}, (CPP, CPP, PYTHON), [("True", FRAE), ("True", FRAE), ("False", FRAE)]),
+    "defaults": ({routes.ROUTES: routes.DEFAULTS}, NO_OPTIONS, [(None, routes.BY_DEFAULT)] * 3),
+    # the user's Python wrapper kept everywhere, whatever route is chosen
+    "users-python": (
+        {USERS_WRAPPER: "0", routes.ROUTES: routes.BEST},
+        NO_OPTIONS,
+        [("0", USER)] * 3,
+    ),
+    "users-python-defaults": (
+        {USERS_WRAPPER: "0", routes.ROUTES: routes.DEFAULTS},
+        NO_OPTIONS,
+        [("0", USER)] * 3,
+    ),
+    # the user's C++ wrapper kept but where it cannot compile
+    "users-cpp": (
+        {USERS_WRAPPER: "1"},
+        ((), (), PYTHON),
+        [("1", USER), ("1", USER), ("False", FRAE)],
+    ),
+}
+"""Environment -> its route's options (inference, gradients, gradients at T = 1), and the
+value of each and whose it is, as ``routes`` reports them."""
+
+
+@pytest.mark.parametrize("case", list(ROUTES))
+def test_each_environment_gets_its_route(case: str) -> None:
+    environment, options, reported = ROUTES[case]
+    route = torch_backend.route(environment)
+    assert (route.inference, route.gradients, route.one_step_gradients) == options
+    assert [s.option for s in route.settings] == [f"inductor cpp_wrapper ({k})" for k in KINDS]
+    assert [(s.value, s.by) for s in route.settings] == reported
+
+
+def test_an_unknown_choice_of_routes_is_refused() -> None:
+    with pytest.raises(ValueError, match=routes.ROUTES):
+        torch_backend.route({routes.ROUTES: "fast"})
+
+
+def test_a_one_step_call_takes_the_one_step_functions() -> None:
+    def functions(name: str) -> object:
+        return torch_backend.Functions(
+            unroll=lambda module, x, state: name, decode=lambda module, z, state: name
+        )
+
+    many, one = functions("many"), functions("one")
+    both = torch_backend.one_step_apart(many, one)
+    for steps, expected in [(1, "one"), (2, "many")]:
+        x = torch.zeros(3, steps, 2)
+        assert both.unroll(None, x, None) == both.decode(None, x, None) == expected
+    assert torch_backend.one_step_apart(many, many) is many
+
+
+@pytest.mark.parametrize("batch", [1, 3])
+def test_a_one_step_gradient_compiles_and_equals_the_reference(batch: int) -> None:
+    """The fallback for T = 1 (B = 1, which Dynamo specializes, and B > 1) on the route:
+    it compiles, and its loss and gradients are the reference's."""
+    config = CASES["default"].config
+    weights = frae.initial_weights(config, seed=2)
+    rng = np.random.default_rng(3)
+    x, y = (rng.uniform(-1.0, 1.0, (batch, 1, config.input_dim)) for _ in range(2))
+    model = frae.create("torch_scan", config, weights=weights)
+    assert isinstance(model, torch_backend.TorchScanBackend)
+    assert model.routes == torch_backend.route().settings
+    loss, grads = model.loss_and_grads(x.astype(np.float32), y.astype(np.float32))
+    expected_loss, expected = frae.create("reference", config, weights=weights).loss_and_grads(x, y)
+    assert_close("loss", np.asarray(loss, np.float32), np.asarray(expected_loss))
+    for name, grad in expected.items():
+        assert_close("gradients", grads[name], grad, name)
+
+
+REPORT = """
+import json, frae, torch._inductor.config as inductor
+model = frae.create("torch_scan")
+print(json.dumps({"routes": [[s.value, s.by] for s in model.routes],
+                  "inductor": inductor.cpp_wrapper}))
+"""
+
+
+@pytest.mark.slow  # a fresh interpreter importing PyTorch
+@pytest.mark.parametrize(
+    ("case", "inductor"), [("best", False), ("defaults", False), ("users-cpp", True)]
+)
+def test_a_backend_reports_its_route_and_leaves_inductor_s_own_setting(
+    case: str, inductor: bool
+) -> None:
+    """In each environment ``routes`` are as ``route`` makes them, and Inductor's process-wide
+    ``cpp_wrapper`` is the environment's."""
+    environment, _, reported = ROUTES[case]
+    hidden = (routes.ROUTES, USERS_WRAPPER)
+    seen = fresh_json(REPORT, without=hidden, **environment)
+    assert seen["routes"] == [list(pair) for pair in reported]
+    assert seen["inductor"] is inductor
+
+
+@pytest.mark.slow
+def test_aot_inductor_still_cannot_compile_the_scan_over_a_symbolic_t(tmp_path: Path) -> None:
+    from torch._inductor.exc import InductorError
+
+    config = frae.FRAEConfig()
+    with pytest.raises(InductorError, match="KeyError"):
+        torch_export.aoti_package(config, frae.initial_weights(config, 0), tmp_path / "m.pt2")
+
+
+def test_pt2_is_refused_with_the_upstream_error(tmp_path: Path) -> None:
+    model = frae.create("torch_scan")
+    with pytest.raises(ValueError, match="AOTInductor cannot compile the scan"):
+        frae.export(model, tmp_path / "artifact", format="pt2")
+    assert list(tmp_path.iterdir()) == []

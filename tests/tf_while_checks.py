@@ -52,23 +52,16 @@ def one_trace_per_shape(name: str, functions: Functions, config: frae.FRAEConfig
     assert all(after[op] == first[op] + shape_free.get(op, 1) for op in first), after
 
 
-def streamed_model(name: str, config: frae.FRAEConfig) -> frae.Backend:
-    """``name`` holding weights N(0, 0.5), large enough that the state changes every output."""
-    rng = np.random.default_rng(8)
-    model = frae.create(name, config)
-    model.set_weights(
-        {k: rng.normal(0.0, 0.5, shape) for k, shape in config.parameter_shapes().items()}
-    )
-    return model
-
-
 def a_new_state_value_does_not_retrace(
     name: str, functions: Functions, config: frae.FRAEConfig
 ) -> None:
     """Three states (zeros among them) at one shape trace each call once, another instance
     nothing, another chunk length once more; ``config``'s widths are this check's alone."""
     x = frae.data.multi_sine(batch=3, steps=5, seed=9)
-    model = streamed_model(name, config)
+    # weights N(0, 0.5), large enough that the state changes every output
+    rng = np.random.default_rng(8)
+    model = frae.create(name, config)
+    model.set_weights({k: rng.normal(0.0, 0.5, s) for k, s in config.parameter_shapes().items()})
     jit_compile = model.jit_compile  # type: ignore[attr-defined]
     zeros = model.initial_state(3)
     states = [None, zeros + 0.5, np.random.default_rng(10).normal(size=zeros.shape)]
