@@ -22,7 +22,7 @@ from frae.config import FRAEConfig
 from frae.export import write_artifact
 from frae.params import Weights, initial_weights
 from frae.routes import Setting
-from frae.training_state import TrainingState, check_training_state, fresh_state, next_state
+from frae.training_state import TrainingState, check_training_state, fresh_state
 
 Array = npt.NDArray[np.floating[Any]]
 TrainStep = Callable[[Array, Array], float]
@@ -318,7 +318,9 @@ class BaseBackend(Sequences):
             history.append(loss)
         if not self._weights_finite():
             self._diverged(len(history) + 1, math.nan, learning_rate, history, last_update=True)
-        after = next_state(start, len(history), epochs, moments())
+        after = TrainingState(
+            start.optimizer, start.step + len(history), start.epoch + epochs, *moments()
+        )
         return {"loss": history, "training_state": after}
 
     def _diverged(

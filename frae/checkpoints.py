@@ -101,10 +101,9 @@ def load_checkpoint(
         return load_weights(source, config), None
     try:
         return _read(source, config)
-    except TypeError as error:
-        raise TypeError(f"checkpoint {source}: {error}") from error
-    except ValueError as error:
-        raise ValueError(f"checkpoint {source}: {error}") from error
+    except (TypeError, ValueError) as error:
+        kind = TypeError if isinstance(error, TypeError) else ValueError
+        raise kind(f"checkpoint {source}: {error}") from error
 
 
 def _read(path: Path, config: FRAEConfig | None) -> tuple[Weights, TrainingState | None]:

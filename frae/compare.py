@@ -70,13 +70,11 @@ class Comparison:
         return "pass" if self.passed else "fail"
 
 
-def _absolute_error(actual: np.ndarray, expected: np.ndarray) -> float:
-    return float(np.abs(actual - expected).max())
-
-
-def _relative_error(actual: np.ndarray, expected: np.ndarray) -> float:
-    """The largest difference as a fraction of the largest expected magnitude."""
-    return float(np.abs(actual - expected).max() / max(np.abs(expected).max(), 1e-30))
+def _error(actual: np.ndarray, expected: np.ndarray, relative: bool) -> float:
+    """The largest difference, with ``relative`` as a fraction of the largest expected
+    magnitude."""
+    scale = max(np.abs(expected).max(), 1e-30) if relative else 1.0
+    return float(np.abs(actual - expected).max() / scale)
 
 
 def compare_backend(name: str, x: np.ndarray, seed: int = 0) -> Comparison:
@@ -100,13 +98,8 @@ def compare_backend(name: str, x: np.ndarray, seed: int = 0) -> Comparison:
         return tolerance.fraction_used(actual, expected)
 
     grads_used = max(used("grads", grads[key], oracle_grads[key]) for key in oracle_grads)
-    errors = {
-        "outputs": _absolute_error(*pairs["outputs"]),
-        "codes": _absolute_error(*pairs["codes"]),
-        "loss": _relative_error(*pairs["loss"]),
-        "grads": max(_relative_error(grads[key], oracle_grads[key]) for key in oracle_grads),
-        "adam": _relative_error(*pairs["adam"]),
-    }
+    errors = {q: _error(*pair, relative=q not in ("outputs", "codes")) for q, pair in pairs.items()}
+    errors["grads"] = max(_error(grads[k], oracle_grads[k], relative=True) for k in oracle_grads)
     return Comparison(
         backend=_label(name, model),
         errors=errors,

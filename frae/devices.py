@@ -7,6 +7,7 @@ framework it is asked to start, and only when called.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import importlib
 import json
@@ -79,9 +80,7 @@ def start_devices(
 def create_in(context: Any, backend: str, **options: Any) -> Backend:
     """``frae.create(backend, **options)``, under the scope of ``context``, the strategy
     ``start_devices`` returned, if any."""
-    if context is None:
-        return create(backend, **options)
-    with context.scope():
+    with contextlib.nullcontext() if context is None else context.scope():
         return create(backend, **options)
 
 

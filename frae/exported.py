@@ -10,15 +10,10 @@ from __future__ import annotations
 import os
 import threading
 from pathlib import Path
-from typing import Any
-
-import numpy as np
 
 from frae import runtimes
-from frae.backend import Sequences
+from frae.backend import Array, Sequences
 from frae.config import FRAEConfig
-
-Array = np.ndarray[Any, Any]
 
 
 def load_exported(path: str | os.PathLike[str]) -> ExportedModel:

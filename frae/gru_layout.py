@@ -40,13 +40,8 @@ Gates = Sequence[str]
 """A block order: the names of ``GRU.GATES`` in the order a layout stores them."""
 
 KERAS_GATES: Gates = ("update", "reset", "candidate")
-"""``keras.layers.GRUCell``'s column blocks z, r, h."""
-
 TORCH_GATES: Gates = ("reset", "update", "candidate")
-"""``torch.nn.GRUCell``'s row blocks r, z, n."""
-
 FLAX_GATES: Gates = ("reset", "update", "candidate")
-"""``flax.nnx.GRUCell``'s column blocks r, z, n."""
 
 TORCH_NAMES = {
     "kernel": "weight_ih",
@@ -101,9 +96,8 @@ def to_keras(
 def from_keras(
     gru: GRU, keras_weights: Sequence[npt.ArrayLike], gates: Gates = KERAS_GATES
 ) -> dict[str, Array]:
-    """``to_keras``' inverse: ``GRUCell(reset_after=True).get_weights()``, ``[kernel (L, 3H),
-    recurrent_kernel (H, 3H), bias (2, 3H)]`` with column blocks in the order ``gates``, as
-    canonical weights by name."""
+    """``to_keras``' inverse: ``GRUCell(reset_after=True).get_weights()`` with column blocks
+    in the order ``gates``, as canonical weights by name."""
     kernel, recurrent_kernel, bias = (
         reorder_gates(array, gates, GRU.GATES) for array in keras_weights
     )

@@ -184,10 +184,9 @@ def load_weights(path: str | os.PathLike[str], config: FRAEConfig | None = None)
         validation.check_config(config)
     try:
         return _read_weights(source, config)
-    except TypeError as error:
-        raise TypeError(f"weights file {source}: {_abridged(error)}") from error
-    except ValueError as error:
-        raise ValueError(f"weights file {source}: {_abridged(error)}") from error
+    except (TypeError, ValueError) as error:
+        kind = TypeError if isinstance(error, TypeError) else ValueError
+        raise kind(f"weights file {source}: {_abridged(error)}") from error
     except (OSError, EOFError, RuntimeError, zipfile.BadZipFile, zlib.error) as error:
         # RuntimeError: zipfile's encrypted members and unknown compression methods
         reason = _abridged(getattr(error, "strerror", None) or error)

@@ -150,33 +150,33 @@ def _check_factory(backend: str, factory: object, placed: bool = False) -> None:
         missing = [name for name in BACKEND_METHODS if not callable(getattr(factory, name, None))]
         if missing:
             raise TypeError(f"{what}, a class without the Backend methods {missing}")
-        if placed:
-            _check_takes_devices(backend, inspect.signature(factory).parameters)
-        return
-    if not callable(factory):
+    elif not callable(factory):
         raise TypeError(f"{what}, not a backend class or factory")
-    try:
-        parameters = inspect.signature(factory).parameters
-    except (TypeError, ValueError):  # a callable without a signature: not a factory of ours
-        parameters = {}  # type: ignore[assignment]
-    if not {"seed", "weights"} <= set(parameters):
+    elif not {"seed", "weights"} <= set(_parameters(factory)):
         raise TypeError(
             f"{what}, which is not a backend class or factory: a factory takes "
             "(config, *, seed, weights)"
         )
-    if placed:
-        _check_takes_devices(backend, parameters)
-
-
-def _check_takes_devices(backend: str, parameters: Mapping[str, inspect.Parameter]) -> None:
-    """A factory given ``devices`` must take it (by name, or through ``**kwargs``)."""
-    if "devices" not in parameters and not any(
-        parameter.kind is inspect.Parameter.VAR_KEYWORD for parameter in parameters.values()
-    ):
+    if placed and not takes_devices(factory):
         raise ValueError(
             f"backend {backend!r} takes no devices argument: it has no data-parallel engine, "
             "so devices must be None"
         )
+
+
+def takes_devices(factory: object) -> bool:
+    """Whether a backend class or factory takes ``devices`` (by name, or through ``**kwargs``)."""
+    return any(
+        parameter.name == "devices" or parameter.kind is inspect.Parameter.VAR_KEYWORD
+        for parameter in _parameters(factory).values()
+    )
+
+
+def _parameters(factory: Any) -> Mapping[str, inspect.Parameter]:
+    try:
+        return inspect.signature(factory).parameters
+    except (TypeError, ValueError):  # a callable without a signature: not a factory of ours
+        return {}
 
 
 def _target(backend: str) -> str:

@@ -79,7 +79,6 @@ def fold_xla_loops(environ: MutableMapping[str, str] | None = None) -> Setting:
 
 
 def _folded(flags: str) -> str:
-    """``flags`` with this package's loop folding added."""
     return with_extra_option(flags, LOOP_FOLDING, str(FOLDING_BYTES))
 
 

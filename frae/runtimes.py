@@ -4,11 +4,7 @@ This file imports nothing of ``frae``, nor Flax, optax or Keras: only the standa
 NumPy and the one runtime that the artifact's format needs, when it is opened. It is what
 ``frae.load_exported`` runs behind the backend interface, it runs as a script in a process
 of its own (``python -P frae/runtimes.py ARTIFACT REQUESTS.npz RESULTS.npz``, what the kit
-does), and each ``_open_*`` function is the few lines a user copies to run that format.
-
-Every artifact is a folder: ``frae_export.json`` (the manifest) and its files. Each function
-(``predict``, ``encode``, ``decode``) takes float32 ``sequences`` ``(B, T, width)`` and
-``state`` ``(B, S)`` and returns ``outputs`` and ``last_state``.
+does), and each ``open_*`` function is the few lines a user copies to run that format.
 """
 
 from __future__ import annotations
@@ -24,8 +20,6 @@ import numpy as np
 MANIFEST = "frae_export.json"
 MANIFEST_VERSION = 1
 FUNCTIONS = ("predict", "encode", "decode")
-INPUTS = ("sequences", "state")
-OUTPUTS = ("outputs", "last_state")
 
 Function = Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]
 """``(sequences, state) -> (outputs, last_state)``, float32 NumPy arrays."""

@@ -88,12 +88,3 @@ def _moments(value: object, moment: str, shapes: Mapping[str, tuple[int, ...]]) 
             f"{validation.names(negative)}"
         )
     return checked
-
-
-def next_state(
-    start: TrainingState, steps: int, epochs: int, moments: tuple[Weights, Weights]
-) -> TrainingState:
-    """The state after a ``fit`` from ``start`` that took ``steps`` steps over ``epochs``
-    epochs, with ``moments`` the optimizer's (m, v) now (empty dicts for SGD)."""
-    m, v = moments
-    return TrainingState(start.optimizer, start.step + steps, start.epoch + epochs, m, v)

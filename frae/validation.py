@@ -305,6 +305,5 @@ def check_fit_options(
         )
     optimizer = check_choice(optimizer, "optimizer", OPTIMIZERS)
     learning_rate = check_learning_rate(learning_rate)
-    if not isinstance(shuffle, bool):
-        raise TypeError(f"shuffle must be a bool, got {describe(shuffle)}")
+    shuffle = check_flag(shuffle, "shuffle")
     return epochs, batch_size, optimizer, learning_rate, shuffle, check_seed(seed)

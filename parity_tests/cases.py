@@ -70,7 +70,6 @@ CASES = {
 
 
 def case_params(*names: str) -> list[pytest.ParameterSet]:
-    """The cases ``names`` as parameters, each with its name as id."""
     return [pytest.param(CASES[name], id=name) for name in names]
 
 
@@ -100,7 +99,6 @@ QUANTIZED = {
 
 
 def quantized_params(*names: str) -> list[pytest.ParameterSet]:
-    """The quantized cases ``names`` as parameters, each with its name as id."""
     return [pytest.param(QUANTIZED[name], id=f"quantized_{name}") for name in names]
 
 

@@ -7,6 +7,9 @@ from collections.abc import Mapping
 
 import numpy as np
 
+HUGE = np.longdouble("1e400")
+"""A value infinite even in float64 (where ``longdouble`` is wider, finite before the cast)."""
+
 
 def parameters_without_gradient(grads: Mapping[str, object]) -> list[str]:
     """Every parameter whose gradient is missing (``None``), not finite, or zero everywhere:

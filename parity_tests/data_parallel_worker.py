@@ -91,13 +91,6 @@ PROCESS_SETUP = "FRAE_KIT_PROCESS_SETUP"
 calls once its framework has started (``parity_tests/README.md``)."""
 
 
-def prepare_process() -> None:
-    """Call the function ``PROCESS_SETUP`` names, if any."""
-    target = os.environ.get(PROCESS_SETUP)
-    if target:
-        _load(target)()
-
-
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--backend", required=True)
@@ -117,7 +110,8 @@ def main() -> None:
         process_id=args.process_id,
         coordinator=args.coordinator,
     )
-    prepare_process()
+    if setup := os.environ.get(PROCESS_SETUP):
+        _load(setup)()
     x = frae.data.multi_sine(SEQUENCES, STEPS, seed=7)
     result: dict[str, Any] = {}
     for label in args.models:

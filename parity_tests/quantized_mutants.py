@@ -4,10 +4,11 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from frae import codec
 from frae.backend import Array
@@ -61,9 +62,7 @@ class TiesAwayFromZero(Float32Reference):
 class _StraightThroughBroken(Float32Reference):
     """Gradients whose pass through the quantizer is ``passes_gradient``."""
 
-    @staticmethod
-    def passes_gradient(codes: Array, code_step: float) -> Array:
-        raise NotImplementedError
+    passes_gradient: Callable[[Array, float], npt.NDArray[np.bool_]]
 
     def _loss_and_grads(self, x: Array, y: Array) -> tuple[float, Mapping[str, Any]]:
         loss, grads = train.loss_and_grads(self.config, self.params, x, y, self.passes_gradient)
@@ -75,10 +74,7 @@ class NoGradientThroughRounding(_StraightThroughBroken):
     from the reconstruction."""
 
     breaks = "straight_through"
-
-    @staticmethod
-    def passes_gradient(codes: Array, code_step: float) -> Array:
-        return np.zeros(codes.shape, bool)
+    passes_gradient = staticmethod(lambda codes, code_step: np.zeros(codes.shape, bool))
 
 
 class ClipGradientPassedOutside(_StraightThroughBroken):
@@ -86,10 +82,7 @@ class ClipGradientPassedOutside(_StraightThroughBroken):
     the encoder."""
 
     breaks = "straight_through"
-
-    @staticmethod
-    def passes_gradient(codes: Array, code_step: float) -> Array:
-        return np.ones(codes.shape, bool)
+    passes_gradient = staticmethod(lambda codes, code_step: np.ones(codes.shape, bool))
 
 
 MUTANTS = [

@@ -17,7 +17,7 @@ import pytest
 
 import frae
 from frae.devices import framework_of
-from frae.registry import REGISTRY, _load
+from frae.registry import REGISTRY, _load, factory_of, takes_devices
 from parity_tests import data_parallel_worker
 from parity_tests.checks import assert_same_weights
 from parity_tests.tolerances import assert_close
@@ -153,15 +153,6 @@ def test_data_parallel_across_processes(
         assert_same_training(result, 2, results[0])
 
 
-def takes_devices(backend: str) -> bool:
-    """Whether ``backend``'s class or factory takes ``devices`` (by name or ``**kwargs``)."""
-    factory = _load(REGISTRY[backend].target if backend in REGISTRY else backend)
-    return any(
-        parameter.name == "devices" or parameter.kind is inspect.Parameter.VAR_KEYWORD
-        for parameter in inspect.signature(factory).parameters.values()
-    )
-
-
 def test_devices_refused_without_engine(backend_spec: str) -> None:
     """A backend without an engine refuses ``devices`` > 1 and leaves the weights given."""
     if has_engine(backend_spec):
@@ -171,7 +162,7 @@ def test_devices_refused_without_engine(backend_spec: str) -> None:
     with pytest.raises(ValueError, match=r"\bdevices\b"):
         frae.create(backend_spec, weights=given, devices=2)
     assert_same_weights(given, weights)
-    if takes_devices(backend_spec):
+    if takes_devices(factory_of(backend_spec)):
         assert frae.create(backend_spec, devices=1).get_weights().keys()
     else:
         with pytest.raises(ValueError, match=r"\bdevices\b"):

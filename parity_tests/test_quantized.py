@@ -14,14 +14,7 @@ import pytest
 from frae import codec
 from frae.data import multi_sine
 from impls.reference.model import unroll
-from parity_tests.cases import (
-    QUANTIZED,
-    TIES,
-    Case,
-    quantized_params,
-    tie_case,
-    tie_weights,
-)
+from parity_tests.cases import QUANTIZED, TIES, Case, quantized_params, tie_case, tie_weights
 from parity_tests.checks import parameters_without_gradient
 from parity_tests.conftest import MakeBackend
 from parity_tests.test_streaming import streamed

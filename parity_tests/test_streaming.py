@@ -52,12 +52,6 @@ def _pair(make_backend: MakeBackend, reference: MakeBackend, case: Case) -> tupl
     return make_backend(case.config, weights=weights), reference(case.config, weights=weights)
 
 
-def stream_inputs(case: Case, batch: int | None, seed: int = 32) -> np.ndarray:
-    """``(batch, STEPS, F)`` uniform inputs, or one ``(STEPS, F)`` sequence for ``None``."""
-    x = Case(case.config, batch or 1, STEPS).inputs(seed)
-    return x if batch is not None else x[0]
-
-
 @pytest.mark.parametrize("layout", LAYOUTS)
 @pytest.mark.parametrize("case", BOTH_MODELS)
 def test_chained_chunks_equal_one_call(
@@ -65,7 +59,8 @@ def test_chained_chunks_equal_one_call(
 ) -> None:
     """Calls chained through their states equal one call of the reference over it all."""
     model, oracle = _pair(make_backend, reference, case)
-    x = stream_inputs(case, LAYOUTS[layout])
+    x = Case(case.config, LAYOUTS[layout] or 1, STEPS).inputs(seed=32)
+    x = x if LAYOUTS[layout] is not None else x[0]
     calls = {"predict": x, "encode": x, "decode": oracle.encode(x).astype(np.float32)}
     expected = {m: getattr(oracle, m)(seq, return_state=True) for m, seq in calls.items()}
 
@@ -139,9 +134,8 @@ def test_stream_moves_between_backends(
     make_backend: MakeBackend, partner: MakeBackend, reference: MakeBackend, case: Case
 ) -> None:
     """A stream handed between this backend and its partner equals the reference's."""
-    weights = stream_weights(case)
-    here, there = make_backend(case.config, weights=weights), partner(case.config, weights=weights)
-    oracle = reference(case.config, weights=weights)
+    here, oracle = _pair(make_backend, reference, case)
+    there = partner(case.config, weights=stream_weights(case))
     x = case.inputs(seed=37)
     expected_outputs, expected_state = oracle.predict(x, return_state=True)
     halves = np.split(x, [3], axis=1)
