@@ -12,9 +12,6 @@ from bench.records import OPERATIONS, STREAM
 from bench.roles import Role
 from bench.variant import Variant
 
-__all__ = ["TARGETED", "VARIANTS", "Variant", "frameworks", "unavailable"]
-
-
 TARGETED = ("predict", "train_step")
 """The operations the targets judge a compiled backend on."""
 BASELINES = "bench.baselines"

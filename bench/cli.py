@@ -22,7 +22,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
-from bench.catalogue import TARGETED, VARIANTS, Variant, unavailable
+from bench.catalogue import TARGETED, VARIANTS, unavailable
 from bench.grid import BATCHES, STEPS, choose_grid, read_config
 from bench.job import QUICK_SETTINGS, Settings
 from bench.records import EVERY_OPERATION, OPERATIONS, Record
@@ -30,6 +30,7 @@ from bench.roles import Role
 from bench.rounding import with_quantized
 from bench.runner import default_out, run
 from bench.threads import check_count
+from bench.variant import Variant
 from frae.config import FRAEConfig
 from frae.validation import check_code_step
 
@@ -41,8 +42,7 @@ def select(names: list[str] | None, quick: bool = False) -> list[Variant]:
     if not names:
         return [v for v in VARIANTS if not v.optional and (v.quick or not quick)]
     known = {v.name: v for v in VARIANTS}
-    unknown = [n for n in names if n not in known and ":" not in n]
-    if unknown:
+    if unknown := [n for n in names if n not in known and ":" not in n]:
         raise ValueError(
             f"variants must be among {list(known)} or 'package.module:Factory', got {unknown}"
         )
@@ -125,7 +125,6 @@ def parser(prog: str) -> argparse.ArgumentParser:
     )
     add(
         "--config",
-        type=str,
         metavar="JSON_OR_FILE",
         help="the model to measure instead of the default: a JSON object of FRAEConfig fields "
         f"({', '.join(FRAEConfig.__dataclass_fields__)}) or a file holding one",

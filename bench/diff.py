@@ -127,16 +127,12 @@ def _us(result: ResultRecord | None) -> str:
     return fmt(None if result is None else result.us_per_step)
 
 
-def _p(value: float | None) -> str:
-    """A p-value to one significant figure; "—": none (too few calls to tell)."""
-    return "—" if value is None else f"{value:.1g}"
-
-
 def _rows(pairs: list[Pair]) -> list[list[str]]:
     rows = []
     for c in pairs:
         ratio = "—" if c.ratio is None else f"{c.ratio:.2f}×"
-        rows.append([*key_cells(c.key), _us(c.old), _us(c.new), ratio, _p(c.p_value), c.verdict])
+        p = "—" if c.p_value is None else f"{c.p_value:.1g}"  # none: too few calls to tell
+        rows.append([*key_cells(c.key), _us(c.old), _us(c.new), ratio, p, c.verdict])
     return rows
 
 
@@ -196,8 +192,7 @@ def render(old: Run, new: Run, pairs: list[Pair], markdown: bool = False) -> str
         f"new: started {new.run.started}, {len(new.results)} measurements",
         "",
     ]
-    changes = differences(old.run, new.run, old.facts, new.facts)
-    if changes:
+    if changes := differences(old.run, new.run, old.facts, new.facts):
         drawn = table(["", "old", "new"], changes, markdown, wrapping=(0, 1, 2))
         lines += ["differs between the runs:", "", drawn]
     else:

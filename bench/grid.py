@@ -69,18 +69,14 @@ def full_grid(
 def wide_models() -> dict[str, FRAEConfig]:
     """The width axis's models by label: one hidden layer of each of ``WIDTHS`` per side and a
     latent of 16 (wider than the input: they measure what width costs, not compression)."""
-    configs = [
-        FRAEConfig(encoder_units=(width,), latent_dim=16, decoder_units=(width,))
-        for width in WIDTHS
-    ]
+    configs = [FRAEConfig(encoder_units=(w,), latent_dim=16, decoder_units=(w,)) for w in WIDTHS]
     return {model_label(config): config for config in configs}
 
 
 def default_grid() -> list[Point]:
     """The full grid: ``SHAPES``, and every operation at ``WIDE_SHAPES`` on ``wide_models``."""
-    grid = list(SHAPES)
-    grid += [Point(label, *shape, OPERATIONS) for label in wide_models() for shape in WIDE_SHAPES]
-    return grid
+    wide = [Point(label, *shape, OPERATIONS) for label in wide_models() for shape in WIDE_SHAPES]
+    return [*SHAPES, *wide]
 
 
 def roofline_model() -> tuple[str, FRAEConfig]:
@@ -122,8 +118,7 @@ def choose_grid(
         ops = tuple(operations or OPERATIONS)
         return full_grid(batches or BATCHES, steps or STEPS, ops, label), models
     if quick:
-        wide = dict([roofline_model()]) if config is None else {}
-        return quick_grid(label), models | wide
+        return quick_grid(label), models | (dict([roofline_model()]) if config is None else {})
     if config is None:
         return default_grid(), {label: FRAEConfig(), **wide_models()}
     return on_model(SHAPES, label), models

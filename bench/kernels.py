@@ -77,13 +77,8 @@ def loop_carries(hlo: str) -> list[list[str]]:
         listed = re.sub(r"/\*.*?\*/", "", root[2])  # long tuples number some operands
         operands = [name.strip().lstrip("%") for name in listed.split(",")]
         assert len(shapes) == len(operands), root[0][:2000]
-        carries.append(
-            [
-                shape
-                for index, (shape, name) in enumerate(zip(shapes, operands, strict=True))
-                if passed_on.get(name) != index
-            ]
-        )
+        pairs = enumerate(zip(shapes, operands, strict=True))
+        carries.append([shape for index, (shape, name) in pairs if passed_on.get(name) != index])
     return carries
 
 
@@ -113,11 +108,10 @@ def jax_scan_programs(config: frae.FRAEConfig, x: np.ndarray) -> Programs:
     jax_backend = JaxScanBackend(config)
     compiled, weights = jax_backend.compiled, jax_backend.params
     state = compiled.optimizer_inits["adam"](weights)
-    rate = np.float32(1e-3)
     lowered = {
         "predict": compiled.predict.lower(jax_backend.packed, x, jax_backend.initial_state(len(x))),
         "loss_and_grads": compiled.loss_and_grads.lower(weights, x, x),
-        "train_step": compiled.train_steps["adam"].lower(weights, state, rate, x, x),
+        "train_step": compiled.train_steps["adam"].lower(weights, state, np.float32(1e-3), x, x),
     }
     gradient = 1 if train.recomputes(config, len(x)) else train.GRADIENT_UNROLL
     programs: Programs = {}

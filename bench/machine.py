@@ -53,11 +53,9 @@ def machine_facts() -> Machine:
     for name in LIBRARIES:
         with contextlib.suppress(importlib.metadata.PackageNotFoundError):
             versions[name] = importlib.metadata.version(name)
-    cc = compiler()
-    if cc:
+    if cc := compiler():
         said = subprocess.run([cc, "--version"], capture_output=True, text=True).stdout
         cc = f"{said.splitlines()[0]} {' '.join(FLAGS)}"
-
     return Machine(
         platform=platform.platform(),
         machine=platform.machine(),

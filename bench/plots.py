@@ -134,8 +134,7 @@ def first_call_figure(pivot: Pivot) -> Any:
     ``None``."""
     import matplotlib.pyplot as plt
 
-    compiles = pivot.first_calls()
-    if not compiles:
+    if not (compiles := pivot.first_calls()):
         return None
     names = list(dict.fromkeys(name for name, _ in compiles))
     figure, axis = plt.subplots(figsize=(10, 0.45 * len(names) + 1.5), layout="constrained")

@@ -109,7 +109,7 @@ class Settings:
 
 @dataclass(frozen=True)
 class Listing:
-    """A variant as the run lists it, whether it ran or not (see ``bench.catalogue.Variant``)."""
+    """A variant as the run lists it, whether it ran or not (see ``bench.variant.Variant``)."""
 
     backend: str
     role: str
@@ -251,8 +251,7 @@ def to_json(record: Record) -> str:
     """One line: ``kind``, every field that is set and, for a result, its derived figures."""
     data = {"kind": record.kind, **{k: v for k, v in asdict(record).items() if v is not None}}
     if isinstance(record, ResultRecord):
-        derived = {name: getattr(record, name) for name in DERIVED}
-        data |= {name: value for name, value in derived.items() if value is not None}
+        data |= {name: value for name in DERIVED if (value := getattr(record, name)) is not None}
     return json.dumps(data)
 
 

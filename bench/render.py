@@ -110,18 +110,13 @@ def _terminal(section: Section, brief: Brief) -> str:
     heading = [brief.title] if brief.title else []
     if brief.caption:
         heading.append("\n".join(textwrap.wrap(brief.caption, WIDTH)))
-    rows = brief.rows
-    if rows is None:
-        rows = (
-            [[row[i] for i in brief.columns] for row in section.rows]
-            if brief.columns
-            else section.rows
-        )
+    rows = section.rows if brief.rows is None else brief.rows
+    if brief.rows is None and brief.columns:
+        rows = [[row[i] for i in brief.columns] for row in section.rows]
     if brief.layout is Layout.TABLE:
         header = brief.header
         if header is None:
-            columns = brief.columns or range(len(section.header))
-            header = [section.header[i] for i in columns]
+            header = [section.header[i] for i in (brief.columns or range(len(section.header)))]
         shown = [table(header, rows, markdown=False, wrapping=brief.wrapping)] if header else []
         return "\n\n".join([*heading, *shown])
     lines = _outline(rows) if brief.layout is Layout.OUTLINE else _list(rows, brief.limit)
@@ -143,8 +138,7 @@ def _outline(rows: Sequence[Sequence[str]]) -> list[str]:
 
 def _list(rows: Sequence[Sequence[str]], limit: int | None) -> list[str]:
     """The rows' first cells, at most ``limit`` named and the rest counted."""
-    names = [row[0] for row in rows]
-    shown = names[:limit]
-    more = len(names) - len(shown)
+    shown = [row[0] for row in rows][:limit]
+    more = len(rows) - len(shown)
     text = ", ".join(shown) + (f" and {more} more" if more else "")
     return textwrap.wrap(text, WIDTH, initial_indent="  ", subsequent_indent="  ")

@@ -129,6 +129,7 @@ def head(pivot: Pivot, run: RunRecord) -> str:
         return ", ".join(f"`{name}`" for name in pivot.named(role)) or "none in this run"
 
     batch = s.slow_max_batch
+    peaks = None if run.roofline is None else describe(peak_of(run), run.roofline.get("error"))
     return HEAD.format(
         run=run,
         wall=tables.fmt(pivot.wall_s, 3),
@@ -136,7 +137,7 @@ def head(pivot: Pivot, run: RunRecord) -> str:
         m=m,
         versions=", ".join(f"{k} {v}" for k, v in m.versions.items()),
         compiler=m.c_compiler or "none",
-        roofline=_roofline_line(run),
+        roofline=f"\n- roofline peaks: {peaks}" if peaks else "",
         thread_variables=m.thread_variables or "none set (framework defaults)",
         threads="".join(threads),
         threads_said=threads_said(pivot),
@@ -149,13 +150,6 @@ def head(pivot: Pivot, run: RunRecord) -> str:
         slow=", ".join(n for n, listing in run.variants.items() if listing.slow) or "none",
         roles="; ".join(roles),
     ).rstrip("\n")
-
-
-def _roofline_line(run: RunRecord) -> str:
-    """The head's line on the roofline's peaks (``bench.roofline``), or why there are none."""
-    if run.roofline is None:
-        return ""
-    return f"\n- roofline peaks: {describe(peak_of(run), run.roofline.get('error'))}"
 
 
 def _point(point: Point) -> str:
@@ -236,8 +230,7 @@ def call_cost_section(pivot: Pivot) -> Section:
     if rows := tables.call_cost_rows(pivot):
         caption = "B=1: each call fitted as µs per call + µs per step × T (T fitted: report.md)"
         shown = Brief(caption=caption, columns=(0, 1, 3, 4))
-        header = tables.CALL_COST_HEADER
-        return Section(title, tables.CALL_COST_CAPTION, header, rows, brief=shown)
+        return Section(title, tables.CALL_COST_CAPTION, tables.CALL_COST_HEADER, rows, brief=shown)
     reason = tables.unsplit_reason(pivot)
     brief = Brief(caption=reason) if reason else None
     return Section(title, text=reason or "No variant was timed at B=1.", brief=brief)
@@ -309,8 +302,7 @@ def sections(
     ``images`` last; ``ValueError`` where ``records`` hold no run record."""
     records = list(records)
     pivot = Pivot.of(records)
-    run = pivot.run
-    if run is None:
+    if (run := pivot.run) is None:
         raise ValueError("records must begin with the run's record (kind 'run'), got none")
     found = [Section(text=head(pivot, run))]
     found += [Section(text=preamble.rstrip())] if preamble.strip() else []
@@ -361,9 +353,8 @@ def write(records: Iterable[Record], out: Path, preamble: str = "") -> str:
     of every model but the quantized ones (their section is their figure) into ``out``;
     return the summary for the terminal."""
     records = list(records)
-    models = models_of(records)
     images = plots(Pivot.of(records), out)
-    for other in models[1:]:
+    for other in models_of(records)[1:]:
         if not is_quantized(records, other):
             images += plots(Pivot.of(records, other), out, f"_{file_name(other)}")
     drawn = sections(records, images, preamble)

@@ -82,8 +82,7 @@ def gru_flops(gru: GRU, batch: int) -> int:
     """The GRU's forward over a batch: its two products, ``2·B·L·3H`` (z_t @ K) and
     ``2·B·H·3H`` (s_{t-1} @ U), its gates (``GRU_GATE_FLOPS``) and its three activations
     per state unit (σ, σ, tanh)."""
-    columns = 3 * gru.state_dim
-    products = 2 * batch * (gru.input_dim + gru.state_dim) * columns
+    products = 2 * batch * (gru.input_dim + gru.state_dim) * 3 * gru.state_dim
     return products + batch * gru.state_dim * (GRU_GATE_FLOPS + 3 * ACTIVATION_FLOPS)
 
 
@@ -219,8 +218,7 @@ def peak_of(run: RunRecord | None) -> Peak | None:
 def roofline_us(pivot: Pivot, key: Key) -> float | None:
     """The roofline's µs per step where ``key`` was measured: the pivot's model, operation
     and (B, T), on the run's peaks; ``None`` without peaks or counts."""
-    peak = peak_of(pivot.run)
-    if peak is None or key.side is not None:
+    if (peak := peak_of(pivot.run)) is None or key.side is not None:
         return None
     work = counts(FRAEConfig.from_dict(pivot.config), key.operation, key.batch, key.steps)
     return None if work is None else peak.time_us(work)
@@ -255,8 +253,7 @@ def main(argv: list[str] | None = None) -> None:
     pin(threads)
     check(threads, observed([]))
     peak = measure(threads)
-    wrong = [pool for pool in peak.blas if pool.get("num_threads") != threads]
-    if wrong:
+    if wrong := [pool for pool in peak.blas if pool.get("num_threads") != threads]:
         raise RuntimeError(f"the BLAS was asked for {threads} thread(s) but has {wrong}")
     print(json.dumps(peak.to_dict()), flush=True)
 

@@ -60,12 +60,11 @@ def rounding_rows(records: list[Record]) -> Rows:
         quantized = Pivot.of(records, model)
         for key, result in quantized.results.items():
             float_key = main.key(key.variant, key.operation, key.shape, key.side, key.chunk)
-            ratio = None
-            if result.us_per_step and (base := main.figure(float_key)):
-                ratio = result.us_per_step / base
+            base = main.figure(float_key)
+            ratio = result.us_per_step / base if result.us_per_step and base else None
             shown = label(key.operation, key.side, key.chunk)
             named = key.variant if len(quantized_models) == 1 else f"{key.variant} ({model})"
-            cells = [fmt(main.figure(float_key)), fmt(result.us_per_step), fmt(ratio) + "×"]
+            cells = [fmt(base), fmt(result.us_per_step), fmt(ratio) + "×"]
             rows.append([named, f"{shown} B={key.batch} T={key.steps}", *cells])
     return rows
 

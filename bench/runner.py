@@ -15,7 +15,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from bench.catalogue import Variant, frameworks, unavailable
+from bench.catalogue import frameworks, unavailable
 from bench.grid import model_points, points_for
 from bench.job import Job, Settings
 from bench.machine import machine_facts
@@ -33,6 +33,7 @@ from bench.records import (
     to_json,
 )
 from bench.threads import environment
+from bench.variant import Variant
 from frae.config import FRAEConfig
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -139,11 +140,10 @@ def run(
     models = models or {DEFAULT_MODEL: FRAEConfig()}
     first = _run_record(variants, grid, settings, models, out / "logs")
     planned = plan(variants, grid, settings, models)
-    measurements = sum(p.measurements for p in planned if p.skipped is None)
     from tqdm import tqdm  # type: ignore[import-untyped, unused-ignore]
 
     bar = tqdm(
-        total=measurements * settings.rounds,
+        total=sum(p.measurements for p in planned if p.skipped is None) * settings.rounds,
         unit="measurement",
         file=sys.stderr,
         dynamic_ncols=True,

@@ -47,7 +47,6 @@ def with_ratio(value: float | None, ratio: float | None) -> str:
 
 
 def _ratio(value: float | None) -> str:
-    """'ratio×', or "—"."""
     return fmt(value) + ("×" if value else "")
 
 
@@ -185,8 +184,7 @@ def devices_rows(pivot: Pivot) -> Rows:
                 continue
             one = pivot.figure(key.of(one_device))
             many = pivot.figure(key)
-            ratio = many / one if many is not None and one else None
-            cells = [fmt(one), fmt(many), _ratio(ratio)]
+            cells = [fmt(one), fmt(many), _ratio(many / one if many is not None and one else None)]
             rows.append([one_device, str(count), str(key.batch), str(key.steps), *cells])
     return rows
 

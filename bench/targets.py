@@ -118,6 +118,8 @@ B = 1, T = 1000, set from what it measured (docs/performance.md, "The settings t
 GRADIENT = OverFloor("loss_and_grads")
 """A training step over the floor's forward + BPTT, which has no optimizer."""
 FASTER = "every compiled backend's {} ≥ {{limit:g}}× faster per step than the textbook fix ({{at}})"
+NAMED_OPERATIONS = (("predict", "predict", "predict"), ("train", "train_step", "training step"))
+"""(name prefix, operation, as a statement says it): the operations a pair of targets judges."""
 TARGETS = (
     Target(
         "predict_every",
@@ -156,10 +158,7 @@ TARGETS = (
             at_most=False,
             metric=THROUGHPUT,
         )
-        for short, operation, label in (
-            ("predict", "predict", "predict"),
-            ("train", "train_step", "training step"),
-        )
+        for short, operation, label in NAMED_OPERATIONS
     ),
     Target(
         "batching",
@@ -424,7 +423,6 @@ EXPORT_TARGETS = (
         1.5,
         role=Role.EXPORTED,
         every=False,
-        shape=TARGET_SHAPE,
     ),
 )
 """Judged where the run ran an artifact (``Role.EXPORTED``); not measured otherwise."""
@@ -455,10 +453,7 @@ ROOFLINE_TARGETS = tuple(
         every=False,
         shape=BATCHED_SHAPE,
     )
-    for short, operation, named in (
-        ("predict", "predict", "predict"),
-        ("train", "train_step", "training step"),
-    )
+    for short, operation, named in NAMED_OPERATIONS
 )
 """The roofline's targets, judged on ``ROOFLINE_MODEL`` alone, where the floors bound nothing."""
 

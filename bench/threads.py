@@ -115,6 +115,5 @@ def check(threads: int, seen: dict[str, Any]) -> None:
     not ``threads``: its figures would not be comparable with the others'."""
     counted = (*POOL_VARIABLES, *FRAMEWORK_COUNTS)
     counts = {"cpus": len(seen["cpus"])} | {n: int(seen[n]) for n in counted if n in seen}
-    wrong = {name: count for name, count in counts.items() if count != threads}
-    if wrong:
+    if wrong := {name: count for name, count in counts.items() if count != threads}:
         raise RuntimeError(f"the worker was asked for {threads} thread(s) but has {wrong}")

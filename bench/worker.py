@@ -69,11 +69,9 @@ def sample(
         call()
         samples.append(time.perf_counter() - begin)
         elapsed = time.perf_counter() - start
-        if len(samples) >= max_samples:
-            return samples
-        if len(samples) >= repeats and elapsed >= min_time_s:
-            return samples
-        if len(samples) >= MIN_SAMPLES and elapsed >= budget_s:
+        enough = len(samples) >= repeats and elapsed >= min_time_s
+        over_budget = len(samples) >= MIN_SAMPLES and elapsed >= budget_s
+        if len(samples) >= max_samples or enough or over_budget:
             return samples
 
 
@@ -155,8 +153,7 @@ def measure_stream(
     streaming = replace(job, settings=job.settings.for_stream())
     for stream in streams(model, x, codes, STREAM_CHUNKS):
         calls = Calls(stream.run, stream.run, 1, warm_up=False)
-        at = partial(row, side=stream.side, chunk=stream.chunk)
-        yield measure(STREAM, calls, streaming, at)
+        yield measure(STREAM, calls, streaming, partial(row, side=stream.side, chunk=stream.chunk))
 
 
 class Stream(NamedTuple):

@@ -25,6 +25,9 @@ from frae.training_state import TrainingState
 
 SOURCE = Path(__file__).with_name("c_forward.c")
 FLAGS = ("-O2", "-shared", "-fPIC")
+FLOATS = np.ctypeslib.ndpointer(np.float32, flags="C_CONTIGUOUS")
+DOUBLES = np.ctypeslib.ndpointer(np.float64, flags="C_CONTIGUOUS")
+"""The C floors' array arguments, by ctypes."""
 
 
 def compiler() -> str | None:
@@ -56,8 +59,7 @@ def build_folder(source: Path, header: str) -> tuple[str, Path]:
     """The C compiler and a new temporary folder holding ``source`` and ``frae_plan.h``
     (``header``), removed when the process exits (the library built there stays loaded
     until then); raises ``RuntimeError`` without a compiler."""
-    cc = compiler()
-    if cc is None:
+    if (cc := compiler()) is None:
         raise RuntimeError("no C compiler: neither cc nor gcc is on PATH")
     folder = Path(tempfile.mkdtemp(prefix=f"frae-{source.stem}-"))
     atexit.register(shutil.rmtree, folder, ignore_errors=True)
@@ -78,8 +80,7 @@ def compile_forward(config: FRAEConfig) -> ctypes.CDLL:
         text=True,
     )
     forward = ctypes.CDLL(str(library))
-    pointer = np.ctypeslib.ndpointer(np.float32, flags="C_CONTIGUOUS")
-    forward.frae_predict.argtypes = [pointer] * 6 + [ctypes.c_long, ctypes.c_long]
+    forward.frae_predict.argtypes = [FLOATS] * 6 + [ctypes.c_long, ctypes.c_long]
     forward.frae_predict.restype = None
     return forward
 

@@ -37,7 +37,8 @@ def export_in_child(
 ) -> Path:
     """The artifact of ``backend`` in ``format`` with ``weights``, written by ``frae
     export`` in a child process (with ``env`` added to this one's environment)."""
-    digest = hashlib.sha256(json.dumps(config.to_dict()).encode() + _bytes(weights))
+    raw = b"".join(np.ascontiguousarray(weights[name]).tobytes() for name in sorted(weights))
+    digest = hashlib.sha256(json.dumps(config.to_dict()).encode() + raw)
     key = f"{backend}-{format}-{digest.hexdigest()[:16]}"
     artifact = _folder() / key
     if artifact.exists():
@@ -53,10 +54,6 @@ def export_in_child(
     if done.returncode != 0:
         raise RuntimeError(f"frae export {backend} --format {format} failed: {done.stderr[-2000:]}")
     return artifact
-
-
-def _bytes(weights: Weights) -> bytes:
-    return b"".join(np.ascontiguousarray(weights[name]).tobytes() for name in sorted(weights))
 
 
 class ExportedRuntime:
@@ -77,11 +74,10 @@ class ExportedRuntime:
         self._config = validation.check_config(config)
         if validation.check_devices(devices) not in (None, 1):
             raise ValueError(f"an artifact runs on one device, got devices={devices}")
-        shapes = self._config.parameter_shapes()
         self._weights = (
             initial_weights(self._config, validation.check_seed(seed))
             if weights is None
-            else validation.check_weights(weights, shapes)
+            else validation.check_weights(weights, self._config.parameter_shapes())
         )
         path = export_in_child(self.exporter, self.format, self._config, self._weights, self.env)
         self._model = frae.load_exported(path)

@@ -129,11 +129,10 @@ def plan(config: FRAEConfig) -> Plan:
         layers.append(_placed(layer, in_row, out_row, offsets))
         in_row, row = out_row, row + layer.units
     gru = None
-    if config.gru is not None:  # s_{t-1} after x_t, the GRU's rows after z_t
-        gru = _gru_plan(config.gru, features, code_row + latent, offsets)
-    if gru is None:
+    if config.gru is None:
         in_row, row = code_row, code_row + latent + features  # the decoder input [z_t, x̂_{t-1}]
-    else:
+    else:  # s_{t-1} after x_t, the GRU's rows after z_t
+        gru = _gru_plan(config.gru, features, code_row + latent, offsets)
         in_row, row = gru.state_row, gru.state_row + gru.state  # the decoder reads s_t
     for layer in config.decoder_layers:
         layers.append(_placed(layer, in_row, row, offsets))

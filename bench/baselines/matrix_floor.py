@@ -20,7 +20,8 @@ from typing import NamedTuple
 import numpy as np
 import numpy.typing as npt
 
-from bench.baselines.simd_floor import DOUBLES, FLOATS, ForwardInC, build_fast
+from bench.baselines.c_forward import DOUBLES, FLOATS
+from bench.baselines.simd_floor import ForwardInC, build_fast
 from frae.backend import Array
 from frae.config import FRAEConfig
 from frae.params import Weights

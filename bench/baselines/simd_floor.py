@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bench.baselines.c_forward import build_folder, plan_header
+from bench.baselines.c_forward import DOUBLES, FLOATS, build_folder, plan_header
 from bench.baselines.layout import GRUPlan, Layer, Plan, plan
 from bench.baselines.numba_floor import NumbaFloorBackend
 from frae.backend import Array, Streamed
@@ -84,10 +84,6 @@ def gru_header(gru: GRUPlan, encoder_reversed: str, decoder_reversed: str) -> li
         f"#define FRAE_ENCODER_LAYERS_REVERSED(X) {encoder_reversed}",
         f"#define FRAE_DECODER_LAYERS_REVERSED(X) {decoder_reversed}",
     ]
-
-
-FLOATS = np.ctypeslib.ndpointer(np.float32, flags="C_CONTIGUOUS")
-DOUBLES = np.ctypeslib.ndpointer(np.float64, flags="C_CONTIGUOUS")
 
 
 def build_fast(source: Path, config: FRAEConfig, openmp: bool = False) -> ctypes.CDLL:

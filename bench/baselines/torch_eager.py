@@ -18,16 +18,6 @@ Cell = Callable[[model.FRAE, torch.Tensor, torch.Tensor], tuple[torch.Tensor, An
 """``(module, x̂_{t-1}, x_t) -> (x̂_t, y_t)``: ``model.FRAE.step`` or ``decode_step``."""
 
 
-def output_feedback(module: model.Module) -> model.FRAE:
-    """``module`` as the output-feedback ``model.FRAE`` that the Python loop is written for;
-    raises ``TypeError`` for a state-feedback one."""
-    if not isinstance(module, model.FRAE):
-        raise TypeError(
-            f"module: expected an output-feedback model.FRAE, got {type(module).__name__}"
-        )
-    return module
-
-
 def python_loop(
     config: FRAEConfig,
     module: model.Module,
@@ -37,8 +27,12 @@ def python_loop(
     state: torch.Tensor | None = None,
 ) -> Unrolled:
     """``model.unroll`` as a Python loop over ``cell``, for an output-feedback ``module``,
-    from ``state`` (x̂₀, zeros for ``None``): x̂, z and the feedback after the last step."""
-    module = output_feedback(module)
+    from ``state`` (x̂₀, zeros for ``None``): x̂, z and the feedback after the last step;
+    ``TypeError`` for a state-feedback one."""
+    if not isinstance(module, model.FRAE):
+        raise TypeError(
+            f"module: expected an output-feedback model.FRAE, got {type(module).__name__}"
+        )
     feedback = sequences.new_zeros(sequences.shape[0], config.input_dim) if state is None else state
     outputs, codes = [], []
     for t in range(sequences.shape[1]):

@@ -7,6 +7,7 @@ import importlib.metadata
 import io
 import json
 import os
+import re
 import shutil
 import subprocess
 from collections.abc import Callable
@@ -56,8 +57,6 @@ def test_version(capsys: pytest.CaptureFixture[str]) -> None:
 def test_every_option_has_help_that_matches(capsys: pytest.CaptureFixture[str]) -> None:
     """Each option of ``frae bench --help`` says what it does (``--no-progress`` did not);
     --quick names the grid it runs."""
-    import re
-
     with pytest.raises(SystemExit) as stopped:
         main(["--help"])
     assert stopped.value.code == 0

@@ -132,8 +132,7 @@ def test_differing_versions_and_machine_facts_are_printed_and_the_same_said_so(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     old_path = write_run(tmp_path / "old", [result((98, 100, 103))])
-    upgraded = VERSIONS | {"jax": "0.13.0"}
-    new_versions = {k: v for k, v in upgraded.items() if k != "torch"}
+    new_versions = {k: v for k, v in VERSIONS.items() if k != "torch"} | {"jax": "0.13.0"}
     new_path = write_run(tmp_path / "new", [result((98, 100, 103))], new_versions, cpu_count=8)
     assert diff.main([str(old_path), str(new_path)]) == 0
     rows = {tuple(line.split()) for line in capsys.readouterr().out.splitlines()}
@@ -213,12 +212,10 @@ def test_bad_arguments_exit_with_status_2_naming_the_argument(
     files["not_results"].write_text("# a Markdown report\n")
     files["json_list"].write_text("[1, 2]\n")
     files["no_run_record"].write_text(to_json(result((98, 100, 103))) + "\n")
-    paths = [str(files.get(a, a)) for a in arguments]
     with pytest.raises(SystemExit) as stopped:
-        diff.main(paths)
+        diff.main([str(files.get(a, a)) for a in arguments])
     assert stopped.value.code == 2
-    error = capsys.readouterr().err.splitlines()[-1]
-    assert f"error: {named} must be" in error
+    assert f"error: {named} must be" in capsys.readouterr().err.splitlines()[-1]
 
 
 def test_frae_diff_runs_through_the_frae_command_on_report_folders(
@@ -258,8 +255,7 @@ def test_frae_diff_refuses_a_file_of_format_1_naming_the_argument(
 
 
 def test_a_diff_pairs_streams_by_side_and_chunk_length() -> None:
-    keys = {r.key for r in STREAMS}
-    assert len(keys) == len(STREAMS)
+    assert len({r.key for r in STREAMS}) == len(STREAMS)
     run = run_record()
     old, new = diff.Run(run, {r.key: r for r in STREAMS}), diff.Run(run, {})
     text = diff.render(old, new, diff.compare(old, new), markdown=True)

@@ -18,5 +18,4 @@ def test_the_section_has_a_row_per_artifact_variant() -> None:
         record("a/onnx", STREAM, 1, side="sender", chunk=10, create_s=0.1, artifact_kib=10.0),
         record("jax_scan", "predict", 1, create_s=2.0),
     ]
-    rows = export_rows(Pivot.of(records))
-    assert rows == [["a/onnx", "4", "10", "1", "1", "1", "–"]]
+    assert export_rows(Pivot.of(records)) == [["a/onnx", "4", "10", "1", "1", "1", "–"]]

@@ -115,8 +115,7 @@ def _tensorflow_gradient_hlo(through_the_outputs: bool) -> str:
             return loss, tape.gradient(loss, autoencoder.trainable_variables)
 
     else:
-        cell = autoencoder.get_layer("frae_rnn").cell
-        training = keras_train.squared_error_model(config, cell)
+        training = keras_train.squared_error_model(config, autoencoder.get_layer("frae_rnn").cell)
         gradients = keras_train.gradient_function(training, jit_compile=True)
     return gradients.experimental_get_compiler_ir(x, x)(stage="optimized_hlo")
 

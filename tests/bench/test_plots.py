@@ -15,10 +15,8 @@ def test_a_panel_of_one_point_per_variant_is_left_out() -> None:
     """Quick mode times the training step at one B: its throughput panel is gone, predict's
     (two B) stays."""
     pivot = analysis.Pivot.of(quick_like_records())
-    panels = plots.scaling_panels(pivot, by_steps=False, value=1000)
-    assert list(panels) == ["predict"]
-    by_steps = plots.scaling_panels(pivot, by_steps=True, value=1)
-    assert list(by_steps) == ["predict", "train_step"]
+    assert list(plots.scaling_panels(pivot, by_steps=False, value=1000)) == ["predict"]
+    assert list(plots.scaling_panels(pivot, by_steps=True, value=1)) == ["predict", "train_step"]
 
 
 def test_first_calls_are_points_labelled_with_their_shape() -> None:

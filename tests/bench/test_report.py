@@ -33,9 +33,8 @@ def records() -> list[Record]:
         "floor": Listing("numba_floor", "floor", "loops"),
         "fast": Listing("jax_scan", "compiled", "scan"),
     }
-    run = run_record(listings, [Point("default", 1, 1000, ("predict",))])
     return [
-        run,
+        run_record(listings, [Point("default", 1, 1000, ("predict",))]),
         *(measured("floor", "floor", op, 1, t, 1.0) for op in ("predict",) for t in (100, 1000)),
         *(measured("fast", "compiled", op, 1, t, 2.0) for op in ("predict",) for t in (100, 1000)),
     ]
@@ -150,8 +149,7 @@ def test_a_run_without_the_stream_reports_no_stream() -> None:
     """A run that measured no stream reports none, and judges the stream's targets not
     measured."""
     listing = Listing("reference", "baseline", "ref")
-    grid = [Point("default", 1, 1000, ("predict",))]
-    run = run_record({"reference": listing}, grid)
+    run = run_record({"reference": listing}, [Point("default", 1, 1000, ("predict",))])
     records = [run, measured("reference", "baseline", "predict", 1, 1000, 40.0)]
     pivot = analysis.Pivot.of(records)
     assert tables.stream_rows(pivot) == [] and report.stream_sections(pivot) == []
@@ -163,8 +161,7 @@ def test_a_run_without_the_stream_reports_no_stream() -> None:
 def test_the_report_streams_in_a_section_of_its_own_and_judges_the_streams_targets() -> None:
     """The Streaming section and its split; the summary keeps its columns; the stream's
     targets are in the Targets section, where they come from with them."""
-    run = run_record()
-    drawn = report.sections([run, *STREAMS])
+    drawn = report.sections([run_record(), *STREAMS])
     text, brief = render.markdown(drawn), render.terminal(drawn)
     assert "## Streaming" in text and "| fast      | compiled | 21 (17.5×)" in text
     assert text.index("## Targets") < text.index("## Streaming") < text.index("## Variants")

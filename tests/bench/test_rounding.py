@@ -16,8 +16,7 @@ BY_NAME = {variant.name: variant for variant in VARIANTS}
 
 
 def quick_with_quantized() -> tuple[list[Point], dict[str, frae.FRAEConfig]]:
-    models = {"default": frae.FRAEConfig(), **wide_models()}
-    return with_quantized(quick_grid(), models, 2**-6)
+    return with_quantized(quick_grid(), {"default": frae.FRAEConfig(), **wide_models()}, 2**-6)
 
 
 def test_the_quantized_model_is_measured_at_the_targets_shape_and_on_the_stream() -> None:
@@ -62,9 +61,8 @@ def test_the_report_sets_each_quantized_time_beside_its_float_time() -> None:
         ),
     }
     models = {"default": frae.FRAEConfig(), QUANTIZED: frae.FRAEConfig(code_step=2**-6)}
-    run = run_record(listings, [Point(label, 1, 1000, ("predict",)) for label in models], models)
     records = [
-        run,
+        run_record(listings, [Point(label, 1, 1000, ("predict",)) for label in models], models),
         measured("floor", "floor", "predict", 1, 1000, 1.0),
         measured("fast", "compiled", "predict", 1, 1000, 2.0),
         measured("fast", "compiled", "predict", 1, 1000, 3.0, model=QUANTIZED),

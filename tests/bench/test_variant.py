@@ -6,8 +6,8 @@ import pytest
 
 
 def test_a_variant_without_the_stream_must_say_why() -> None:
-    from bench.catalogue import Variant
     from bench.roles import Role
+    from bench.variant import Variant
 
     with pytest.raises(ValueError, match="no_stream"):
         Variant("quiet", "reference", Role.BASELINE, "no reason", operations=("predict",))

@@ -7,7 +7,6 @@ from dataclasses import replace
 import pytest
 
 import frae
-from bench import analysis
 from bench.analysis import Pivot
 from bench.grid import model_label
 from bench.records import DEFAULT_MODEL, SENDER, Key, Record, ResultRecord, VariantRecord
@@ -226,7 +225,7 @@ def test_a_second_model_gets_its_own_section_and_targets() -> None:
             measured("floor", "floor", "predict", 1, 1000, scale, model=model),
             measured("fast", "compiled", "predict", 1, 1000, 2 * scale, model=model),
         ]
-    default, wide = analysis.Pivot.of(records), analysis.Pivot.of(records, label)
+    default, wide = Pivot.of(records), Pivot.of(records, label)
     assert default.figure(Key("fast", "predict", DEFAULT_MODEL, 1, 1000)) == pytest.approx(2.0)
     assert wide.figure(Key("fast", "predict", label, 1, 1000)) == pytest.approx(20.0)
     text = markdown(records)
@@ -234,14 +233,14 @@ def test_a_second_model_gets_its_own_section_and_targets() -> None:
     judged = measured_targets(wide)
     assert judged and all("not measured" not in t.verdict for t in judged)
     wide_batch = [measured("fast", "compiled", "predict", 256, 1000, 200.0, model=label)]
-    judged = measured_targets(analysis.Pivot.of([*records, *wide_batch], label))
+    judged = measured_targets(Pivot.of([*records, *wide_batch], label))
     assert not [t for t in judged if t.statement.startswith("batching")]
     assert [t for t in targets(default) if t.statement.startswith("batching")]
     wide_train = [
         measured("floor", "floor", "loss_and_grads", 1, 1000, 10.0, model=label),
         measured("tf_while", "compiled", "train_step", 1, 1000, 20.0, model=label),
     ]
-    judged = measured_targets(analysis.Pivot.of([*records, *wide_train], label))
+    judged = measured_targets(Pivot.of([*records, *wide_train], label))
     assert [t for t in judged if "training step" in t.statement]  # the general ones, judged
     assert not [t for t in judged if t.statement.startswith("tf_while's")]  # its own: default's
 
@@ -299,6 +298,6 @@ STREAM_VERDICTS = [
 def test_a_stream_targets_verdict_follows_the_figures(
     case: str, name: str, records: list[Record], verdict: str, met: bool | None, shown: str
 ) -> None:
-    outcome = judge(named(STREAM_TARGETS, name), analysis.Pivot.of(records))
+    outcome = judge(named(STREAM_TARGETS, name), Pivot.of(records))
     assert (outcome.verdict, outcome.met) == (verdict, met), outcome
     assert shown in outcome.measured and "oracle" not in outcome.measured, outcome

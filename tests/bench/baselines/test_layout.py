@@ -40,9 +40,8 @@ def test_the_floor_layout_places_the_gru_between_the_encoder_and_the_decoder() -
     assert layout.feedback_rows == (3,) and layout.feedback_width == 11
     assert (layout.output_row, layout.rows) == (layout.rows - 3, gru.state_row + 11 + 10 + 5 + 3)
     weights = frae.initial_weights(config, seed=5)
-    assert (
-        gru.recurrent_kernel == gru.kernel + 2 * 33 and gru.bias == gru.recurrent_kernel + 11 * 33
-    )
+    assert gru.recurrent_kernel == gru.kernel + 2 * 33
+    assert gru.bias == gru.recurrent_kernel + 11 * 33
     round_trip = unflatten(flatten(weights, layout, np.float64), layout)
     assert all(np.array_equal(a, weights[k]) for k, a in round_trip.items())
     assert round_trip.keys() == weights.keys()

@@ -121,10 +121,9 @@ def test_the_matrix_floor_trains_as_the_reference(optimizer: str) -> None:
 def test_the_checks_reject_a_broken_matrix_floor(
     check: Callable[..., None], edits: list[tuple[str, str]], tmp_path: Path
 ) -> None:
-    config = WIDE_CONFIG
-    model = broken(tmp_path, *edits)(config, seed=3)
+    model = broken(tmp_path, *edits)(WIDE_CONFIG, seed=3)
     with pytest.raises(AssertionError):
-        check(model, config, batch=37)
+        check(model, WIDE_CONFIG, batch=37)
 
 
 @pytest.mark.parametrize("batch", [1, 37])
