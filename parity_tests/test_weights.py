@@ -1,4 +1,5 @@
-"""Canonical weights: the contract's names, shapes and initial values, copies, files."""
+"""Canonical weights: the contract's names, shapes and initial values, copies (weights files:
+``tests/test_weights_files.py``, the library's own, not a port's)."""
 
 from __future__ import annotations
 
@@ -95,42 +96,3 @@ def test_set_weights_copies_its_input(make_backend: MakeBackend) -> None:
 def test_weights_given_to_create_are_used(make_backend: MakeBackend) -> None:
     given = _spec_rule(DEFAULT_LAYOUT, seed=9)
     assert_same_weights(make_backend(seed=0, weights=given).get_weights(), given)
-
-
-def test_npz_round_trip(tmp_path) -> None:
-    weights = _spec_rule(OTHER_LAYOUT, seed=4)
-    path = tmp_path / "weights.npz"
-    frae.save_weights(path, weights)
-    loaded = frae.load_weights(path)
-    assert list(loaded) == list(weights)
-    assert_same_weights(loaded, weights)
-    assert list(tmp_path.iterdir()) == [path], "the temporary file of the atomic save remains"
-
-
-def test_load_weights_rejects_a_wrong_dtype(tmp_path) -> None:
-    weights = {
-        name: value.astype(np.float64) for name, value in _spec_rule(DEFAULT_LAYOUT, 0).items()
-    }
-    path = tmp_path / "weights.npz"
-    np.savez(path, **weights)
-    with pytest.raises(TypeError, match="float32"):
-        frae.load_weights(path)
-
-
-def test_load_weights_checks_against_a_config(tmp_path) -> None:
-    path = tmp_path / "weights.npz"
-    frae.save_weights(path, _spec_rule(DEFAULT_LAYOUT, 0))
-    with pytest.raises(ValueError, match="decoder/dense_1/kernel"):
-        frae.load_weights(path, OTHER_CONFIG)
-
-
-def test_failed_save_leaves_the_old_file(tmp_path) -> None:
-    path = tmp_path / "weights.npz"
-    frae.save_weights(path, _spec_rule(DEFAULT_LAYOUT, 0))
-    before = path.read_bytes()
-    broken = _spec_rule(DEFAULT_LAYOUT, 1)
-    del broken["decoder/output/kernel"]
-    with pytest.raises(ValueError, match="decoder/output/kernel"):
-        frae.save_weights(path, broken)
-    assert path.read_bytes() == before
-    assert list(tmp_path.iterdir()) == [path]

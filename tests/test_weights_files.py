@@ -250,6 +250,7 @@ def test_round_trip_is_bit_exact_and_reads_compressed_files(tmp_path: Path) -> N
     weights["decoder/output/bias"] = np.array(extremes, np.float32)
     path = tmp_path / "weights.npz"
     frae.save_weights(path, weights)
+    assert list(tmp_path.iterdir()) == [path], "the temporary file of the atomic save remains"
     compressed = tmp_path / "compressed.npz"
     np.savez_compressed(compressed, **weights)
     for loaded in (frae.load_weights(path), frae.load_weights(compressed, CONFIGS["other"])):
@@ -257,6 +258,32 @@ def test_round_trip_is_bit_exact_and_reads_compressed_files(tmp_path: Path) -> N
         for name, value in weights.items():
             assert loaded[name].dtype == np.float32, name
             assert loaded[name].tobytes() == value.tobytes(), name
+
+
+def test_a_float64_file_is_refused_naming_float32(tmp_path: Path) -> None:
+    path = tmp_path / "weights.npz"
+    np.savez(path, **{name: value.astype(np.float64) for name, value in _weights().items()})
+    with pytest.raises(TypeError, match="float32"):
+        frae.load_weights(path)
+
+
+def test_a_file_checked_against_another_config_names_what_differs(tmp_path: Path) -> None:
+    path = tmp_path / "weights.npz"
+    frae.save_weights(path, _weights())
+    with pytest.raises(ValueError, match="decoder/dense_1/kernel"):
+        frae.load_weights(path, OTHER)
+
+
+def test_a_failed_save_leaves_the_old_file(tmp_path: Path) -> None:
+    path = tmp_path / "weights.npz"
+    frae.save_weights(path, _weights())
+    before = path.read_bytes()
+    broken = _weights(seed=1)
+    del broken[BIAS]
+    with pytest.raises(ValueError, match=BIAS):
+        frae.save_weights(path, broken)
+    assert path.read_bytes() == before
+    assert list(tmp_path.iterdir()) == [path]
 
 
 @pytest.mark.parametrize(("umask", "mode"), [(0o022, 0o644), (0o077, 0o600), (0o002, 0o664)])
