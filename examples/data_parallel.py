@@ -51,8 +51,7 @@ def main() -> None:
     model = create_in(context, args.backend, devices=args.devices)
     x = frae.data.multi_sine(batch=8 * args.devices, steps=200)
     history = model.fit(x, batch_size=4 * args.devices, epochs=args.epochs)["loss"]
-    weights = model.get_weights()
-    checksum = float(sum(np.abs(value).sum() for value in weights.values()))
+    checksum = float(sum(np.abs(value).sum() for value in model.get_weights().values()))
     if args.process_id == 0:
         print(
             f"{args.backend} on {args.devices} devices: loss {history[0]:.5f} -> "

@@ -82,8 +82,7 @@ def run_demo(
         "seed": SEED,
     }
     results = run_variants(out, signal, chosen, {**job, "kind": "train"}, jobs)
-    trained = first_weights(results)
-    if trained:
+    if trained := first_weights(results):
         sources = ", ".join(Path(path).stem for path in trained.values())
         print(f"Quantized after training, the weights of {sources}:")
         sweeps = run_variants(

@@ -68,7 +68,6 @@ def cut_windows(utterances: Sequence[npt.NDArray[Any]], length: int) -> npt.NDAr
 
 
 def load_signal(window: int = WINDOW, batch_size: int = BATCH_SIZE) -> Signal:
-    """Japanese Vowels as ``prepare`` makes it."""
     return prepare(read_utterances("train"), read_utterances("test"), window, batch_size)
 
 

@@ -28,7 +28,6 @@ def progress(result: dict[str, Any]) -> str:
 
 
 def snr_table(results: dict[str, dict[str, Any]]) -> str:
-    """``snr_rows`` under their headers."""
     headers = [
         "backend",
         *(f"{model} SNR dB" for model in MODELS),
@@ -40,7 +39,6 @@ def snr_table(results: dict[str, dict[str, Any]]) -> str:
 
 
 def rate_table(results: dict[str, dict[str, Any]], model: str) -> str:
-    """``rate_rows`` of ``model`` under their headers."""
     return tabulate(rate_rows(results, model), headers=RATE_HEADERS, floatfmt=".2f")
 
 

@@ -109,7 +109,7 @@ def _fitted(
 ) -> tuple[frae.Backend, dict[str, Any]]:
     """A model of ``config`` on ``job``'s backend, trained as the job says, and its history."""
     backend = frae.create(job["backend"], config, seed=job["seed"])
-    history = backend.fit(
+    return backend, backend.fit(
         train,
         epochs=job["epochs"],
         batch_size=job["batch_size"],
@@ -118,7 +118,6 @@ def _fitted(
         shuffle=True,
         seed=job["seed"],
     )
-    return backend, history
 
 
 def quantize_in_this_process(job: dict[str, Any]) -> dict[str, Any]:

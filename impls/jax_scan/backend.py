@@ -54,14 +54,11 @@ class Compiled:
 
 
 def jit[**P, R](function: Callable[P, R]) -> Jitted[P, R]:
-    """``jax.jit`` with this backend's ``model.COMPILER_OPTIONS``."""
     return jax.jit(function, compiler_options=model.COMPILER_OPTIONS)
 
 
 @functools.lru_cache(maxsize=64)
 def compiled(config: FRAEConfig) -> Compiled:
-    """The jitted functions of ``config``."""
-
     def streamed(
         kept: int, *, codes_given: bool = False
     ) -> Jitted[[jax.Array, Any, Any], Streamed]:
@@ -69,14 +66,13 @@ def compiled(config: FRAEConfig) -> Compiled:
         last feedback."""
 
         def run(packed: jax.Array, sequences: Any, state: Any) -> Streamed:
-            batch_last = model.runs_batch_last(config, sequences.shape[0])
             results = model.unroll(
                 config,
                 model.unpacked(config, packed),
                 sequences,
                 codes_given=codes_given,
                 state=state,
-                batch_last=batch_last,
+                batch_last=model.runs_batch_last(config, sequences.shape[0]),
             )
             return results[kept], results[2]
 
@@ -160,7 +156,6 @@ class JaxScanBackend(BaseBackend):
         self._params: Params = {name: self._put(value) for name, value in weights.items()}
 
     def _put(self, value: Any) -> jax.Array:
-        """``value`` on the device, or replicated over the mesh."""
         if self.mesh is None:
             return jax.device_put(value)
         return self._global(value, jax.sharding.PartitionSpec())
@@ -229,12 +224,10 @@ class JaxScanBackend(BaseBackend):
         self._kept[kept_slot(step)] = self._params
 
     def _split(self, sequences: Array) -> jax.Array:
-        """A mini-batch sharded over the mesh along its batch axis."""
         return self._global(sequences, jax.sharding.PartitionSpec(train.DEVICES_AXIS))
 
     def _weights_before(self, step: int) -> Mapping[str, Any]:
-        kept = self._kept[kept_slot(step)]
-        return {name: self._local(value) for name, value in kept.items()}
+        return {name: self._local(value) for name, value in self._kept[kept_slot(step)].items()}
 
     def _weights_finite(self) -> bool:
         return bool(self._local(self.compiled.all_finite(self._params)))

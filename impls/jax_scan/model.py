@@ -270,9 +270,8 @@ def unroll(
         ``(x̂, z, feedback)``: x̂ and z each ``(B, T, ·)``, and x̂_T (or s_T) ``(B, S)``.
     """
     model = nnx.merge(graphdef(config), state_from_weights(weights))
-    batch = sequences.shape[0]
     if state is None:
-        state = jnp.zeros((batch, config.feedback_dim), sequences.dtype)
+        state = jnp.zeros((sequences.shape[0], config.feedback_dim), sequences.dtype)
     feedback = jnp.asarray(state, sequences.dtype)
     cell: Callable[[Array, Array], Step]  # the scan's (carry, x) -> (carry, y)
     if batch_last:  # (T, features, B) in the loop, the feedback (F, B)

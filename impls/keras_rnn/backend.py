@@ -88,8 +88,8 @@ class KerasRNNBackend(BaseBackend):
         if reused is None:
             with self._creating():
                 reused = build(self.config, self.jit_compile)
-        if self.engine is None:
-            reuse_when_gone(self, key, reused)
+        if self.engine is None:  # kept for the next backend of ``key`` once this one is gone
+            weakref.finalize(self, _keep, key, reused).atexit = False
         self._built = reused
         self._write_weights(weights)
 
@@ -143,14 +143,13 @@ class KerasRNNBackend(BaseBackend):
         """The trainer of ``optimizer`` at ``learning_rate``, its optimizer state zeroed;
         compiled once per optimizer kind."""
         if optimizer not in self._built.trainers:
-            replica_by_replica = self.engine is not None and self.engine.replica_by_replica
             with self._creating():  # the optimizer's variables too, hence built here
                 trainer = compile_trainer(
                     self.config,
                     self._built.cell,
                     optimizer,
                     self.jit_compile,
-                    replica_by_replica=replica_by_replica,
+                    replica_by_replica=self.engine is not None and self.engine.replica_by_replica,
                 )
                 trainer.optimizer.build(trainer.trainable_variables)
             self._built.trainers[optimizer] = trainer
@@ -213,9 +212,8 @@ class KerasRNNBackend(BaseBackend):
 
     def _ordered(self) -> list[Any]:
         """The trained variables in the order the optimizer was built on (its rows' order)."""
-        optimizer = self._training.optimizer
-        variables = self._training.trainable_variables
-        return sorted(variables, key=optimizer._get_variable_index)
+        training = self._training
+        return sorted(training.trainable_variables, key=training.optimizer._get_variable_index)
 
     def _weights_finite(self) -> bool:
         self._sync()
@@ -282,11 +280,6 @@ def take_built(key: Key) -> Built | None:
                 del _idle[handle]
                 return built
     return None
-
-
-def reuse_when_gone(owner: object, key: Key, built: Built) -> None:
-    """Keep ``built`` for the next backend of ``key`` once ``owner`` is gone."""
-    weakref.finalize(owner, _keep, key, built).atexit = False
 
 
 def _keep(key: Key, built: Built) -> None:

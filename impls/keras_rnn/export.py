@@ -46,7 +46,6 @@ REFUSALS = {
 """Keras backend -> format -> why keras_rnn cannot make it there (the upstream error)."""
 MADE = {"tensorflow": ("saved_model", "onnx"), "jax": (), "torch": ()}
 """Keras backend -> the formats keras_rnn makes there."""
-FUNCTIONS = ("predict", "encode", "decode")
 
 
 def signature(config: FRAEConfig, function: str) -> list[Any]:

@@ -225,10 +225,9 @@ class CarriedSteps:
                 optimizer_variables=True,
                 metrics_variables=True,
             )
-        trained, untrained, optimizer, metrics = self.state
+        *variables, metrics = self.state  # trainable, non-trainable, optimizer's, metrics'
         zeroed = [ops.zeros_like(value) for value in metrics]
-        logs, state = trainer.train_function((trained, untrained, optimizer, zeroed), iter([data]))
-        self.state = state
+        logs, self.state = trainer.train_function((*variables, zeroed), iter([data]))
         return float(logs["loss"])
 
     def sync(self) -> None:
@@ -328,7 +327,12 @@ class TensorFlowDataParallel:
 
     def predict(self, model: keras.Model, inputs: list[Array]) -> Any:
         """Every row on the first replica, none on the others: computed once."""
-        return model.predict_on_batch(self.on_first_replica(inputs))
+        whole_on_first = self.strategy.experimental_distribute_values_from_function(
+            lambda context: [
+                array if context.replica_id_in_sync_group == 0 else array[:0] for array in inputs
+            ]
+        )
+        return model.predict_on_batch(whole_on_first)
 
     def gradients(self, function: Callable[[Any, Any], Any], x: Array, y: Array) -> Any:
         return function(x, y)  # cross-replica: the variables read as their first copy
@@ -349,11 +353,3 @@ class TensorFlowDataParallel:
             return batch[start : start + size]
 
         return self.strategy.experimental_distribute_values_from_function(part)
-
-    def on_first_replica(self, inputs: list[Array]) -> Any:
-        """Each of ``inputs`` whole on the first replica, and none of them on the others."""
-        return self.strategy.experimental_distribute_values_from_function(
-            lambda context: [
-                array if context.replica_id_in_sync_group == 0 else array[:0] for array in inputs
-            ]
-        )

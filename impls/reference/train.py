@@ -25,18 +25,14 @@ from impls.reference.model import (
 )
 
 
-def activation_slope(name: str, pre: Array, out: Array) -> Array:
-    """d act(a) / da, from the pre-activation ``a`` and the output ``act(a)``
-    (``frae.activations``)."""
-    return activations.activation_slope(name, pre, out, sigmoid, np.ones_like)
-
-
 def dense_stack_backward(
     params: Params, traces: list[LayerTrace], d_out: Array, grads: Params
 ) -> Array:
     """Back through one step's layers: adds into ``grads``, returns d loss / d stack input."""
     for trace in reversed(traces):
-        d_pre = d_out * activation_slope(trace.layer.activation, trace.pre, trace.out)
+        d_pre = d_out * activations.activation_slope(
+            trace.layer.activation, trace.pre, trace.out, sigmoid, np.ones_like
+        )
         grads[trace.layer.kernel] += trace.inputs.T @ d_pre
         grads[trace.layer.bias] += d_pre.sum(axis=0)
         d_out = d_pre @ params[trace.layer.kernel].T

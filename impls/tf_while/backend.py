@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import logging
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -22,15 +21,10 @@ from frae.training_state import TrainingState, is_fresh
 from impls.tf_while import export, model, train
 from impls.tf_while.model import tf
 
-
-class _DropRetracingAdvice(logging.Filter):
-    """Drops TensorFlow's retracing advice: each instance traces once per shape."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        return "triggered tf.function retracing" not in record.getMessage()
-
-
-tf.get_logger().addFilter(_DropRetracingAdvice())
+# TensorFlow's retracing advice, dropped: each instance traces once per shape
+tf.get_logger().addFilter(
+    lambda record: "triggered tf.function retracing" not in record.getMessage()
+)
 
 
 Streamed = tuple[tf.Tensor, tf.Tensor]

@@ -104,34 +104,25 @@ class Exported(tf.Module):
         self, config: FRAEConfig, weights: Mapping[str, np.ndarray], collect: Collect
     ) -> None:
         super().__init__()
-        self.functions = {
-            name: self._function(config, weights, collect, kept, codes_given)
-            for name, (kept, codes_given) in FUNCTIONS.items()
-        }
 
-    @staticmethod
-    def _function(
-        config: FRAEConfig,
-        weights: Mapping[str, np.ndarray],
-        collect: Collect,
-        kept: int,
-        codes_given: bool,
-    ) -> Any:
-        width = config.latent_dim if codes_given else config.input_dim
-        signature = [
-            tf.TensorSpec([None, None, width], tf.float32, name="sequences"),
-            tf.TensorSpec([None, config.feedback_dim], tf.float32, name="state"),
-        ]
+        def function(kept: int, codes_given: bool) -> Any:
+            width = config.latent_dim if codes_given else config.input_dim
+            signature = [
+                tf.TensorSpec([None, None, width], tf.float32, name="sequences"),
+                tf.TensorSpec([None, config.feedback_dim], tf.float32, name="state"),
+            ]
 
-        @tf.function(input_signature=signature, autograph=False)
-        def run(sequences: tf.Tensor, state: tf.Tensor) -> dict[str, tf.Tensor]:
-            constants = {name: tf.constant(value) for name, value in weights.items()}
-            results = unroll_any_shape(
-                config, constants, sequences, state, codes_given=codes_given, collect=collect
-            )
-            return {"outputs": results[kept], "last_state": results[2]}
+            @tf.function(input_signature=signature, autograph=False)
+            def run(sequences: tf.Tensor, state: tf.Tensor) -> dict[str, tf.Tensor]:
+                constants = {name: tf.constant(value) for name, value in weights.items()}
+                results = unroll_any_shape(
+                    config, constants, sequences, state, codes_given=codes_given, collect=collect
+                )
+                return {"outputs": results[kept], "last_state": results[2]}
 
-        return run
+            return run
+
+        self.functions = {name: function(*spec) for name, spec in FUNCTIONS.items()}
 
 
 def write_saved_model(
@@ -179,14 +170,9 @@ def _name_outputs(graph: Any) -> None:
     renamed = {old.name: new for old, new in zip(graph.output, sorted(OUTPUTS), strict=True)}
     for node in graph.node:
         node.output[:] = [renamed.get(output, output) for output in node.output]
-    ordered = []
     for output in graph.output:
-        copy = type(output)()
-        copy.CopyFrom(output)
-        copy.name = renamed[output.name]
-        ordered.append(copy)
-    del graph.output[:]
-    graph.output.extend(sorted(ordered, key=lambda output: OUTPUTS.index(output.name)))
+        output.name = renamed[output.name]
+    graph.output.sort(key=lambda output: OUTPUTS.index(output.name))
 
 
 ONNX_OPSET = 18

@@ -28,18 +28,12 @@ from frae.routes import Setting
 from frae.training_state import TrainingState
 from impls.torch_scan import export, model, train
 
-
-class _DropCompilerNotices(logging.Filter):
-    """Drops two warnings Inductor logs on a CPU that are not about this model."""
-
-    NOTICES = ("No CUDA runtime is found", "is missing a c-shim implementation")
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        return not any(notice in record.getMessage() for notice in self.NOTICES)
-
-
+_COMPILER_NOTICES = ("No CUDA runtime is found", "is missing a c-shim implementation")
+"""Two warnings Inductor logs on a CPU that are not about this model: dropped."""
 for _logger in ("torch.utils.cpp_extension", "torch._inductor.ir"):
-    logging.getLogger(_logger).addFilter(_DropCompilerNotices())
+    logging.getLogger(_logger).addFilter(
+        lambda record: not any(notice in record.getMessage() for notice in _COMPILER_NOTICES)
+    )
 # Dynamo's advice to leave Python 3.13.0 for faster guards: they run once per call here,
 # not per time step
 warnings.filterwarnings("ignore", "Guards may run slower on Python 3.13.0", RuntimeWarning)
@@ -155,18 +149,16 @@ def eager_frames(functions: Functions) -> Functions:
     """``functions``, but an inference call with T = 1 runs the cell once eagerly
     (``model.one_step``), cheaper than the compiled graph's call (docs/performance.md)."""
 
-    def one_frame(sequences: torch.Tensor, state: torch.Tensor | None) -> bool:
-        return sequences.shape[1] == 1 and state is not None and not torch.is_grad_enabled()
+    def one_frame(sequences: torch.Tensor) -> bool:
+        return sequences.shape[1] == 1 and not torch.is_grad_enabled()
 
     def unroll(module: model.Module, x: torch.Tensor, state: torch.Tensor | None) -> Unrolled:
-        if one_frame(x, state):
-            assert state is not None  # one_frame
+        if state is not None and one_frame(x):
             return model.one_step(module, x, state)
         return functions.unroll(module, x, state)
 
     def decode(module: model.Module, z: torch.Tensor, state: torch.Tensor | None) -> Decoded:
-        if one_frame(z, state):
-            assert state is not None  # one_frame
+        if state is not None and one_frame(z):
             outputs, _, last = model.one_step(module, z, state, codes_given=True)
             return outputs, last
         return functions.decode(module, z, state)

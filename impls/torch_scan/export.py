@@ -61,13 +61,12 @@ def write_onnx(config: FRAEConfig, weights: Mapping[str, np.ndarray], folder: Pa
     target = folder / "onnx"
     target.mkdir()
     for name, (kept, codes_given) in FUNCTIONS.items():
-        function = Function(config, weights, kept, codes_given)
         quiet = io.StringIO()  # the exporter reports each of its passes on stdout
         with torch.no_grad(), contextlib.redirect_stdout(quiet), warnings.catch_warnings():
             # B names the batch of both inputs, which the exporter notes it merges
             warnings.filterwarnings("ignore", "# The axis name: B will not be used")
             program = torch.onnx.export(
-                function,
+                Function(config, weights, kept, codes_given),
                 example_inputs(config, codes_given),
                 dynamo=True,
                 input_names=["sequences", "state"],

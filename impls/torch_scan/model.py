@@ -246,14 +246,13 @@ def unroll(
         ``(x̂, z, feedback)``: x̂ and z each ``(B, T, ·)``, and the scan's final carry
         x̂_T (or s_T) ``(B, S)``.
     """
-    feedback = state
-    if feedback is None:
-        feedback = sequences.new_zeros(sequences.shape[0], config.feedback_dim)
+    if state is None:
+        state = sequences.new_zeros(sequences.shape[0], config.feedback_dim)
     time_major = sequences.transpose(0, 1)
     if codes_given:
-        last, outputs = scan(weights.decode_step, feedback, time_major)
+        last, outputs = scan(weights.decode_step, state, time_major)
         return outputs.transpose(0, 1), sequences, last
-    last, (outputs, codes) = scan(weights.step, feedback, time_major)
+    last, (outputs, codes) = scan(weights.step, state, time_major)
     return outputs.transpose(0, 1), codes.transpose(0, 1), last
 
 
