@@ -55,11 +55,7 @@ def peak_rss_mb() -> float:
 
 
 def sample(
-    call: Callable[[], object],
-    repeats: int,
-    min_time_s: float,
-    budget_s: float,
-    max_samples: int,
+    call: Callable[[], object], repeats: int, min_time_s: float, budget_s: float, max_samples: int
 ) -> list[float]:
     """Seconds of each timed call of ``call`` (see the module docstring for when it stops)."""
     samples: list[float] = []
@@ -173,9 +169,7 @@ def pieces(sequence: np.ndarray, chunk: int) -> list[np.ndarray]:
 
 
 def streamer(
-    call: Callable[..., tuple[np.ndarray, np.ndarray]],
-    chunks: list[np.ndarray],
-    start: np.ndarray,
+    call: Callable[..., tuple[np.ndarray, np.ndarray]], chunks: list[np.ndarray], start: np.ndarray
 ) -> Callable[[], np.ndarray]:
     """A run of ``call`` over ``chunks``, each call given the state the one before returned,
     the first ``start``."""

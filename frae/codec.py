@@ -3,8 +3,7 @@
 With ``FRAEConfig(code_step=Δ)`` every step quantizes its code, ``q = clip(rint(z / Δ), −Q,
 Q)`` (round half to even) and ``ẑ = Δ·q``, and the decoder and the feedback read ẑ. In the
 backward pass round is the identity and the clip passes the gradient where ``|z / Δ| ≤ Q``:
-the straight-through estimator. This module is the rule in NumPy, free of every framework.
-"""
+the straight-through estimator. Here: the rule in NumPy, free of every framework."""
 
 from __future__ import annotations
 

@@ -46,7 +46,6 @@ def start_devices(
     """
     if framework == "jax":
         jax = importlib.import_module("jax")
-
         if cpu_devices:
             jax.config.update("jax_num_cpu_devices", cpu_devices)
         if processes > 1:
@@ -60,7 +59,6 @@ def start_devices(
             task = {"type": "worker", "index": process_id}
             os.environ["TF_CONFIG"] = json.dumps({"cluster": {"worker": workers}, "task": task})
         tf = importlib.import_module("tensorflow")
-
         if cpu_devices:
             cpu = tf.config.list_physical_devices("CPU")[0]
             virtual = [tf.config.LogicalDeviceConfiguration() for _ in range(cpu_devices)]

@@ -25,8 +25,9 @@ if TYPE_CHECKING:
 
 FORMATS = ("saved_model", "litert", "stablehlo", "pt2", "onnx")
 """Every format the contract names; each backend makes those in its ``export_formats``."""
-
-
+FUNCTIONS = {"predict": (0, False), "encode": (1, False), "decode": (0, True)}
+"""Each artifact's function -> (the result of the backend's loop it returns: 0 the outputs, 1 the
+codes; whether its sequences are codes)."""
 NEEDS_EXTRA = "needs the export extra (pip install 'frae[export]')"
 """Why a format is not made where its exporter or runtime is missing."""
 

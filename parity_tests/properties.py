@@ -276,10 +276,10 @@ PROPERTIES = {
         "data-parallel training",
         "create(devices=N): SGD and Adam losses (Adam resumed from its training state too), "
         "weights, Adam's moments and predictions on 4 virtual devices in one process (both "
-        "models, the state model's codes quantized), and on two processes joined by the framework's engine "
-        "(the output model; both where a process holds one device), equal those on one "
-        "device; an uneven mini-batch or too many devices is refused, naming them; a backend "
-        "without an engine refuses devices > 1",
+        "models, the state model's codes quantized), and on two processes joined by the "
+        "framework's engine (the output model; both where a process holds one device), equal "
+        "those on one device; an uneven mini-batch or too many devices is refused, naming "
+        "them; a backend without an engine refuses devices > 1",
         (
             "test_data_parallel_equals_one_device",
             "test_data_parallel_across_processes",

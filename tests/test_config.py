@@ -13,9 +13,7 @@ from parity_tests.cases import CASES
 
 
 @pytest.mark.parametrize("name", CASES)
-def test_the_layer_table_chains_widths_and_gives_the_output_its_own_activation(
-    name: str,
-) -> None:
+def test_the_layer_table_chains_widths_and_gives_the_output_its_own_activation(name: str) -> None:
     config = CASES[name].config
     encoder, decoder, gru = config.encoder_layers, config.decoder_layers, config.gru
     if config.feedback == "output":

@@ -50,10 +50,7 @@ def main(argv: Sequence[str] | None = None, prog: str = "frae demo") -> None:
 
 
 def run_demo(
-    out: Path,
-    backends: Sequence[str] | None = None,
-    epochs: int = EPOCHS,
-    jobs: int | None = None,
+    out: Path, backends: Sequence[str] | None = None, epochs: int = EPOCHS, jobs: int | None = None
 ) -> Results:
     """Train, measure, plot and print; returns each variant's results by label.
 

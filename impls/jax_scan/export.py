@@ -12,14 +12,13 @@ import numpy as np
 from jax import export
 
 from frae.config import FRAEConfig
+from frae.export import FUNCTIONS
 from impls.jax_scan import model
 
-FUNCTIONS = {"predict": (0, False), "encode": (1, False), "decode": (0, True)}
-"""Function -> (``unroll``'s result it returns, whether its sequences are codes)."""
 REFUSALS = {
     "onnx": "JAX's ONNX exporter, jax2onnx (0.17.1, the latest), fails on JAX 0.12 "
     "(AttributeError: module 'jax._src.core' has no attribute 'ClosedJaxpr'), and pins "
-    "orbax-checkpoint below flax's: it is not in the export extra",
+    "orbax-checkpoint below flax's: it is not in the export extra"
 }
 """Why jax_scan makes no ``onnx`` (tried in an environment of its own)."""
 

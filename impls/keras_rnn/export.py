@@ -32,7 +32,7 @@ REFUSALS = {
     },
     "tensorflow": {
         "litert": "Keras' converter keeps the RNN's TensorArray as a Select TF op "
-        "(FlexTensorListReserve), which LiteRT's interpreter cannot run (tensorflow#37134)",
+        "(FlexTensorListReserve), which LiteRT's interpreter cannot run (tensorflow#37134)"
     },
     "torch": {
         "onnx": "Keras runs the RNN on torch as a Python loop, which torch.onnx traces at the "

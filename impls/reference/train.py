@@ -14,15 +14,7 @@ from frae.config import GRU, FRAEConfig
 from frae.optimizers import ADAM
 from frae.params import Weights
 from frae.training_state import TrainingState
-from impls.reference.model import (
-    Array,
-    GRUTrace,
-    LayerTrace,
-    Params,
-    StepTraces,
-    sigmoid,
-    unroll,
-)
+from impls.reference.model import Array, GRUTrace, LayerTrace, Params, StepTraces, sigmoid, unroll
 
 
 def dense_stack_backward(

@@ -98,11 +98,7 @@ class TFWhileBackend(BaseBackend):
     jit_compile = True
     routes: tuple[Setting, ...] = (model.LOOP_FOLDING,)
     export_formats, export_refusals = made_where_installed(
-        {
-            "saved_model": (),
-            "litert": ("ai_edge_litert",),
-            "onnx": ("tf2onnx", "onnxruntime"),
-        }
+        {"saved_model": (), "litert": ("ai_edge_litert",), "onnx": ("tf2onnx", "onnxruntime")}
     )
     strategy: tf.distribute.Strategy | None = None
     first_copy: model.Variables

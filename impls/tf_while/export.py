@@ -16,11 +16,9 @@ from typing import Any
 import numpy as np
 
 from frae.config import FRAEConfig
+from frae.export import FUNCTIONS
 from impls.tf_while import model
 from impls.tf_while.model import tf
-
-FUNCTIONS = {"predict": (0, False), "encode": (1, False), "decode": (0, True)}
-"""Function -> (``unroll_any_shape``'s result it returns, whether its sequences are codes)."""
 
 
 class Slices:
@@ -126,10 +124,7 @@ class Exported(tf.Module):
 
 
 def write_saved_model(
-    config: FRAEConfig,
-    weights: Mapping[str, np.ndarray],
-    folder: Path,
-    collect: Collect = Arrays,
+    config: FRAEConfig, weights: Mapping[str, np.ndarray], folder: Path, collect: Collect = Arrays
 ) -> str:
     """A SavedModel in ``folder/saved_model``, its outputs gathered by ``collect``; returns
     its name."""

@@ -25,12 +25,7 @@ if TYPE_CHECKING:
 else:  # device discovery, with its CUDA probe, happens in list_logical_devices
     tf = import_quietly("tensorflow", lambda tf: tf.config.list_logical_devices())
 
-ACTIVATIONS = {
-    "swish": tf.nn.silu,
-    "tanh": tf.tanh,
-    "sigmoid": tf.sigmoid,
-    "linear": tf.identity,
-}
+ACTIVATIONS = {"swish": tf.nn.silu, "tanh": tf.tanh, "sigmoid": tf.sigmoid, "linear": tf.identity}
 
 
 Variables = dict[str, tf.Variable]

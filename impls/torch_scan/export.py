@@ -16,13 +16,11 @@ import torch
 from torch import nn
 
 from frae.config import FRAEConfig
+from frae.export import FUNCTIONS
 from impls.torch_scan import model
 
 # the exporter's notice, at each export, that torchvision's operators are not installed
 logging.getLogger("torch.onnx._internal.exporter._registration").setLevel(logging.ERROR)
-
-FUNCTIONS = {"predict": (0, False), "encode": (1, False), "decode": (0, True)}
-"""Function -> (``unroll``'s result it returns, whether its sequences are codes)."""
 
 
 class Function(nn.Module):

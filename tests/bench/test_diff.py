@@ -39,10 +39,7 @@ def result(
 
 
 def write_run(
-    folder: Path,
-    results: list[ResultRecord],
-    versions: dict[str, str] = VERSIONS,
-    **machine: Any,
+    folder: Path, results: list[ResultRecord], versions: dict[str, str] = VERSIONS, **machine: Any
 ) -> Path:
     """A ``results.jsonl`` in ``folder``: the run's record, then ``results``."""
     facts = {"processor": "Xeon", "cpu_count": 4, "python": "3.13.0", "versions": versions}

@@ -123,7 +123,7 @@ VERDICTS: dict[tuple[str, str, str, bool | None], list] = {
         ("b", "compiled", "train_step", 256, 1000, 30.0),
     ],
     ("not-measured-without-a-floor", "predict_every", "not measured", None): [
-        ("a", "compiled", "predict", 1, 1000, 2.0),
+        ("a", "compiled", "predict", 1, 1000, 2.0)
     ],
 }
 
@@ -186,7 +186,7 @@ STATE_VERDICTS: dict[tuple[str, str, str, bool | None], list] = {
         ("b", "compiled", "train_step", 256, 1000, 90.0),
     ],
     ("not-measured-without-a-floor", "predict_best", "not measured in this run", None): [
-        ("a", "compiled", "predict", 1, 1000, 2.0),
+        ("a", "compiled", "predict", 1, 1000, 2.0)
     ],
 }
 

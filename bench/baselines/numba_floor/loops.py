@@ -193,8 +193,5 @@ def kernels(config: FRAEConfig, dtype_name: str) -> Kernels:
             zero,
         )
     return Kernels(
-        forward=loop(record=False),
-        forward_recorded=loop(record=True),
-        backward=back,
-        adam=_adam,
+        forward=loop(record=False), forward_recorded=loop(record=True), backward=back, adam=_adam
     )

@@ -163,9 +163,7 @@ np.savez(sys.argv[1], outputs=outputs, loss=loss, ticks=np.array(ticks), **grads
 
 @pytest.mark.slow
 @pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="threads' CPU time from /proc")
-def test_the_matrix_floors_threads_split_its_products_to_the_same_results(
-    tmp_path: Path,
-) -> None:
+def test_the_matrix_floors_threads_split_its_products_to_the_same_results(tmp_path: Path) -> None:
     """On OMP_NUM_THREADS 1 and 2 (width 256, B = 64): the same bits, and on two a second thread
     does a quarter of the busiest's CPU time or more (CPU time: a loaded machine cannot fool it)."""
     found = {}

@@ -200,10 +200,7 @@ GRU_MISTAKES = {
         [("h[GATE_ROW + j] = reset;", "h[GATE_ROW + j] = update;")],
         1,
     ),
-    "B=1-no-gradient-into-the-code": (
-        [("delta[CODE_ROW + i] += d_z;", "(void)d_z;")],
-        1,
-    ),
+    "B=1-no-gradient-into-the-code": ([("delta[CODE_ROW + i] += d_z;", "(void)d_z;")], 1),
 }
 
 

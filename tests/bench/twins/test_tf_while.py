@@ -90,9 +90,7 @@ def test_the_tape_calls_the_hand_written_backward(monkeypatch: pytest.MonkeyPatc
 
     written = twin.backward
     monkeypatch.setattr(
-        twin,
-        "backward",
-        lambda *args: {name: 2.0 * grad for name, grad in written(*args).items()},
+        twin, "backward", lambda *args: {name: 2.0 * grad for name, grad in written(*args).items()}
     )
     variables = tf_model.create_variables(config)
     for name, value in by_hand.get_weights().items():
