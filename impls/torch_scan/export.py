@@ -83,7 +83,7 @@ AOTI_REFUSAL = (
     "and aoti_compile_and_package fails lowering the scan to a while loop (InductorError: "
     "KeyError on T's symbol in post_grad.lower_to_while_loop); no upstream issue found"
 )
-"""Why torch_scan makes no ``pt2``; ``tests/test_torch_export.py`` keeps trying."""
+"""Why torch_scan makes no ``pt2``; ``tests/test_torch_scan.py`` keeps trying."""
 
 
 def aoti_package(config: FRAEConfig, weights: Mapping[str, np.ndarray], path: Path) -> str:
