@@ -27,10 +27,10 @@ SEQUENCES, STEPS = 16, 24
 """The data: 16 sequences, mini-batches of 8 (all split over 1, 2, 4 or 8 devices)."""
 MODELS = {
     "output": frae.FRAEConfig(),
-    "state": frae.FRAEConfig(feedback="state", state_dim=8, code_step=2**-2),
+    "state": frae.FRAEConfig(feedback="state", state_dim=8, code_step=2**-5),
 }
-"""The output model, and the state model with quantized codes (its straight-through gradient
-reduced over the devices like any other)."""
+"""The kit's cases "default" and quantized "state": the quantized codes' straight-through
+gradient is reduced over the devices like any other."""
 
 
 def _lists(arrays: Mapping[str, Any]) -> dict[str, Any]:
