@@ -1,12 +1,12 @@
 """A pytest plugin for one run of the kit over many backends, each through its own tests.
 
 ``pytest parity_tests -p tests.kit_plan --backend A --backend B ...`` with ``FRAE_KIT_PLAN``
-naming a JSON file ``{backend: [test name, ...] or null}`` runs, of the kit's tests of each
-backend, those whose function is named (``null``: all of them), and of the tests that check
-no backend, none unless a backend runs all of them. So the mutants and their control share
-one process, and its start-up, where each would otherwise start its own. A stream moves
-between each backend and itself, the reference or an ``--other-backend``, never another
-backend of the plan.
+naming a JSON file ``{backend: [test name, ...] or null}`` runs, of the kit's tests of
+each backend, those whose function or whole id is named (``null``: all of them), and of the
+tests that check no backend, none unless a backend runs all of them. So the mutants and their
+control share one process, and its start-up, where each would otherwise start its own. A
+stream moves between each backend and itself, the reference or an ``--other-backend``, never
+another backend of the plan.
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if partner is not None and partner not in (backend, *others):
             return False  # a stream moves between a backend and itself or the others, alone
         names = plan[backend]
-        return names is None or item.name.partition("[")[0] in names
+        return names is None or item.name in names or item.name.partition("[")[0] in names
 
     deselected = [item for item in items if not wanted(item)]
     if deselected:

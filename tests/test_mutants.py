@@ -38,10 +38,11 @@ processes of the framework, and checks the same combination."""
 TORCH_MUTANTS = ("MomentsInTorchsLayout",)
 """``parity_tests.torch_mutants``: ``torch_scan`` moving Adam's moments without the transpose
 its weights get (named here too); its control is torch_scan's own run of the kit."""
-TORCH_RESUME_TESTS = ["test_a_checkpoint_resumes_fit_where_it_stopped"]
-"""The resume test the torch mutant runs: a checkpoint crossing to the reference and back,
-where a layout of its own shows; the property's other tests check what the mutant does not
-change, and each compiles torch_scan anew."""
+RESUMED = "test_a_checkpoint_resumes_fit_where_it_stopped[parity_tests.torch_mutants"
+TORCH_RESUME_TESTS = [f"{RESUMED}:MomentsInTorchsLayout-reference-output-adam]"]
+"""The resume test the torch mutant runs: Adam's moments crossing to the reference and back,
+where a layout of its own shows (SGD keeps none; each other test compiles torch_scan anew)."""
+
 TARGETS = (
     {
         mutant.__name__: (f"{module.__name__}:{mutant.__name__}", mutant.breaks)
@@ -134,7 +135,7 @@ def survivors(results: Results, verdicts: dict[str, bool]) -> list[str]:
     for mutant, (target, breaks) in TARGETS.items():
         prop, names = PROPERTIES[breaks], plan()[target] or []
         checked = {test: ok for test, ok in results[target].items() if prop.selects(test)}
-        strays = {test.partition("[")[0] for test in results[target]} - set(names)
+        strays = {t for t in results[target] if t not in names and t.partition("[")[0] not in names}
         verdicts[mutant] = bool(checked) and not all(checked.values()) and not strays
         if not verdicts[mutant]:
             found.append(f"{mutant} ({breaks}): ran {len(checked)}, strays {sorted(strays)}")
