@@ -81,11 +81,12 @@ def test_an_unknown_choice_of_routes_is_refused_naming_the_variable(value: str) 
 
 
 FOLDED_LOOPS = """
-import json, numpy as np, frae
-from bench.kernels import tf_while_programs
+import json, frae
+from impls.tf_while.model import tf
 
-model = frae.create("tf_while")
-hlo, _ = tf_while_programs(frae.FRAEConfig(), np.zeros((1, 37, 2), np.float32))["loss_and_grads"]
+model, x = frae.create("tf_while"), tf.zeros((1, 37, 2))
+gradient = model.compiled["loss_and_grads"]
+hlo = gradient.experimental_get_compiler_ir(model.config, model.variables, x, x)("optimized_hlo")
 print(json.dumps({"routes": [str(s) for s in model.routes],
                   "folded": hlo.count('xla_cpu_small_call="true"')}))
 """
