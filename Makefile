@@ -15,8 +15,7 @@
 #                 (pyproject.toml's [tool.mypy]).
 # Each creates .venv with the Python the pinned stack needs (PYTHON_VERSION; found on PATH,
 # under pyenv or in the usual folders, or given as PYTHON=...) and installs the project into
-# it through constraints.txt, leaving Python to compile the modules a run imports rather than
-# every module of every framework; the install reruns when either file changes.
+# it through constraints.txt; the install reruns when either file changes.
 
 PYTHON_VERSION := 3.13
 CANDIDATES := python$(PYTHON_VERSION) python3 python \
@@ -42,7 +41,7 @@ $(STAMP): pyproject.toml constraints.txt
 	@$(BIN)/python -c '$(IS_WANTED)' 2>/dev/null || { rm -rf $(VENV); $(PYTHON) -m venv $(VENV); }
 	@echo "installing into $(VENV) with $$($(BIN)/python --version) (log: $(VENV)/install.log)"
 	set -o pipefail; PIP_CONSTRAINT=$(CURDIR)/constraints.txt $(BIN)/python -m pip install \
-		--progress-bar off --no-compile -e ".[$(EXTRAS)]" 2>&1 | tee $(VENV)/install.log \
+		--progress-bar off -e ".[$(EXTRAS)]" 2>&1 | tee $(VENV)/install.log \
 		| { grep --line-buffered -E '^(Collecting|Installing collected|Successfully installed)' || true; } \
 		|| { tail -n 40 $(VENV)/install.log; exit 1; }
 	touch $@
