@@ -24,24 +24,23 @@ X = CASES["default"].inputs(seed=3) * 3.0  # (3, 7, 2)
 # step k - 1 differ from those before step k, so a rollback off by one step shows.
 DIVERGES_MID_RUN = {"epochs": 8, "optimizer": "sgd", "learning_rate": 100.0}
 # State feedback: the GRU's state is bounded and a swish output saturates, so the state model
-# diverges through a linear output layer, its loss growing 1e10-fold a step (2.71, 4.6e8,
-# 4.6e18, 4.6e28, then beyond float32 at step 5; float64 reaches step 9).
-STATE_DIVERGES = frae.FRAEConfig(feedback="state", state_dim=8, output_activation="linear")
+# diverges through the linear output of its deep case: 2.77, 465, 9.6e11, then beyond float32 at
+# step 4 (float64 reaches step 5).
 DIVERGING = {
-    "output": (None, DIVERGES_MID_RUN),
-    "state": (STATE_DIVERGES, {**DIVERGES_MID_RUN, "learning_rate": 1e5}),
+    name: (CASES[name].config, CASES[name].inputs(seed=3) * 3.0)
+    for name in ("default", "state_deep")
 }
 
 
-@pytest.mark.parametrize("feedback", list(DIVERGING))
+@pytest.mark.parametrize("case_name", list(DIVERGING))
 def test_diverged_fit_holds_the_weights_before_the_previous_step(
-    make_backend: MakeBackend, feedback: str
+    make_backend: MakeBackend, case_name: str
 ) -> None:
-    config, diverges = DIVERGING[feedback]
+    (config, x), diverges = DIVERGING[case_name], DIVERGES_MID_RUN
     model = make_backend(config, seed=4)
     start = model.get_weights()
     with pytest.raises(frae.TrainingDiverged) as raised:
-        model.fit(X, **diverges)
+        model.fit(x, **diverges)
     error = raised.value
     k = error.step
     assert isinstance(error, FloatingPointError)
@@ -53,10 +52,10 @@ def test_diverged_fit_holds_the_weights_before_the_previous_step(
     # the same fit stopped after k - 2 and k - 1 steps: W_{k-1} and [ℓ₁ … ℓ_{k-1}]
     options = {**diverges, "epochs": k - 2}
     replay = make_backend(config, weights=start)
-    replay.fit(X, **options)
+    replay.fit(x, **options)
     assert_same_weights(model.get_weights(), replay.get_weights(), "not W_{k-1}")
     try:
-        history = make_backend(config, weights=start).fit(X, **{**options, "epochs": k - 1})["loss"]
+        history = make_backend(config, weights=start).fit(x, **{**options, "epochs": k - 1})["loss"]
     except frae.TrainingDiverged as last_update_overflowed:  # W_k itself may not be finite
         history = last_update_overflowed.history
     assert error.history == history
