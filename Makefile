@@ -41,12 +41,16 @@ $(STAMP): pyproject.toml constraints.txt
 	@$(BIN)/python -c '$(IS_WANTED)' 2>/dev/null || { rm -rf $(VENV); $(PYTHON) -m venv $(VENV); }
 	@echo "installing into $(VENV) with $$($(BIN)/python --version) (log: $(VENV)/install.log)"
 	set -o pipefail; PIP_CONSTRAINT=$(CURDIR)/constraints.txt $(BIN)/python -m pip install \
-		--progress-bar off -e ".[$(EXTRAS)]" 2>&1 | tee $(VENV)/install.log \
+		--progress-bar off --no-compile -e ".[$(EXTRAS)]" 2>&1 | tee $(VENV)/install.log \
 		| { grep --line-buffered -E '^(Collecting|Installing collected|Successfully installed)' || true; } \
 		|| { tail -n 40 $(VENV)/install.log; exit 1; }
+	$(BIN)/python -m compileall -q -j 0 $$($(BIN)/python -c 'import sysconfig; print(sysconfig.get_path("platlib"))') \
+		>> $(VENV)/install.log 2>&1 || echo "make: some modules were left to compile on first import ($(VENV)/install.log)"
 	touch $@
 
-# pipefail: pip's exit status, not that of the filter that shows its progress
+# pipefail: pip's exit status, not that of the filter that shows its progress. The bytecode of
+# every installed module compiled after pip, on every core (pip compiles on one); without it,
+# every process of a test run compiles the frameworks' modules it imports, again and again.
 $(STAMP): SHELL := bash
 
 # a pytest worker per core, up to four (each holds every framework: some 3 GiB); a worker
