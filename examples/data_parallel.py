@@ -1,25 +1,5 @@
-"""Data-parallel training of one FRAE on N devices, in one process or in several.
-
-One process, four virtual CPU devices (a machine with four accelerators needs no
-``--cpu-devices``):
-
-    python -m examples.data_parallel --backend jax_scan --devices 4 --cpu-devices 4
-
-Two processes, one device each, on two hosts (or both on this one); run the same command
-on every host with its own ``--process-id``:
-
-    python -m examples.data_parallel --backend jax_scan --devices 2 \\
-        --processes 2 --process-id 0 --coordinator host0:12355
-
-Every process passes ``fit`` the same data; each feeds only its own devices their part of
-each mini-batch, and every process ends with the same weights. A framework fixes its
-devices and its cluster when it starts, so ``frae.devices.start_devices`` runs before the
-backend is created. PyTorch's devices are processes (``torch_scan``: one device per
-process), so it takes ``--processes N`` for ``--devices N``. For TensorFlow (``tf_while``,
-and ``keras_rnn`` on TensorFlow), ``--coordinator`` is the first worker's address and
-worker i listens on its port + i; on several hosts, set ``TF_CONFIG`` on each instead, as
-``tf.distribute.MultiWorkerMirroredStrategy`` reads it.
-"""
+"""Data-parallel training of one FRAE on N devices, in one process or in several: the
+launcher of docs/data_parallel.md ("Starting the devices"), which gives its commands."""
 
 from __future__ import annotations
 
