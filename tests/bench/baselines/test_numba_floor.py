@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable
 
 import numpy as np
@@ -23,6 +24,7 @@ from tests.bench_cases import (
     needs_cc,
     sequences,
 )
+from tests.processes import fresh_json
 
 # Numba compiles each config's loops in the process that runs them, for each dtype (a
 # closure per config: nothing to cache on disk); the floors' tests share one worker
@@ -72,6 +74,22 @@ def test_numba_floor_float32_is_within_float32_tolerances(config: frae.FRAEConfi
     trajectory = model.fit(x, epochs=30, learning_rate=1e-2)["loss"]
     expected = frae.create("reference", config, seed=3).fit(x, epochs=30, learning_rate=1e-2)
     assert_close("adam", np.array(trajectory, np.float32), np.array(expected["loss"]))
+
+
+@pytest.mark.slow
+def test_the_floor_computes_the_same_bits_at_numbas_default_optimization() -> None:
+    """Compiled at level 0 here (the root ``conftest.py``), at Numba's default 3 in the
+    benchmark: the GRU model's gradients are the same bits."""
+    assert numba.config.OPT == 0
+    script = f"import json, {__name__} as floors; print(json.dumps(floors.gradient_bits()))"
+    assert gradient_bits() == fresh_json(script, NUMBA_OPT="3")
+
+
+def gradient_bits() -> str:
+    _, grads = floor.NumbaFloorBackend(STATE_CONFIG, seed=3).loss_and_grads(
+        sequences(STATE_CONFIG, 1)
+    )
+    return hashlib.sha256(np.concatenate([np.ravel(g) for g in grads.values()])).hexdigest()
 
 
 BROKEN_FLOORS = {
