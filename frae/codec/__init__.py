@@ -1,25 +1,40 @@
 """The model as a codec, free of every framework: the code a receiver sees
 (``quantization``, the contract's "Quantized codes"), the prior over its symbols (``prior``)
-and the entropy coder that turns symbols into words and back (``coder``, constriction's range
-coder: the ``codec`` extra, imported when it first codes)."""
+the entropy coder that turns symbols into words and back (``coder``, constriction's range
+coder: the ``codec`` extra, imported when it first codes), and a signal to bytes and back
+(``compression``, in the format of ``byte_format``)."""
 
+from frae.codec.byte_format import (
+    HEADER_BYTES,
+    MAX_STREAM_SYMBOLS,
+    SEQUENCE_BYTES,
+    TRAILER_BYTES,
+)
 from frae.codec.coder import ESCAPE_BITS, decode_symbols, encode_symbols, information_bits
+from frae.codec.compression import compress, decompress, read
 from frae.codec.prior import MAX_TABLE_SYMBOLS, PRECISION, Prior, fit_prior, prior_of_symbols
 from frae.codec.quantization import SYMBOL_LIMIT, passes_gradient, quantize, symbols, tie_margin
 
 __all__ = [
     "ESCAPE_BITS",
+    "HEADER_BYTES",
+    "MAX_STREAM_SYMBOLS",
     "MAX_TABLE_SYMBOLS",
     "PRECISION",
+    "SEQUENCE_BYTES",
     "SYMBOL_LIMIT",
+    "TRAILER_BYTES",
     "Prior",
+    "compress",
     "decode_symbols",
+    "decompress",
     "encode_symbols",
     "fit_prior",
     "information_bits",
     "passes_gradient",
     "prior_of_symbols",
     "quantize",
+    "read",
     "symbols",
     "tie_margin",
 ]

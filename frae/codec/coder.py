@@ -84,6 +84,8 @@ def decode_symbols(prior: Prior, data: bytes, frames: int) -> npt.NDArray[np.int
             if values.max() > 2 * SYMBOL_LIMIT:
                 raise ValueError(f"an escaped symbol decodes beyond ±{SYMBOL_LIMIT}")
             decoded[escaped, dimension] = values - SYMBOL_LIMIT
+    if not decoder.maybe_exhausted():
+        raise ValueError(f"the coded words do not end with the {frames} frames declared")
     return decoded
 
 

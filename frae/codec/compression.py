@@ -1,0 +1,83 @@
+"""A signal to bytes and back (the contract's "Coding: the model as a codec"): the model's
+symbols, coded under the prior, in format 1 (``byte_format``)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from frae.codec import byte_format
+from frae.codec.coder import decode_symbols, encode_symbols
+from frae.codec.prior import Prior
+from frae.codec.quantization import symbols
+
+
+def _check_pair(model: Any, prior: Prior) -> None:
+    config = model.config
+    if config.code_step is None:
+        raise ValueError("a codec needs a model with code_step set")
+    if (config.code_step, config.latent_dim) != (prior.step, prior.latent_dim):
+        raise ValueError(
+            f"the prior codes {prior.latent_dim} symbols a step of {prior.step}, the model "
+            f"{config.latent_dim} a step of {config.code_step}"
+        )
+
+
+def _model_digest(model: Any) -> bytes:
+    return byte_format.model_digest(model.config, model.get_weights())
+
+
+def compress(model: Any, prior: Prior, x: npt.ArrayLike) -> bytes:
+    """``x`` (B, T, F) or one sequence (T, F) as bytes: ``model.encode``'s symbols under
+    ``prior``, each sequence's words apart."""
+    _check_pair(model, prior)
+    one = np.ndim(x) == 2
+    codes = model.encode(x)
+    values = symbols(codes[None] if one else codes, prior.step)
+    header = byte_format.Header(
+        code_exponent=-int(math.log2(prior.step)),
+        flags=byte_format.ONE_SEQUENCE if one else 0,
+        latent_dim=prior.latent_dim,
+        sequences=values.shape[0],
+        frames=values.shape[1],
+        model_digest=_model_digest(model),
+        prior_digest=byte_format.prior_digest(prior),
+    )
+    return byte_format.pack(header, [encode_symbols(prior, sequence) for sequence in values])
+
+
+def _read(prior: Prior, data: bytes) -> tuple[byte_format.Header, npt.NDArray[np.int32]]:
+    header, sequences = byte_format.unpack(bytes(data))
+    expected = byte_format.prior_digest(prior)
+    if header.prior_digest != expected:
+        raise ValueError(
+            f"the stream was coded under prior {header.prior_digest.hex()}, "
+            f"this prior is {expected.hex()}"
+        )
+    if (2.0**-header.code_exponent, header.latent_dim) != (prior.step, prior.latent_dim):
+        raise ValueError(f"the stream's header disagrees with its prior: {header}")
+    decoded = [decode_symbols(prior, words, header.frames) for words in sequences]
+    return header, np.stack(decoded)
+
+
+def read(prior: Prior, data: bytes) -> npt.NDArray[np.int32]:
+    """The symbols (B, T, L) of a stream, from the bytes and the prior alone: no model."""
+    return _read(prior, data)[1]
+
+
+def decompress(model: Any, prior: Prior, data: bytes) -> npt.NDArray[Any]:
+    """The signal ``model.decode`` rebuilds from a stream's symbols, in the layout compressed;
+    ``model`` must hold the config and weights the stream was made with."""
+    _check_pair(model, prior)
+    header, values = _read(prior, data)
+    expected = _model_digest(model)
+    if header.model_digest != expected:
+        raise ValueError(
+            f"the stream was made by model {header.model_digest.hex()}, "
+            f"this model is {expected.hex()}"
+        )
+    outputs: npt.NDArray[Any] = model.decode((values * prior.step).astype(np.float32))
+    return outputs[0] if header.flags & byte_format.ONE_SEQUENCE else outputs

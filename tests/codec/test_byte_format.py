@@ -1,0 +1,120 @@
+"""``frae.codec.byte_format``: every hostile stream is a ``ValueError`` that says what is
+wrong, whatever byte or bit it changes."""
+
+from __future__ import annotations
+
+import struct
+import zlib
+
+import numpy as np
+import pytest
+
+import frae
+from frae import codec
+
+pytest.importorskip("constriction")
+
+CONFIG = frae.FRAEConfig(latent_dim=2, code_step=2**-6)
+HEADER = "<4sBBBHII16s16s"
+FIELDS = ("magic", "version", "code_exponent", "flags", "latent_dim", "sequences", "frames")
+
+
+@pytest.fixture(scope="module")
+def coded() -> tuple[frae.Backend, codec.Prior, bytes]:
+    model = frae.create("reference", CONFIG, weights=large_weights(41))
+    x = frae.data.multi_sine(3, 20, seed=5)
+    prior = codec.fit_prior(model, x)
+    return model, prior, codec.compress(model, prior, x)
+
+
+def large_weights(seed: int) -> dict[str, np.ndarray]:
+    """Weights N(0, 1.5²): codes spread over a dozen symbols (initial weights use one or two)."""
+    rng, shapes = np.random.default_rng(seed), CONFIG.parameter_shapes()
+    return {name: rng.normal(0.0, 1.5, shape).astype(np.float32) for name, shape in shapes.items()}
+
+
+def resealed(body: bytes) -> bytes:
+    """``body`` under a CRC-32 that matches it: damage made on purpose, which the CRC passes."""
+    return body + struct.pack("<I", zlib.crc32(body))
+
+
+def with_header(data: bytes, **changed: object) -> bytes:
+    values = list(struct.unpack_from(HEADER, data))
+    values = [
+        changed.get(name, value) for name, value in zip(FIELDS, values, strict=False)
+    ] + values[7:]
+    head = struct.pack(HEADER, *values)
+    return resealed(head + data[len(head) : -4])
+
+
+def test_the_stream_reads_back(coded: tuple[frae.Backend, codec.Prior, bytes]) -> None:
+    model, prior, data = coded
+    assert codec.read(prior, data).shape == (3, 20, 2)
+    assert codec.decompress(model, prior, data).shape == (3, 20, CONFIG.input_dim)
+
+
+def test_every_cut_is_refused(coded: tuple[frae.Backend, codec.Prior, bytes]) -> None:
+    _, prior, data = coded
+    for length in range(len(data)):
+        with pytest.raises(ValueError, match=r"FRAE stream is at least|CRC-32"):
+            codec.read(prior, data[:length])
+
+
+def test_every_flipped_bit_is_refused(coded: tuple[frae.Backend, codec.Prior, bytes]) -> None:
+    _, prior, data = coded
+    for bit in range(8 * len(data)):
+        damaged = bytearray(data)
+        damaged[bit // 8] ^= 1 << bit % 8
+        with pytest.raises(ValueError, match=r"magic|format|CRC-32"):
+            codec.read(prior, bytes(damaged))
+
+
+HOSTILE = {
+    "magic": ({"magic": b"RIFF"}, "not an FRAE stream: magic b'RIFF'"),
+    "version": ({"version": 2}, "format 2: this version reads format 1"),
+    "two-to-the-40-symbols": ({"sequences": 2**20, "frames": 2**20}, "declares 2199023255552"),
+    "sequences-past-the-bytes": ({"sequences": 1000}, "declares 1000 sequences"),
+    "more-frames": ({"frames": 21}, "do not end with the 21 frames declared"),
+    "fewer-frames": ({"frames": 19}, "do not end with the 19 frames declared"),
+    "latent-dim": ({"latent_dim": 3}, "disagrees with its prior"),
+    "step": ({"code_exponent": 7}, "disagrees with its prior"),
+    "flags": ({"flags": 6}, "malformed"),
+    "one-sequence-of-three": ({"flags": 1}, "one-sequence stream declares 3"),
+}
+
+
+@pytest.mark.parametrize(("changed", "message"), HOSTILE.values(), ids=HOSTILE)
+def test_a_hostile_header_is_refused(
+    coded: tuple[frae.Backend, codec.Prior, bytes], changed: dict[str, object], message: str
+) -> None:
+    _, prior, data = coded
+    with pytest.raises(ValueError, match=message):
+        codec.read(prior, with_header(data, **changed))
+
+
+def test_lengths_past_the_data_and_bytes_after_them_are_refused(
+    coded: tuple[frae.Backend, codec.Prior, bytes],
+) -> None:
+    _, prior, data = coded
+    first = codec.HEADER_BYTES
+    (length,) = struct.unpack_from("<I", data, first)
+    body = bytearray(data[:-4])
+    struct.pack_into("<I", body, first, length + 4096)
+    with pytest.raises(ValueError, match=r"sequence 0's length .* runs past the data"):
+        codec.read(prior, resealed(bytes(body)))
+    with pytest.raises(ValueError, match="4 bytes follow the last sequence"):
+        codec.read(prior, resealed(data[:-4] + bytes(4)))
+
+
+def test_another_prior_or_model_is_named_by_both_digests(
+    coded: tuple[frae.Backend, codec.Prior, bytes],
+) -> None:
+    _, prior, data = coded
+    other_prior = codec.prior_of_symbols(codec.read(prior, data)[:1], CONFIG.code_step)
+    with pytest.raises(
+        ValueError, match=r"coded under prior [0-9a-f]{32}, this prior is [0-9a-f]{32}"
+    ):
+        codec.read(other_prior, data)
+    other_model = frae.create("reference", CONFIG, weights=large_weights(42))
+    with pytest.raises(ValueError, match=r"made by model [0-9a-f]{32}, this model is [0-9a-f]{32}"):
+        codec.decompress(other_model, prior, data)
