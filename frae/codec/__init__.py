@@ -2,16 +2,19 @@
 (``quantization``, the contract's "Quantized codes"), the prior over its symbols (``prior``)
 the entropy coder that turns symbols into words and back (``coder``, constriction's range
 coder: the ``codec`` extra, imported when it first codes), and a signal to bytes and back
-(``compression``, in the format of ``byte_format``)."""
+(``compression``, in the format of ``byte_format``), or a chunk at a time as packets
+(``packets``)."""
 
 from frae.codec.byte_format import (
     HEADER_BYTES,
     MAX_STREAM_SYMBOLS,
+    PACKET_BYTES,
     SEQUENCE_BYTES,
     TRAILER_BYTES,
 )
 from frae.codec.coder import ESCAPE_BITS, decode_symbols, encode_symbols, information_bits
 from frae.codec.compression import compress, decompress, read
+from frae.codec.packets import Decoder, Encoder
 from frae.codec.prior import MAX_TABLE_SYMBOLS, PRECISION, Prior, fit_prior, prior_of_symbols
 from frae.codec.quantization import SYMBOL_LIMIT, passes_gradient, quantize, symbols, tie_margin
 
@@ -20,10 +23,13 @@ __all__ = [
     "HEADER_BYTES",
     "MAX_STREAM_SYMBOLS",
     "MAX_TABLE_SYMBOLS",
+    "PACKET_BYTES",
     "PRECISION",
     "SEQUENCE_BYTES",
     "SYMBOL_LIMIT",
     "TRAILER_BYTES",
+    "Decoder",
+    "Encoder",
     "Prior",
     "compress",
     "decode_symbols",

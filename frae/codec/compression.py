@@ -15,7 +15,8 @@ from frae.codec.prior import Prior
 from frae.codec.quantization import symbols
 
 
-def _check_pair(model: Any, prior: Prior) -> None:
+def check_pair(model: Any, prior: Prior) -> None:
+    """A ``ValueError`` unless ``prior`` codes the symbols of ``model``'s config."""
     config = model.config
     if config.code_step is None:
         raise ValueError("a codec needs a model with code_step set")
@@ -26,31 +27,22 @@ def _check_pair(model: Any, prior: Prior) -> None:
         )
 
 
-def _model_digest(model: Any) -> bytes:
-    return byte_format.model_digest(model.config, model.get_weights())
-
-
-def compress(model: Any, prior: Prior, x: npt.ArrayLike) -> bytes:
-    """``x`` (B, T, F) or one sequence (T, F) as bytes: ``model.encode``'s symbols under
-    ``prior``, each sequence's words apart."""
-    _check_pair(model, prior)
-    one = np.ndim(x) == 2
-    codes = model.encode(x)
-    values = symbols(codes[None] if one else codes, prior.step)
-    header = byte_format.Header(
+def header_of(
+    model: Any, prior: Prior, values: npt.NDArray[np.int32], *, one: bool
+) -> byte_format.Header:
+    """The header of symbols ``values`` (B, T, L) of ``model`` under ``prior``."""
+    return byte_format.Header(
         code_exponent=-int(math.log2(prior.step)),
         flags=byte_format.ONE_SEQUENCE if one else 0,
         latent_dim=prior.latent_dim,
         sequences=values.shape[0],
         frames=values.shape[1],
-        model_digest=_model_digest(model),
+        model_digest=byte_format.model_digest(model.config, model.get_weights()),
         prior_digest=byte_format.prior_digest(prior),
     )
-    return byte_format.pack(header, [encode_symbols(prior, sequence) for sequence in values])
 
 
-def _read(prior: Prior, data: bytes) -> tuple[byte_format.Header, npt.NDArray[np.int32]]:
-    header, sequences = byte_format.unpack(bytes(data))
+def check_prior_digest(header: byte_format.Header, prior: Prior) -> None:
     expected = byte_format.prior_digest(prior)
     if header.prior_digest != expected:
         raise ValueError(
@@ -59,6 +51,31 @@ def _read(prior: Prior, data: bytes) -> tuple[byte_format.Header, npt.NDArray[np
         )
     if (2.0**-header.code_exponent, header.latent_dim) != (prior.step, prior.latent_dim):
         raise ValueError(f"the stream's header disagrees with its prior: {header}")
+
+
+def check_model_digest(header: byte_format.Header, model: Any) -> None:
+    expected = byte_format.model_digest(model.config, model.get_weights())
+    if header.model_digest != expected:
+        raise ValueError(
+            f"the stream was made by model {header.model_digest.hex()}, "
+            f"this model is {expected.hex()}"
+        )
+
+
+def compress(model: Any, prior: Prior, x: npt.ArrayLike) -> bytes:
+    """``x`` (B, T, F) or one sequence (T, F) as bytes: ``model.encode``'s symbols under
+    ``prior``, each sequence's words apart."""
+    check_pair(model, prior)
+    one = np.ndim(x) == 2
+    codes = model.encode(x)
+    values = symbols(codes[None] if one else codes, prior.step)
+    header = header_of(model, prior, values, one=one)
+    return byte_format.pack(header, [encode_symbols(prior, sequence) for sequence in values])
+
+
+def _read(prior: Prior, data: bytes) -> tuple[byte_format.Header, npt.NDArray[np.int32]]:
+    header, sequences = byte_format.unpack(bytes(data))
+    check_prior_digest(header, prior)
     decoded = [decode_symbols(prior, words, header.frames) for words in sequences]
     return header, np.stack(decoded)
 
@@ -71,13 +88,8 @@ def read(prior: Prior, data: bytes) -> npt.NDArray[np.int32]:
 def decompress(model: Any, prior: Prior, data: bytes) -> npt.NDArray[Any]:
     """The signal ``model.decode`` rebuilds from a stream's symbols, in the layout compressed;
     ``model`` must hold the config and weights the stream was made with."""
-    _check_pair(model, prior)
+    check_pair(model, prior)
     header, values = _read(prior, data)
-    expected = _model_digest(model)
-    if header.model_digest != expected:
-        raise ValueError(
-            f"the stream was made by model {header.model_digest.hex()}, "
-            f"this model is {expected.hex()}"
-        )
+    check_model_digest(header, model)
     outputs: npt.NDArray[Any] = model.decode((values * prior.step).astype(np.float32))
     return outputs[0] if header.flags & byte_format.ONE_SEQUENCE else outputs
