@@ -89,6 +89,38 @@ PROPERTIES = {
         ("test_a_tie_rounds_to_the_even_symbol",),
         ("outputs",),
     ),
+    "coding": Property(
+        "coding: the model as a codec",
+        "with a prior of the reference's symbols, compress's bytes read back to the reference's "
+        "symbols exactly and decompress to its decode of them, one sequence without a batch "
+        "axis; on inputs at least 1e-4 steps of Δ from a tie every backend makes the "
+        "reference's bytes, each sequence within its information under the prior plus 64 bits",
+        (
+            "test_compressed_bytes_round_trip",
+            "test_the_bytes_are_the_references_and_within_the_bound",
+        ),
+        ("outputs",),
+    ),
+    "coding_matrix": Property(
+        "bytes across backends",
+        "bytes made on the backend decompress on every partner (and the partner's on it) to the "
+        "same symbols and the reference's decode of them",
+        ("test_bytes_cross_to_the_partner_and_back",),
+        ("outputs",),
+    ),
+    "hostile_bytes": Property(
+        "hostile bytes",
+        "every cut and every flipped bit of a stream, and another model's weights, are each a "
+        "ValueError",
+        ("test_damaged_bytes_and_another_model_are_refused",),
+    ),
+    "packets": Property(
+        "packets",
+        "a stream split into chunks (drawn by hypothesis, down to one frame) and sent as packets "
+        "decodes to what decompress of the whole gives, for a batch and one sequence",
+        ("test_any_split_into_packets_decodes_to_the_one_shot_result",),
+        ("self",),
+    ),
     "stateless": Property(
         "no state kept between calls",
         "each call starts from x̂₀ = 0 (s₀ = 0): the same output after other calls, sequences of "
