@@ -4,8 +4,10 @@ safetensors file, written whole or not at all, read through its header before an
 The file holds the weights under their canonical names, Adam's moments as ``adam/m/<name>``
 and ``adam/v/<name>``, and string metadata: the format and its version, the optimizer, its
 step and epoch, Adam's constants and the config's fields. A file without a training state
-holds ``"optimizer": ""``. ``load_checkpoint`` also reads today's ``.npz`` weights files
-(``frae.save_weights``), which hold no training state.
+holds ``"optimizer": ""``. A prior over the model's symbols (``frae.codec.Prior``) rides
+beside the weights as ``codec/prior/lo`` (int32) and ``codec/prior/frequencies`` (uint32),
+its step and precision in the metadata. ``load_checkpoint`` also reads today's ``.npz``
+weights files (``frae.save_weights``), which hold no training state.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from frae import validation
+from frae.codec.prior import Prior
 from frae.config import FRAEConfig
 from frae.files import write_atomically
 from frae.optimizers import ADAM
@@ -32,6 +35,8 @@ VERSION = 1
 ADAM_CONSTANTS = {"beta_1": ADAM.beta_1, "beta_2": ADAM.beta_2, "epsilon": ADAM.epsilon}
 _ZIP_MAGIC = b"PK\x03\x04"
 _SHORT = reprlib.Repr(maxlist=6, maxstring=60)
+PRIOR_TENSORS = {"codec/prior/lo": "I32", "codec/prior/frequencies": "U32"}
+"""The prior's tables in a checkpoint, by name, and their dtypes."""
 
 
 def moment_key(moment: str, name: str) -> str:
@@ -45,12 +50,14 @@ def save_checkpoint(
     training_state: TrainingState | None = None,
     *,
     config: FRAEConfig | None = None,
+    prior: Prior | None = None,
 ) -> Path:
-    """Write ``weights`` and ``training_state`` to ``path``, one safetensors file, atomically
-    (``frae.files.write_atomically``); returns the path.
+    """Write ``weights``, ``training_state`` and ``prior`` to ``path``, one safetensors file,
+    atomically (``frae.files.write_atomically``); returns the path.
 
     ``config`` (default: the one the weights' shapes imply) is checked against the weights
-    and recorded in the metadata. Every argument is checked before anything is written.
+    and recorded in the metadata; ``prior`` must code its symbols. Every argument is checked
+    before anything is written.
     """
     from safetensors.numpy import save
 
@@ -72,6 +79,14 @@ def save_checkpoint(
         metadata |= {"optimizer": state.optimizer, "step": str(state.step)}
         metadata |= {"epoch": str(state.epoch)}
         metadata |= {key: repr(value) for key, value in ADAM_CONSTANTS.items()}
+    if prior is not None:
+        if (prior.step, prior.latent_dim) != (layout.code_step, layout.latent_dim):
+            raise ValueError(
+                f"the prior codes {prior.latent_dim} symbols a step of {prior.step}, the "
+                f"config {layout.latent_dim} a step of {layout.code_step}"
+            )
+        tensors |= dict(zip(PRIOR_TENSORS, (prior.lo, prior.frequencies), strict=True))
+        metadata |= {"prior_step": repr(prior.step), "prior_precision": str(prior.precision)}
     data = save(tensors, metadata=metadata)
     return write_atomically(path, lambda stream: stream.write(data))
 
@@ -118,7 +133,7 @@ def _read(path: Path, config: FRAEConfig | None) -> tuple[Weights, TrainingState
         layout = _layout(metadata, config)
         optimizer = metadata.get("optimizer", "")
         expected = _expected_shapes(layout, optimizer)
-        _check_header(file, expected)
+        _check_header(file, expected, PRIOR_TENSORS if "prior_step" in metadata else {})
         counts = (_whole(metadata, "step"), _whole(metadata, "epoch")) if optimizer else None
         if optimizer:
             _check_constants(metadata)
@@ -163,10 +178,15 @@ def _expected_shapes(layout: FRAEConfig, optimizer: str) -> dict[str, tuple[int,
     return shapes
 
 
-def _check_header(file: Any, expected: Mapping[str, tuple[int, ...]]) -> None:
+def _check_header(
+    file: Any, expected: Mapping[str, tuple[int, ...]], prior: Mapping[str, str]
+) -> None:
     """Names, dtypes and shapes from the header alone (no tensor is read)."""
-    what = "tensors must be exactly the weights' canonical names (and Adam's moments)"
-    validation.check_names(file.keys(), expected, what)
+    what = "tensors must be exactly the weights' canonical names (and Adam's moments, a prior)"
+    validation.check_names(file.keys(), {**expected, **prior}, what)
+    for name, dtype in prior.items():
+        if file.get_slice(name).get_dtype() != dtype:
+            raise TypeError(f"{name!r} must be {dtype}, got {file.get_slice(name).get_dtype()}")
     for name, shape in expected.items():
         piece = file.get_slice(name)
         if piece.get_dtype() != "F32":
@@ -190,3 +210,21 @@ def _whole(metadata: Mapping[str, str], key: str) -> int:
     if not text.isdigit():
         raise ValueError(f"metadata's {key} must be a whole number, got {_SHORT.repr(text)}")
     return int(text)
+
+
+def load_prior(path: str | os.PathLike[str]) -> Prior | None:
+    """The prior a checkpoint holds beside its weights, ``None`` if it holds none; checked as
+    ``load_checkpoint`` checks the file, then as ``Prior`` checks its tables."""
+    from safetensors import safe_open
+
+    load_checkpoint(path)
+    with safe_open(str(path), framework="numpy") as file:
+        metadata = file.metadata() or {}
+        if "prior_step" not in metadata:
+            return None
+        lo, frequencies = (file.get_tensor(name) for name in PRIOR_TENSORS)
+    try:
+        step, precision = float(metadata["prior_step"]), int(metadata["prior_precision"])
+        return Prior(step, lo, frequencies, precision)
+    except (KeyError, ValueError) as error:
+        raise ValueError(f"checkpoint {path}: its prior is malformed: {error}") from error

@@ -293,3 +293,54 @@ def test_the_example_continues_one_curve_on_another_backend(tmp_path: Path) -> N
 
 if __name__ == "__main__":  # FOLDER KILLS SEED: ``kill_writers``' report as JSON
     print(json.dumps(kill_writers(Path(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]))))
+
+
+PRIOR_CONFIG = frae.FRAEConfig(latent_dim=2, code_step=2**-6)
+
+
+def _with_prior(tmp_path: Path) -> tuple[Path, frae.codec.Prior, dict]:
+    weights = frae.initial_weights(PRIOR_CONFIG, seed=1)
+    prior = frae.codec.prior_of_symbols(np.array([[0, 1], [2, -3], [0, 1]]), 2**-6)
+    path = tmp_path / "prior.safetensors"
+    frae.save_checkpoint(path, weights, config=PRIOR_CONFIG, prior=prior)
+    return path, prior, weights
+
+
+def test_a_prior_rides_beside_the_weights(tmp_path: Path) -> None:
+    path, prior, weights = _with_prior(tmp_path)
+    assert frae.codec.load_prior(path) == prior
+    loaded, state = frae.load_checkpoint(path)
+    assert_same_weights(loaded, weights)
+    assert state is None
+    bare = frae.save_checkpoint(tmp_path / "bare.safetensors", weights, config=PRIOR_CONFIG)
+    assert frae.codec.load_prior(bare) is None
+
+
+def test_a_prior_of_another_config_writes_nothing(tmp_path: Path) -> None:
+    _, prior, weights = _with_prior(tmp_path)
+    finer = frae.FRAEConfig(latent_dim=2, code_step=2**-7)
+    path = tmp_path / "finer.safetensors"
+    with pytest.raises(ValueError, match=r"the prior codes 2 symbols a step of 0\.015625"):
+        frae.save_checkpoint(path, weights, config=finer, prior=prior)
+    assert not path.exists()
+
+
+def _tampered(path: Path, edit) -> None:
+    from safetensors.numpy import load, save
+
+    data = path.read_bytes()
+    length = struct.unpack("<Q", data[:8])[0]
+    metadata = json.loads(data[8 : 8 + length])["__metadata__"]
+    tensors = load(data)
+    edit(tensors)
+    path.write_bytes(save(tensors, metadata=metadata))
+
+
+def test_a_tampered_prior_is_refused(tmp_path: Path) -> None:
+    path, _, _ = _with_prior(tmp_path)
+    _tampered(path, lambda t: t["codec/prior/frequencies"].__setitem__((0, 0), 7))
+    with pytest.raises(ValueError, match="sum to 2\\^24"):
+        frae.codec.load_prior(path)
+    _tampered(path, lambda t: t.__setitem__("codec/prior/lo", t["codec/prior/lo"].astype(np.int64)))
+    with pytest.raises(TypeError, match="must be I32"):
+        frae.codec.load_prior(path)

@@ -1,10 +1,12 @@
 """The model as a codec, free of every framework: the code a receiver sees
-(``quantization``, the contract's "Quantized codes"), the prior over its symbols (``prior``)
+(``quantization``, the contract's "Quantized codes"), the prior over its symbols (``prior``,
+kept in checkpoints beside the weights: ``load_prior``),
 the entropy coder that turns symbols into words and back (``coder``, constriction's range
 coder: the ``codec`` extra, imported when it first codes), and a signal to bytes and back
 (``compression``, in the format of ``byte_format``), or a chunk at a time as packets
 (``packets``)."""
 
+from frae.checkpoints import load_prior
 from frae.codec.byte_format import (
     HEADER_BYTES,
     MAX_STREAM_SYMBOLS,
@@ -37,6 +39,7 @@ __all__ = [
     "encode_symbols",
     "fit_prior",
     "information_bits",
+    "load_prior",
     "passes_gradient",
     "prior_of_symbols",
     "quantize",
