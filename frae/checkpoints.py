@@ -212,6 +212,15 @@ def _whole(metadata: Mapping[str, str], key: str) -> int:
     return int(text)
 
 
+def load_config(path: str | os.PathLike[str]) -> FRAEConfig:
+    """The config a checkpoint records (``code_step`` included, which shapes cannot tell)."""
+    from safetensors import safe_open
+
+    load_checkpoint(path)
+    with safe_open(str(path), framework="numpy") as file:
+        return _layout(file.metadata() or {}, None)
+
+
 def load_prior(path: str | os.PathLike[str]) -> Prior | None:
     """The prior a checkpoint holds beside its weights, ``None`` if it holds none; checked as
     ``load_checkpoint`` checks the file, then as ``Prior`` checks its tables."""

@@ -27,6 +27,11 @@ def main(argv: list[str] | None = None) -> None:
 
         demo(arguments[1:], prog="frae demo")
         return
+    if arguments[:1] == ["codec"]:  # the codec's own parser
+        from frae.codec.cli import main as codec
+
+        codec(arguments[1:], prog="frae codec")
+        return
     parser = argparse.ArgumentParser(prog="frae", description=__doc__)
     parser.add_argument("--version", action="version", version=f"%(prog)s {version()}")
     commands = parser.add_subparsers(dest="command", required=True)
@@ -41,6 +46,9 @@ def main(argv: list[str] | None = None) -> None:
         "(frae demo --help)",
     )
     add_export_command(commands)
+    commands.add_parser(
+        "codec", help="fit a prior, compress and decompress a signal (frae codec --help)"
+    )
     commands.add_parser("bench", help="the cross-framework benchmark (frae bench --help)")
     commands.add_parser("diff", help="compare two benchmark runs (frae diff --help)")
     args = parser.parse_args(arguments)

@@ -4,6 +4,7 @@ symbols, coded under the prior, in format 1 (``byte_format``)."""
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -62,15 +63,29 @@ def check_model_digest(header: byte_format.Header, model: Any) -> None:
         )
 
 
-def compress(model: Any, prior: Prior, x: npt.ArrayLike) -> bytes:
+Progress = Callable[[int], object]
+"""Called with the number of sequences each step of a long input finished."""
+GROUP = 64
+"""The sequences encoded or decoded at a time, between two reports of progress."""
+
+
+def compress(
+    model: Any, prior: Prior, x: npt.ArrayLike, *, progress: Progress | None = None
+) -> bytes:
     """``x`` (B, T, F) or one sequence (T, F) as bytes: ``model.encode``'s symbols under
-    ``prior``, each sequence's words apart."""
+    ``prior``, each sequence's words apart; ``GROUP`` sequences encoded at a time."""
     check_pair(model, prior)
     one = np.ndim(x) == 2
-    codes = model.encode(x)
-    values = symbols(codes[None] if one else codes, prior.step)
-    header = header_of(model, prior, values, one=one)
-    return byte_format.pack(header, [encode_symbols(prior, sequence) for sequence in values])
+    sequences = np.asarray(x)[None] if one else np.asarray(x)
+    values, words = [], []
+    for start in range(0, len(sequences), GROUP):
+        group = symbols(model.encode(sequences[start : start + GROUP]), prior.step)
+        values.append(group)
+        words += [encode_symbols(prior, sequence) for sequence in group]
+        if progress is not None:
+            progress(len(group))
+    header = header_of(model, prior, np.concatenate(values), one=one)
+    return byte_format.pack(header, words)
 
 
 def _read(prior: Prior, data: bytes) -> tuple[byte_format.Header, npt.NDArray[np.int32]]:
@@ -85,11 +100,20 @@ def read(prior: Prior, data: bytes) -> npt.NDArray[np.int32]:
     return _read(prior, data)[1]
 
 
-def decompress(model: Any, prior: Prior, data: bytes) -> npt.NDArray[Any]:
-    """The signal ``model.decode`` rebuilds from a stream's symbols, in the layout compressed;
-    ``model`` must hold the config and weights the stream was made with."""
+def decompress(
+    model: Any, prior: Prior, data: bytes, *, progress: Progress | None = None
+) -> npt.NDArray[Any]:
+    """The signal ``model.decode`` rebuilds from a stream's symbols, in the layout compressed,
+    ``GROUP`` sequences at a time; ``model`` must hold the config and weights the stream was
+    made with."""
     check_pair(model, prior)
     header, values = _read(prior, data)
     check_model_digest(header, model)
-    outputs: npt.NDArray[Any] = model.decode((values * prior.step).astype(np.float32))
+    codes = (values * prior.step).astype(np.float32)
+    groups = []
+    for start in range(0, len(codes), GROUP):
+        groups.append(model.decode(codes[start : start + GROUP]))
+        if progress is not None:
+            progress(len(groups[-1]))
+    outputs = np.concatenate(groups)
     return outputs[0] if header.flags & byte_format.ONE_SEQUENCE else outputs
