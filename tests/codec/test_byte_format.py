@@ -11,6 +11,7 @@ import pytest
 
 import frae
 from frae import codec
+from tests.processes import fresh_json
 
 pytest.importorskip("constriction")
 
@@ -118,3 +119,55 @@ def test_another_prior_or_model_is_named_by_both_digests(
     other_model = frae.create("reference", CONFIG, weights=large_weights(42))
     with pytest.raises(ValueError, match=r"made by model [0-9a-f]{32}, this model is [0-9a-f]{32}"):
         codec.decompress(other_model, prior, data)
+
+
+def hostile_streams() -> tuple[codec.Prior, bytes, dict[str, bytes]]:
+    """A prior, a stream, and streams each built to make a reader allocate or loop beyond the
+    format's limits: headers declaring 2^40 frames, 2^31 symbols, 2^32 − 1 sequences, more
+    sequences than the bytes hold, a sequence longer than the bytes, and a cut header."""
+    model = frae.create("reference", CONFIG, weights=large_weights(41))
+    x = frae.data.multi_sine(3, 20, seed=5)
+    prior = codec.fit_prior(model, x)
+    data = codec.compress(model, prior, x)
+    body = bytearray(data[:-4])
+    struct.pack_into("<I", body, codec.HEADER_BYTES, 2**32 - 4)
+    streams = {
+        "2^40 frames": with_header(data, sequences=2**20, frames=2**20),
+        "2^31 symbols and 2": with_header(data, sequences=1, frames=2**30 + 1),
+        "2^32 - 1 sequences": with_header(data, sequences=2**32 - 1),
+        "2^20 one-frame sequences": with_header(data, sequences=2**20, frames=1),
+        "a length of 4 GiB": resealed(bytes(body)),
+        "a cut header": data[: codec.HEADER_BYTES - 1],
+    }
+    return prior, data, streams
+
+
+READ_THEM_ALL = """
+import json, resource, time
+from frae import codec
+from tests.codec.test_byte_format import hostile_streams
+
+prior, valid, streams = hostile_streams()
+codec.read(prior, valid)  # the coder imported and warm
+before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+seen = {}
+for name, data in streams.items():
+    start = time.perf_counter()
+    try:
+        codec.read(prior, data)
+        seen[name] = ["accepted", 0.0]
+    except ValueError as error:
+        seen[name] = [str(error), time.perf_counter() - start]
+grown = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before
+print(json.dumps({"grown_kib": grown, "seen": seen}))
+"""
+
+
+def test_hostile_headers_are_refused_in_bounded_time_and_memory() -> None:
+    """In a fresh process, whose peak memory after building them is measured: each stream a
+    ValueError within a second, the peak grown by less than 16 MiB."""
+    found = fresh_json(READ_THEM_ALL)
+    for name, (message, seconds) in found["seen"].items():
+        assert message != "accepted", name
+        assert seconds < 1.0, (name, seconds)
+    assert found["grown_kib"] < 16 * 1024, found
