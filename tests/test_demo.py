@@ -59,15 +59,24 @@ def test_japanese_vowels_in_windows_of_both_splits() -> None:
 
 @pytest.mark.parametrize("model", list(settings.MODELS))
 def test_a_rate_point_is_the_quantized_models_own(model: str) -> None:
-    """Its symbols are encode's, its SNR that of decode(encode(x)) = predict(x)."""
+    """Its symbols are encode's, its SNR that of decode(encode(x)) = predict(x) through the
+    bytes, its rates those of the bytes under the prior of the training symbols."""
     config = dataclasses.replace(settings.MODELS[model], code_step=2**-3)
     backend = frae.create("reference", config, seed=3)
-    x = np.random.default_rng(1).normal(size=(3, 5, config.input_dim)).astype(np.float32)
-    point = rate_distortion.rate_point(backend, x)
+    rng = np.random.default_rng(1)
+    x, train = (rng.normal(size=(b, 5, config.input_dim)).astype(np.float32) for b in (3, 6))
+    point = rate_distortion.rate_point(backend, x, train)
     symbols = codec.symbols(backend.encode(x), 2**-3)
     assert point.step == 2**-3 and point.bits == rate_distortion.bits_per_frame(symbols)
     assert point.symbols == hashlib.sha256(symbols.tobytes()).hexdigest()[:12]
     assert point.snr_db == pytest.approx(rate_distortion.snr_db(x, backend.predict(x)))
+    prior = codec.fit_prior(backend, train)
+    data = codec.compress(backend, prior, x)
+    assert point.bytes == hashlib.sha256(data).hexdigest()[:12]
+    assert point.stream_bits == 8 * len(data) / 15
+    information = sum(codec.information_bits(prior, sequence) for sequence in symbols)
+    assert point.prior_bits == pytest.approx(information / 15)
+    assert point.packet_bits > point.stream_bits  # five packets, each sealed
 
 
 def test_quantized_after_training_runs_each_step_in_the_backends_model() -> None:
@@ -78,7 +87,7 @@ def test_quantized_after_training_runs_each_step_in_the_backends_model() -> None
     x = np.random.default_rng(2).normal(size=(4, 7, config.input_dim)).astype(np.float32)
     trained.fit(x, epochs=20, learning_rate=0.02)
     weights = trained.get_weights()
-    points = rate_distortion.quantized_after_training("reference", config, weights, x)
+    points = rate_distortion.quantized_after_training("reference", config, weights, x, x)
     assert [point.step for point in points] == list(rate_distortion.CODE_STEPS)
     float_snr = rate_distortion.snr_db(x, trained.predict(x))
     assert abs(points[-1].snr_db - float_snr) < 0.05 < float_snr - points[0].snr_db

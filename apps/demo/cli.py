@@ -119,6 +119,8 @@ def report(out: Path, signal: Signal, results: Results) -> None:
     for model in MODELS:
         print(f"\n{model} feedback, quantized (bits per frame, held-out SNR)")
         print(tables.rate_table(results, model))
+        print(f"\n{model} feedback in real bytes (frae.codec), quantized after training:")
+        print(tables.bytes_table(results, model))
     weights = {model: frae.load_weights(path) for model, path in first_weights(results).items()}
     drawn = [
         plots.plot_losses(out / "loss.png", results),

@@ -92,9 +92,15 @@ def plot_rate_distortion(path: Path, results: dict[str, dict[str, Any]]) -> Path
             ("trained_quantized", "s", "trained with Δ"),
         ):
             points = next(iter(points_of(results, model, kind).values()), [])
-            bits, snrs = [p["bits"] for p in points], [p["snr_db"] for p in points]
+            bits, snrs = [p["stream_bits"] for p in points], [p["snr_db"] for p in points]
             axis.plot(bits, snrs, style, color=f"C{index}", label=f"{model} feedback, {what}")
-    axis.set(xlabel="bits per frame (empirical entropy of the symbols)", ylabel="held-out SNR (dB)")
+            if kind == "after_training":
+                entropy = [p["bits"] for p in points]
+                axis.plot(entropy, snrs, ":", color=f"C{index}", linewidth=1)
+    axis.set(
+        xlabel="bits per frame, in the bytes of one stream (dotted: the symbols' entropy)",
+        ylabel="held-out SNR (dB)",
+    )
     steps = f"{step_label(CODE_STEPS[0])} … {step_label(CODE_STEPS[-1])}"
     axis.set_title(f"codes quantized inside the loop, Δ = {steps}", fontsize="medium")
     axis.legend(fontsize="small")

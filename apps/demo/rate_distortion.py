@@ -55,33 +55,77 @@ def bits_per_frame(symbols: npt.NDArray[np.integer[Any]]) -> float:
 
 @dataclass(frozen=True)
 class RatePoint:
-    """A quantized model on the held-out windows: its Δ, rate in bits per frame, SNR, and a
-    digest of its symbols (equal digests: the same symbols, to the last one)."""
+    """A quantized model on the held-out windows: its Δ, rate in bits per frame (the symbols'
+    entropy; their information under the prior; the bytes of one stream, and of packets a
+    frame each, everything counted), SNR of the stream decompressed, how far the words of the
+    windows end to end as one sequence exceed their information (a fraction), and digests of
+    its symbols and bytes (equal digests: the same, to the last one)."""
 
     step: float
     bits: float
     snr_db: float
     symbols: str
+    prior_bits: float
+    stream_bits: float
+    packet_bits: float
+    payload_excess: float
+    bytes: str
 
 
-def rate_point(model: frae.Backend, x: npt.NDArray[np.float32]) -> RatePoint:
-    """``model``'s (a config with ``code_step``) symbols and reconstruction of ``x``."""
+def _digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()[:12]
+
+
+def rate_point(
+    model: frae.Backend, x: npt.NDArray[np.float32], train: npt.NDArray[np.float32]
+) -> RatePoint:
+    """``model``'s (a config with ``code_step``) symbols, bytes and reconstruction of ``x``,
+    under the prior of its symbols of ``train``."""
     step = model.config.code_step
     assert step is not None, "a quantized model"
-    codes = model.encode(x)
-    symbols = codec.symbols(codes, step)
-    digest = hashlib.sha256(symbols.tobytes()).hexdigest()[:12]
-    return RatePoint(step, bits_per_frame(symbols), snr_db(x, model.decode(codes)), digest)
+    symbols = codec.symbols(model.encode(x), step)
+    prior = codec.fit_prior(model, train)
+    data = codec.compress(model, prior, x)
+    sender = codec.Encoder(model, prior)
+    packets = sum(len(sender.push(x[:, t : t + 1])) for t in range(x.shape[1]))
+    frames = symbols.shape[0] * symbols.shape[1]
+    information = sum(codec.information_bits(prior, sequence) for sequence in symbols)
+    return RatePoint(
+        step,
+        bits_per_frame(symbols),
+        snr_db(x, codec.decompress(model, prior, data)),
+        _digest(symbols.tobytes()),
+        prior_bits=information / frames,
+        stream_bits=8 * len(data) / frames,
+        packet_bits=8 * packets / frames,
+        payload_excess=payload_excess(model, prior, x),
+        bytes=_digest(data),
+    )
+
+
+def payload_excess(model: frae.Backend, prior: codec.Prior, x: npt.NDArray[Any]) -> float:
+    """The windows end to end as one sequence, compressed: its words over their information
+    under ``prior``, less 1 (the header, length and CRC apart)."""
+    data = codec.compress(model, prior, x.reshape(-1, x.shape[-1]))
+    fixed = codec.HEADER_BYTES + codec.SEQUENCE_BYTES + codec.TRAILER_BYTES
+    information = codec.information_bits(prior, codec.read(prior, data)[0])
+    return 8 * (len(data) - fixed) / information - 1 if information else float("nan")
 
 
 def quantized_after_training(
-    backend: str, config: FRAEConfig, weights: dict[str, npt.NDArray[Any]], x: npt.NDArray[Any]
+    backend: str,
+    config: FRAEConfig,
+    weights: dict[str, npt.NDArray[Any]],
+    x: npt.NDArray[Any],
+    train: npt.NDArray[Any],
 ) -> list[RatePoint]:
     """The float model's ``weights`` in ``backend``'s quantized model at each of
-    ``CODE_STEPS``, on ``x``."""
+    ``CODE_STEPS``, on ``x``, its prior fitted on ``train``."""
     return [
         rate_point(
-            frae.create(backend, dataclasses.replace(config, code_step=step), weights=weights), x
+            frae.create(backend, dataclasses.replace(config, code_step=step), weights=weights),
+            x,
+            train,
         )
         for step in CODE_STEPS
     ]

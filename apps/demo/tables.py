@@ -42,6 +42,10 @@ def rate_table(results: dict[str, dict[str, Any]], model: str) -> str:
     return tabulate(rate_rows(results, model), headers=RATE_HEADERS, floatfmt=".2f")
 
 
+def bytes_table(results: dict[str, dict[str, Any]], model: str) -> str:
+    return tabulate(bytes_rows(results, model), headers=BYTES_HEADERS, floatfmt=".2f")
+
+
 def snr_rows(results: dict[str, dict[str, Any]]) -> list[list[Any]]:
     """Per variant: each model's held-out SNR and seconds (creation to SNR), the process's
     wall-clock seconds and its CPU seconds, imports included."""
@@ -92,6 +96,38 @@ def rate_rows(results: dict[str, dict[str, Any]], model: str) -> list[list[Any]]
         here = [points[step] for points in by_step if step in points]
         row += [_span(here, "bits"), _span(here, "snr_db")] if here else ["", ""]
         rows.append(row)
+    return rows
+
+
+BYTES_HEADERS = [
+    "Δ",
+    "entropy: bits/frame",
+    "prior's information",
+    "one stream, all bytes",
+    "packets of a frame",
+    "one sequence: words beyond information",
+    "backends with these bytes",
+]
+
+
+def bytes_rows(results: dict[str, dict[str, Any]], model: str) -> list[list[Any]]:
+    """Per Δ, the float weights quantized after training, in real bytes (the first backend's):
+    the symbols' entropy, their information under the training windows' prior, the bytes of
+    one stream and of packets a frame each, all counted; the words of the windows end to end
+    as one sequence against their information; and how many backends made the same bytes."""
+    after = list(points_of(results, model, "after_training").values())
+    rows = []
+    for index, step in enumerate(CODE_STEPS):
+        points = [sweep[index] for sweep in after]
+        if not points:
+            continue
+        first = points[0]
+        same = sum(point["bytes"] == first["bytes"] for point in points)
+        fields = ("bits", "prior_bits", "stream_bits", "packet_bits")
+        excess = f"{100 * first['payload_excess']:+.2f} %"
+        rows.append(
+            [step_label(step), *(first[f] for f in fields), excess, f"{same}/{len(points)}"]
+        )
     return rows
 
 

@@ -96,7 +96,9 @@ def train_in_this_process(job: dict[str, Any]) -> dict[str, Any]:
                 "cpu_seconds": _cpu_seconds() - begin_cpu,
             }
             results[model]["trained_quantized"] = [
-                asdict(rate_point(_fitted(job, replace(config, code_step=step), train)[0], test))
+                asdict(
+                    rate_point(_fitted(job, replace(config, code_step=step), train)[0], test, train)
+                )
                 for step in TRAINED_CODE_STEPS
             ]
         except Exception as error:  # reported in the table, the other model still runs
@@ -124,13 +126,13 @@ def quantize_in_this_process(job: dict[str, Any]) -> dict[str, Any]:
     """The worker's sweep: each model's float weights (``job["trained"]``, one backend's)
     quantized after training at each of ``CODE_STEPS`` by this backend's quantized model."""
     with np.load(job["data"]) as data:
-        test = data["test"]
+        train, test = data["train"], data["test"]
     results: dict[str, Any] = {}
     for model, fields in job["models"].items():
         try:
             weights = frae.load_weights(job["trained"][model])
             points = quantized_after_training(
-                job["backend"], FRAEConfig.from_dict(fields), weights, test
+                job["backend"], FRAEConfig.from_dict(fields), weights, test, train
             )
             results[model] = {"after_training": [asdict(point) for point in points]}
         except Exception as error:  # reported in the table, the other model still runs

@@ -17,10 +17,9 @@ from frae.codec.prior import Prior
 from frae.codec.quantization import symbols
 
 
-class Encoder:
-    """The sender: ``push(chunk)`` encodes frames (t, F), or (B, t, F) for B sequences, from
-    the feedback the previous chunk left, and returns their packet; the first opens the
-    stream, and every later chunk keeps its layout and B."""
+class _End:
+    """One end of a stream: the model, the prior, the feedback the last packet left, the
+    stream's header once the first packet has passed, and the packets so far."""
 
     def __init__(self, model: Any, prior: Prior) -> None:
         check_pair(model, prior)
@@ -28,6 +27,12 @@ class Encoder:
         self.state: npt.NDArray[Any] | None = None
         self.header: byte_format.Header | None = None
         self.packets = 0
+
+
+class Encoder(_End):
+    """The sender: ``push(chunk)`` encodes frames (t, F), or (B, t, F) for B sequences, from
+    the feedback the previous chunk left, and returns their packet; the first opens the
+    stream, and every later chunk keeps its layout and B."""
 
     def push(self, chunk: npt.ArrayLike) -> bytes:
         frames = np.asarray(chunk)
@@ -50,16 +55,9 @@ class Encoder:
         return packet
 
 
-class Decoder:
+class Decoder(_End):
     """The receiver: ``push(packet)`` returns the packet's frames in the layout they were
     sent, decoded from the feedback the previous packet left; packets must come in order."""
-
-    def __init__(self, model: Any, prior: Prior) -> None:
-        check_pair(model, prior)
-        self.model, self.prior = model, prior
-        self.state: npt.NDArray[Any] | None = None
-        self.header: byte_format.Header | None = None
-        self.packets = 0
 
     def push(self, packet: bytes) -> npt.NDArray[Any]:
         header, index, frames, words = byte_format.unpack_packet(bytes(packet), self.header)
