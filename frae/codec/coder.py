@@ -44,55 +44,129 @@ def _models(prior: Prior) -> tuple[list[Any], Any]:
     return tables, model.Uniform(2**ESCAPE_BITS)
 
 
-def _sequence(prior: Prior, values: npt.ArrayLike) -> npt.NDArray[np.int64]:
+BEYOND = f"symbols must be integers within ±{SYMBOL_LIMIT}"
+
+
+def _sequence(prior: Prior, values: npt.ArrayLike) -> npt.NDArray[np.integer[Any]]:
+    """``values`` as an array of integers (T, L); their range is checked where they are read
+    (``_within``, or ``SymbolCoder._encode_few``)."""
     array = np.asarray(values)
     if array.ndim != 2 or array.shape[1] != prior.latent_dim:
         raise ValueError(f"symbols must be (T, {prior.latent_dim}), got {array.shape}")
-    if not np.issubdtype(array.dtype, np.integer) or np.abs(array).max(initial=0) > SYMBOL_LIMIT:
-        raise ValueError(f"symbols must be integers within ±{SYMBOL_LIMIT}")
-    return array.astype(np.int64)
+    if array.dtype.kind not in "iu":
+        raise ValueError(BEYOND)
+    return array
+
+
+def _within(array: npt.NDArray[np.integer[Any]]) -> npt.NDArray[np.int32]:
+    """``array`` as int32, each symbol within ±Q, else a ``ValueError``."""
+    if array.size and (array.min() < -SYMBOL_LIMIT or array.max() > SYMBOL_LIMIT):
+        raise ValueError(BEYOND)
+    return array.astype(np.int32)
+
+
+FEW_SYMBOLS = 32
+"""A sequence of at most this many symbols is coded a symbol a call, in Python: cheaper than
+NumPy's cost per call for a packet of a frame or a few. Both ways make the same words."""
+
+
+class SymbolCoder:
+    """A prior's models, built once, coding sequences of symbols to words and back: what a
+    stream's ends hold, so that a packet of a frame pays for its symbols alone."""
+
+    def __init__(self, prior: Prior) -> None:
+        self.prior, self.lo, self.escape = prior, prior.lo.tolist(), prior.escape
+        self.tables, self.uniform = _models(prior)
+
+    def encode(self, values: npt.NDArray[np.integer[Any]]) -> bytes:
+        """One sequence's symbols (T, L) as little-endian 32-bit words."""
+        array = _sequence(self.prior, values)
+        encoder = _constriction().stream.queue.RangeEncoder()
+        if array.size <= FEW_SYMBOLS:
+            self._encode_few(encoder, array.T.tolist())
+        else:
+            self._encode_many(encoder, _within(array))
+        return bytes(encoder.get_compressed().astype("<u4", copy=False).tobytes())
+
+    def _encode_many(self, encoder: Any, values: npt.NDArray[np.int32]) -> None:
+        columns = self.prior.indices(values)
+        escapes = columns == self.escape
+        for dimension, table in enumerate(self.tables):
+            encoder.encode(columns[:, dimension], table)
+            if escapes[:, dimension].any():
+                escaped = values[escapes[:, dimension], dimension]
+                encoder.encode(escaped + np.int32(SYMBOL_LIMIT), self.uniform)
+
+    def _encode_few(self, encoder: Any, rows: list[list[int]]) -> None:
+        """``_encode_many``'s symbols in its order, ``rows`` the symbols of each dimension."""
+        if any(abs(symbol) > SYMBOL_LIMIT for row in rows for symbol in row):
+            raise ValueError(BEYOND)
+        for row, lo, table in zip(rows, self.lo, self.tables, strict=True):
+            escaped = [symbol for symbol in row if not 0 <= symbol - lo < self.escape]
+            for symbol in row:
+                inside = 0 <= symbol - lo < self.escape
+                encoder.encode(symbol - lo if inside else self.escape, table)
+            for symbol in escaped:
+                encoder.encode(symbol + SYMBOL_LIMIT, self.uniform)
+
+    def decode(self, data: bytes, frames: int) -> npt.NDArray[np.int32]:
+        """The ``frames`` × L symbols ``encode`` made into ``data``."""
+        if len(data) % 4:
+            raise ValueError(f"coded symbols are 32-bit words, got {len(data)} bytes")
+        words = np.frombuffer(data, "<u4").astype(np.uint32)
+        decoder = _constriction().stream.queue.RangeDecoder(words)
+        if frames * len(self.lo) <= FEW_SYMBOLS:
+            decoded = np.array(self._decode_few(decoder, frames), np.int32).T
+        else:
+            decoded = self._decode_many(decoder, frames)
+        if not decoder.maybe_exhausted():
+            raise ValueError(f"the coded words do not end with the {frames} frames declared")
+        return decoded
+
+    def _decode_many(self, decoder: Any, frames: int) -> npt.NDArray[np.int32]:
+        decoded = np.empty((frames, len(self.lo)), np.int32)
+        for dimension, table in enumerate(self.tables):
+            columns = np.asarray(decoder.decode(table, frames), np.int64)
+            escaped = columns == self.escape
+            decoded[:, dimension] = columns + self.lo[dimension]
+            if escaped.any():
+                values = np.asarray(decoder.decode(self.uniform, int(escaped.sum())), np.int64)
+                decoded[escaped, dimension] = _checked(values - SYMBOL_LIMIT)
+        return decoded
+
+    def _decode_few(self, decoder: Any, frames: int) -> list[list[int]]:
+        """``_decode_many``'s symbols, each dimension's as a list."""
+        rows = []
+        for lo, table in zip(self.lo, self.tables, strict=True):
+            columns = [decoder.decode(table) for _ in range(frames)]
+            count = columns.count(self.escape)
+            escaped = [decoder.decode(self.uniform) - SYMBOL_LIMIT for _ in range(count)]
+            values = iter(_checked(escaped))
+            rows.append([next(values) if c == self.escape else c + lo for c in columns])
+        return rows
+
+
+def _checked(escaped: Any) -> Any:
+    """Escaped symbols, each within ±Q, else a ``ValueError`` (16 bits reach Q + 1)."""
+    if max(escaped, default=0) > SYMBOL_LIMIT:
+        raise ValueError(f"an escaped symbol decodes beyond ±{SYMBOL_LIMIT}")
+    return escaped
 
 
 def encode_symbols(prior: Prior, values: npt.NDArray[np.integer[Any]]) -> bytes:
     """One sequence's symbols (T, L) as little-endian 32-bit words."""
-    values = _sequence(prior, values)
-    tables, uniform = _models(prior)
-    columns = prior.indices(values)
-    encoder = _constriction().stream.queue.RangeEncoder()
-    for dimension, table in enumerate(tables):
-        encoder.encode(columns[:, dimension], table)
-        escaped = values[columns[:, dimension] == prior.escape, dimension]
-        if len(escaped):
-            encoder.encode((escaped + SYMBOL_LIMIT).astype(np.int32), uniform)
-    return bytes(encoder.get_compressed().astype("<u4").tobytes())
+    return SymbolCoder(prior).encode(values)
 
 
 def decode_symbols(prior: Prior, data: bytes, frames: int) -> npt.NDArray[np.int32]:
     """The ``frames`` × L symbols ``encode_symbols`` made into ``data``."""
-    if len(data) % 4:
-        raise ValueError(f"coded symbols are 32-bit words, got {len(data)} bytes")
-    tables, uniform = _models(prior)
-    words = np.frombuffer(data, "<u4").astype(np.uint32)
-    decoder = _constriction().stream.queue.RangeDecoder(words)
-    decoded = np.empty((frames, prior.latent_dim), np.int32)
-    for dimension, table in enumerate(tables):
-        columns = np.asarray(decoder.decode(table, frames), np.int64)
-        escaped = columns == prior.escape
-        decoded[:, dimension] = columns + prior.lo[dimension]
-        if escaped.any():
-            values = np.asarray(decoder.decode(uniform, int(escaped.sum())), np.int64)
-            if values.max() > 2 * SYMBOL_LIMIT:
-                raise ValueError(f"an escaped symbol decodes beyond ±{SYMBOL_LIMIT}")
-            decoded[escaped, dimension] = values - SYMBOL_LIMIT
-    if not decoder.maybe_exhausted():
-        raise ValueError(f"the coded words do not end with the {frames} frames declared")
-    return decoded
+    return SymbolCoder(prior).decode(data, frames)
 
 
 def information_bits(prior: Prior, values: npt.NDArray[np.integer[Any]]) -> float:
     """The symbols' information under the prior, Σ −log2(f / 2^P), an escape's 16 bits too:
     the least any coder of this prior can spend on them."""
-    columns = prior.indices(_sequence(prior, values))
+    columns = prior.indices(_within(_sequence(prior, values)))
     chosen = np.take_along_axis(prior.frequencies.T, columns, axis=0)
     escapes = int((columns == prior.escape).sum())
     bits = prior.precision * chosen.size - float(np.log2(chosen.astype(np.float64)).sum())

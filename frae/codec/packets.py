@@ -11,19 +11,20 @@ import numpy as np
 import numpy.typing as npt
 
 from frae.codec import byte_format
-from frae.codec.coder import decode_symbols, encode_symbols
+from frae.codec.coder import SymbolCoder
 from frae.codec.compression import check_model_digest, check_pair, check_prior_digest, header_of
 from frae.codec.prior import Prior
 from frae.codec.quantization import symbols
 
 
 class _End:
-    """One end of a stream: the model, the prior, the feedback the last packet left, the
-    stream's header once the first packet has passed, and the packets so far."""
+    """One end of a stream: the model, the prior and its coder (built once), the feedback the
+    last packet left, the stream's header once the first packet has passed, and the packets
+    so far."""
 
     def __init__(self, model: Any, prior: Prior) -> None:
         check_pair(model, prior)
-        self.model, self.prior = model, prior
+        self.model, self.prior, self.coder = model, prior, SymbolCoder(prior)
         self.state: npt.NDArray[Any] | None = None
         self.header: byte_format.Header | None = None
         self.packets = 0
@@ -49,7 +50,7 @@ class Encoder(_End):
         if self.header is None:
             header = header_of(self.model, self.prior, values, one=one)
             self.header = opening = dataclasses.replace(header, frames=0)
-        words = [encode_symbols(self.prior, sequence) for sequence in values]
+        words = [self.coder.encode(sequence) for sequence in values]
         packet = byte_format.pack_packet(opening, self.packets, values.shape[1], words)
         self.state, self.packets = state, self.packets + 1
         return packet
@@ -66,7 +67,7 @@ class Decoder(_End):
         if self.header is None:
             check_prior_digest(header, self.prior)
             check_model_digest(header, self.model)
-        values = np.stack([decode_symbols(self.prior, sequence, frames) for sequence in words])
+        values = np.stack([self.coder.decode(sequence, frames) for sequence in words])
         one = header.flags & byte_format.ONE_SEQUENCE
         codes = (values * self.prior.step).astype(np.float32)
         outputs, state = self.model.decode(

@@ -61,11 +61,11 @@ class Prior:
         return int(self.frequencies.shape[1] - 1)
 
     def indices(self, symbols: npt.NDArray[np.integer[Any]]) -> npt.NDArray[np.int32]:
-        """Each symbol's column in its dimension's table (``symbols`` (…, L)), the escape's
-        for a symbol outside it."""
-        offsets = np.asarray(symbols, np.int64) - self.lo
-        inside = (offsets >= 0) & (offsets < self.escape)
-        return np.where(inside, offsets, self.escape).astype(np.int32)
+        """Each symbol's column in its dimension's table (``symbols`` (…, L), each within
+        ±Q), the escape's for a symbol outside it."""
+        # symbols within ±Q: a symbol below lo wraps, as uint32, past every column
+        offsets = (np.asarray(symbols, np.int32) - self.lo).astype(np.uint32)
+        return np.minimum(offsets, self.escape).view(np.int32)
 
     def __eq__(self, other: object) -> bool:
         return (

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from frae import codec
-from frae.codec import SYMBOL_LIMIT, Prior
+from frae.codec import SYMBOL_LIMIT, Prior, coder
 
 pytest.importorskip("constriction")
 
@@ -37,6 +37,23 @@ def test_the_words_stay_within_the_information_plus_64_bits(spread: float) -> No
         symbols = _symbols(seed, spread, frames)
         bits = 8 * len(codec.encode_symbols(prior, symbols))
         assert bits <= codec.information_bits(prior, symbols) + 64, (seed, frames)
+
+
+@pytest.mark.parametrize("spread", SPREADS)
+def test_a_symbol_a_call_and_an_array_a_call_make_the_same_words(
+    spread: float, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A short sequence is coded a symbol a call (``FEW_SYMBOLS``), a long one an array a
+    call: the same symbols make the same words either way, and read back either way."""
+    prior = codec.prior_of_symbols(_symbols(1, spread), STEP)
+    symbols = _symbols(7, spread, frames=coder.FEW_SYMBOLS // 3)
+    assert symbols.size <= coder.FEW_SYMBOLS
+    few = codec.encode_symbols(prior, symbols)
+    decoded_few = codec.decode_symbols(prior, few, len(symbols))
+    monkeypatch.setattr(coder, "FEW_SYMBOLS", 0)
+    assert codec.encode_symbols(prior, symbols) == few
+    np.testing.assert_array_equal(codec.decode_symbols(prior, few, len(symbols)), decoded_few)
+    np.testing.assert_array_equal(decoded_few, symbols)
 
 
 def test_fixed_symbols_under_a_fixed_table_make_the_committed_bytes() -> None:
