@@ -12,6 +12,8 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from bench.records import (
+    CODEC,
+    CODER,
     DEFAULT_MODEL,
     STREAM,
     DoneRecord,
@@ -44,6 +46,8 @@ LABELS = {
     "loss_and_grads": "loss_and_grads",
     "train_step": "train step",
     STREAM: "stream",
+    CODEC: "codec",
+    CODER: "coder alone",
 }
 """Each operation as the tables name it."""
 
@@ -283,7 +287,7 @@ def stream_costs(pivot: Pivot) -> list[StreamCost]:
     where at least ``MIN_FIT_CHUNKS`` were timed."""
     calls: dict[tuple[str, str], dict[int, float]] = {}
     for key, r in pivot.results.items():
-        if key.side is not None and key.chunk is not None and r.us_per_step is not None:
+        if key.operation == STREAM and key.side and key.chunk and r.us_per_step is not None:
             calls.setdefault((key.variant, key.side), {})[key.chunk] = key.chunk * r.us_per_step
     costs = []
     for (name, side), by_chunk in calls.items():

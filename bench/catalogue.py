@@ -8,7 +8,7 @@ from dataclasses import replace
 
 import frae
 from bench.grid import WIDE_SHAPES, Shape
-from bench.records import OPERATIONS, STREAM
+from bench.records import CODEC, OPERATIONS, STREAM
 from bench.roles import Role
 from bench.variant import Variant
 
@@ -124,7 +124,7 @@ def _exported(exporter: str, format: str, factory: str, quick: bool) -> Variant:
         Role.EXPORTED,
         f"{exporter} exported to {format} (frae export), run by {RUNTIMES[format][0]} alone",
         needs=RUNTIMES[format],
-        operations=("predict", STREAM),
+        operations=("predict", STREAM, CODEC),
         only_shapes=WIDE_SHAPES,
         quick=quick,
         exported_from=exporter.partition("[")[0],

@@ -23,7 +23,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from bench.catalogue import TARGETED, VARIANTS, unavailable
-from bench.grid import BATCHES, STEPS, choose_grid, read_config
+from bench.grid import BATCHES, STEPS, choose_grid, read_config, with_codec
 from bench.job import QUICK_SETTINGS, Settings
 from bench.records import EVERY_OPERATION, OPERATIONS, Record
 from bench.roles import Role
@@ -76,13 +76,15 @@ def benchmark(
     config: FRAEConfig | None = None,
     code_step: float | None = None,
 ) -> tuple[list[Record], str]:
-    """Measure over ``bench.grid.choose_grid``'s grid, then write the report (``preamble``,
+    """Measure over ``bench.grid.choose_grid``'s grid (the model of ``code_step`` beside its
+    own, the codec wherever a quantized model streams), then write the report (``preamble``,
     Markdown, before its summary); return the records and the summary for the terminal."""
     from bench import report
 
     grid, models = choose_grid(quick, config, batches, steps, operations)
     if code_step is not None:
         grid, models = with_quantized(grid, models, code_step)
+    grid = with_codec(grid, models)
     chosen = settings or (QUICK_SETTINGS if quick else Settings())
     records = run(select(variants, quick), grid, chosen, out, progress, models)
     return records, report.write(records, out, preamble)
@@ -134,7 +136,8 @@ def parser(prog: str) -> argparse.ArgumentParser:
         type=float,
         metavar="Δ",
         help="also measure the model with its codes quantized with Δ (2^-k, 0 ≤ k ≤ 14) at "
-        "B=1, T=1000 and on the stream, beside it: what rounding costs",
+        "B=1, T=1000 and on the stream, beside it: what rounding costs; and the codec, its "
+        "stream sent as packets of bytes (frae.codec), the entropy coder's part apart",
     )
     add("--batch", nargs="+", type=positive_int, metavar="B", help=f"default {BATCHES}")
     add("--steps", nargs="+", type=positive_int, metavar="T", help=f"default {STEPS}")

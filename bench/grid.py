@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from bench.job import Settings
-from bench.records import DEFAULT_MODEL, OPERATIONS, STREAM, Point, Shape
+from bench.records import CODEC, DEFAULT_MODEL, OPERATIONS, STREAM, Point, Shape
 from frae.config import FRAEConfig
 
 if TYPE_CHECKING:
@@ -122,6 +122,17 @@ def choose_grid(
     if config is None:
         return default_grid(), {label: FRAEConfig(), **wide_models()}
     return on_model(SHAPES, label), models
+
+
+def with_codec(grid: list[Point], models: dict[str, FRAEConfig]) -> list[Point]:
+    """``grid`` and, for each point streaming a quantized model, the codec at the same B and T
+    (``CODEC``): a point of its own, whose fresh model holds ``bench.codec_runs.codec_weights``."""
+    coded = [
+        Point(point.model, point.batch, point.steps, (CODEC,))
+        for point in grid
+        if STREAM in point.operations and models[point.model].code_step is not None
+    ]
+    return grid + coded
 
 
 def model_label(config: FRAEConfig) -> str:

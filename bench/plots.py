@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from bench.analysis import BATCHED_SHAPE, LABELS, Pivot
-from bench.records import OPERATIONS, SIDES
+from bench.records import OPERATIONS, SIDES, STREAM
 from bench.roles import Role
 
 LINES = {
@@ -60,7 +60,7 @@ def stream_panels(pivot: Pivot) -> dict[str, Panel]:
     length; a panel where no variant has two points is left out."""
     panels: dict[str, Panel] = {}
     for key, r in pivot.results.items():
-        if key.side is not None and key.chunk is not None and r.us_per_step is not None:
+        if key.operation == STREAM and key.side and key.chunk and r.us_per_step is not None:
             panels.setdefault(key.side, {}).setdefault(key.variant, []).append(
                 (key.chunk, r.us_per_step)
             )

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from bench import tables
 from bench.analysis import Pivot, models_of, summary_shape
+from bench.codec_report import codec_sections
 from bench.export_section import export_sections
 from bench.plots import plots
 from bench.records import DEFAULT_MODEL, Point, Record, RunRecord, VariantRecord, read
@@ -312,7 +313,7 @@ def sections(
     for other in models_of(records)[1:]:
         if not is_quantized(records, other):
             found += model_sections(Pivot.of(records, other))
-    found += rounding_sections(records)
+    found += rounding_sections(records) + codec_sections(records)
     found += flag_sections(pivot)
     found.append(variants_section(pivot, run))
     detail = tables.detail_rows(pivot)

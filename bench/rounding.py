@@ -8,7 +8,7 @@ from dataclasses import replace
 
 from bench.analysis import TARGET_SHAPE, Pivot, label, models_of
 from bench.grid import model_label
-from bench.records import STREAM, Point, Record, RunRecord
+from bench.records import CODEC, CODER, STREAM, Point, Record, RunRecord
 from bench.render import Brief, Section
 from bench.tables import Rows, fmt
 from frae.config import FRAEConfig
@@ -52,13 +52,16 @@ def is_quantized(records: list[Record], model: str) -> bool:
 
 
 def rounding_rows(records: list[Record]) -> Rows:
-    """Each measurement of a quantized model beside the first model's at the same key."""
+    """Each measurement of a quantized model beside the run's first model's at the same key
+    (none where the first is the only one, quantized or not)."""
     main = Pivot.of(records)
-    quantized_models = [model for model in models_of(records) if is_quantized(records, model)]
+    quantized_models = [model for model in models_of(records)[1:] if is_quantized(records, model)]
     rows = []
     for model in quantized_models:
         quantized = Pivot.of(records, model)
         for key, result in quantized.results.items():
+            if key.operation in (CODEC, CODER):  # the codec's section (``bench.codec_report``)
+                continue
             float_key = main.key(key.variant, key.operation, key.shape, key.side, key.chunk)
             base = main.figure(float_key)
             ratio = result.us_per_step / base if result.us_per_step and base else None

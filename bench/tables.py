@@ -361,7 +361,8 @@ def unstreamed(pivot: Pivot) -> list[str]:
             why = r.unsupported or r.error or "not timed"
             named = label(key.operation, key.side, key.chunk)
             reasons.setdefault(key.variant, {}).setdefault(why, []).append(named)
-    timed = {k.variant for k, r in pivot.results.items() if k.side and r.median_s is not None}
+    streamed = [(k, r) for k, r in pivot.results.items() if k.operation == STREAM]
+    timed = {k.variant for k, r in streamed if r.median_s is not None}
     for name, by_reason in reasons.items():
         for why, where in by_reason.items():
             at = f" ({'; '.join(where)})" if name in timed or len(by_reason) > 1 else ""

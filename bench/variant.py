@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from bench.records import EVERY_OPERATION, STREAM, Shape
+from bench.records import CODEC, OFFERED, STREAM, Shape
 from bench.roles import Role
 
 
@@ -22,7 +22,8 @@ class Variant:
         needs_compiler: it compiles C when the model is created.
         slow: it interprets every time step, so it gets only part of the grid
             (``Settings.slow_max_steps``, ``slow_max_batch``).
-        operations: what it offers; one that leaves out the stream says why in ``no_stream``.
+        operations: what it offers; one that leaves out the stream says why in ``no_stream``;
+            the codec (``CODEC``) streams, so it comes with the stream.
         optional: it runs only when named in ``--variants``.
         quick: it runs in ``--quick``.
         only_shapes: the (B, T) it runs, of the grid's (``None``: every one).
@@ -47,7 +48,7 @@ class Variant:
     needs: tuple[str, ...] = ()
     needs_compiler: bool = False
     slow: bool = False
-    operations: tuple[str, ...] = EVERY_OPERATION
+    operations: tuple[str, ...] = OFFERED
     optional: bool = False
     quick: bool = True
     only_shapes: tuple[Shape, ...] | None = None
@@ -66,4 +67,8 @@ class Variant:
                 f"variant {self.name!r} must give no_stream exactly when its operations leave "
                 f"out {STREAM!r}, got operations {self.operations} and no_stream "
                 f"{self.no_stream!r}"
+            )
+        if CODEC in self.operations and STREAM not in self.operations:
+            raise ValueError(
+                f"variant {self.name!r} offers {CODEC!r}, which streams, without {STREAM!r}"
             )

@@ -18,14 +18,18 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import replace
 from functools import partial
+from itertools import product
 from pathlib import Path
 from typing import Any, NamedTuple
 
 import numpy as np
 
+from bench.codec_runs import codec_runs, codec_weights
 from bench.grid import STREAM_CHUNKS
 from bench.job import Job, Settings
 from bench.records import (
+    CODEC,
+    CODER,
     RECEIVER,
     SENDER,
     SIDES,
@@ -104,27 +108,29 @@ def measure_shape(job: Job, point: Point) -> Iterator[ResultRecord]:
 
     config = job.config(point.model)
     x = multi_sine(batch=point.batch, steps=point.steps, features=config.input_dim, seed=0)
+    weights = codec_weights(config) if CODEC in point.operations else None
     start = time.perf_counter()
     try:
-        model = frae.create(job.backend, config, seed=0, devices=job.devices)
+        model = frae.create(job.backend, config, seed=0, weights=weights, devices=job.devices)
         failure = None
     except Exception as error:  # reported on every operation's row
         model, failure = None, f"{type(error).__name__}: {error}"
     create_s = time.perf_counter() - start
     calls = _calls(model, x, job.settings.train_steps)
+    rows = partial(
+        ResultRecord,
+        batch=point.batch,
+        steps=point.steps,
+        model=point.model,
+        create_s=create_s,
+        artifact_kib=getattr(model, "artifact_kib", None),
+    )
     for operation in point.operations:
-        row = partial(
-            ResultRecord,
-            job.variant,
-            operation,
-            point.batch,
-            point.steps,
-            model=point.model,
-            create_s=create_s,
-            artifact_kib=getattr(model, "artifact_kib", None),
-        )
+        row = partial(rows, job.variant, operation)
         if operation == STREAM:
             yield from measure_stream(model, x, job, row, failure)
+        elif operation == CODEC:
+            yield from measure_codec(model, x, job, partial(rows, job.variant), failure)
         else:
             yield row(error=failure) if failure else measure(operation, calls[operation], job, row)
 
@@ -150,6 +156,31 @@ def measure_stream(
     for stream in streams(model, x, codes, STREAM_CHUNKS):
         calls = Calls(stream.run, stream.run, 1, warm_up=False)
         yield measure(STREAM, calls, streaming, partial(row, side=stream.side, chunk=stream.chunk))
+
+
+def measure_codec(
+    model: Any, x: np.ndarray, job: Job, row: Callable[..., ResultRecord], failure: str | None
+) -> Iterator[ResultRecord]:
+    """The codec's records (``bench.codec_runs``), made by ``row(operation, ...)``: through
+    packets and the coder alone, one per side and chunk length; where they could not be made,
+    every record says why."""
+    why = {"error": failure} if failure else {}
+    if not why:
+        try:
+            runs = list(codec_runs(model, x, STREAM_CHUNKS))
+        except NotImplementedError as error:
+            why = {"unsupported": str(error)}
+        except Exception as error:  # reported on every row
+            why = {"error": f"{type(error).__name__}: {error}"}
+    if why:
+        for operation, side, chunk in product((CODEC, CODER), SIDES, STREAM_CHUNKS):
+            yield row(operation, side=side, chunk=chunk, **why)
+        return
+    streaming = replace(job, settings=job.settings.for_stream())
+    for run in runs:
+        calls = Calls(run.run, run.run, 1, warm_up=False)
+        side_row = partial(row, run.operation, side=run.side, chunk=run.chunk)
+        yield measure(run.operation, calls, streaming, side_row)
 
 
 class Stream(NamedTuple):
