@@ -12,6 +12,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from bench.records import (
+    BYPASSED,
     CODEC,
     CODER,
     DEFAULT_MODEL,
@@ -48,6 +49,7 @@ LABELS = {
     STREAM: "stream",
     CODEC: "codec",
     CODER: "coder alone",
+    BYPASSED: "codec, coder bypassed",
 }
 """Each operation as the tables name it."""
 

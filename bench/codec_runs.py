@@ -1,9 +1,11 @@
 """What the codec's measurements time (``bench.worker``): a quantized model's sequence sent
 as packets of bytes, a chunk of frames a packet (``frae.codec.Encoder``), and received
-(``frae.codec.Decoder``); and the entropy coder's part of each alone, the same symbols coded
-to the same words and back (``frae.codec.coder.SymbolCoder``), with no model and no packet.
-Each run sends or receives the whole sequence from the zero state, its coder built anew, as
-a fresh stream's would be."""
+(``frae.codec.Decoder``); the entropy coder alone, the same symbols coded to the same words
+and back (``frae.codec.coder.SymbolCoder``), with no model and no packet; and the codec with
+its coder bypassed, each call of the coder answered with what it made (``Replay``): the codec
+less the bypassed run is what the coder costs within it, where the model's work has taken the
+caches the coder alone keeps warm. Each run sends or receives the whole sequence from the zero
+state, its coder built anew, as a fresh stream's would be."""
 
 from __future__ import annotations
 
@@ -13,7 +15,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import numpy.typing as npt
 
-from bench.records import CODEC, CODER, RECEIVER, SENDER
+from bench.records import BYPASSED, CODEC, CODER, RECEIVER, SENDER
 from frae.config import FRAEConfig
 
 WEIGHTS_SEED, WEIGHTS_STDDEV = 1, 1.0
@@ -23,8 +25,9 @@ PRIOR_SEED = 1
 
 
 class CodecRun(NamedTuple):
-    """One measurement of the codec, ready to run: the packets (``CODEC``) or the coder alone
-    (``CODER``), at one side and chunk length."""
+    """One measurement of the codec, ready to run: the packets (``CODEC``), the coder alone
+    (``CODER``) or the packets with the coder bypassed (``BYPASSED``), at one side and chunk
+    length."""
 
     operation: str
     side: str
@@ -62,29 +65,69 @@ def codec_runs(
     prior = codec.fit_prior(model, fitted_on)
     values = codec.symbols(model.encode(x), prior.step)
     for chunk in chunks:
-        send = _sending(model, prior, along_time(x, chunk))
-        packets = send()
-        yield CodecRun(CODEC, SENDER, chunk, send)
+        pieces = along_time(x, chunk)
+        packets = _sending(model, prior, pieces)()
+        words, decoded = _coded(prior, packets)
+        yield CodecRun(CODEC, SENDER, chunk, _sending(model, prior, pieces))
         yield CodecRun(CODEC, RECEIVER, chunk, _receiving(model, prior, packets))
         yield CodecRun(CODER, SENDER, chunk, _coding(prior, along_time(values, chunk)))
         yield CodecRun(CODER, RECEIVER, chunk, _reading(prior, packets))
+        yield CodecRun(BYPASSED, SENDER, chunk, _sending(model, prior, pieces, words))
+        yield CodecRun(BYPASSED, RECEIVER, chunk, _receiving(model, prior, packets, decoded))
 
 
-def _sending(model: Any, prior: Any, pieces: list[npt.NDArray[Any]]) -> Callable[[], list[bytes]]:
+class Replay:
+    """A coder that answers each call with the next of what the real one made, in order."""
+
+    def __init__(self, made: list[Any]) -> None:
+        self.next = iter(made).__next__
+
+    def encode(self, values: Any) -> Any:
+        return self.next()
+
+    def decode(self, data: bytes, frames: int) -> Any:
+        return self.next()
+
+
+def _coded(prior: Any, packets: list[bytes]) -> tuple[list[bytes], list[npt.NDArray[Any]]]:
+    """The words of every sequence of ``packets``, in order, and the symbols they decode to."""
+    from frae.codec.byte_format import unpack_packet
+    from frae.codec.coder import SymbolCoder
+
+    coder, header, words, decoded = SymbolCoder(prior), None, [], []
+    for packet in packets:
+        header, _, frames, sequences = unpack_packet(packet, header)
+        words += sequences
+        decoded += [coder.decode(sequence, frames) for sequence in sequences]
+    return words, decoded
+
+
+def _sending(
+    model: Any, prior: Any, pieces: list[npt.NDArray[Any]], replayed: list[bytes] | None = None
+) -> Callable[[], list[bytes]]:
+    """An Encoder's run over ``pieces``; its coder bypassed where ``replayed`` gives the words."""
     from frae.codec import Encoder
 
     def send() -> list[bytes]:
         sender = Encoder(model, prior)
+        if replayed is not None:
+            sender.coder = Replay(replayed)  # type: ignore[assignment]
         return [sender.push(piece) for piece in pieces]
 
     return send
 
 
-def _receiving(model: Any, prior: Any, packets: list[bytes]) -> Callable[[], None]:
+def _receiving(
+    model: Any, prior: Any, packets: list[bytes], replayed: list[npt.NDArray[Any]] | None = None
+) -> Callable[[], None]:
+    """A Decoder's run over ``packets``; its coder bypassed where ``replayed`` gives the
+    symbols."""
     from frae.codec import Decoder
 
     def receive() -> None:
         receiver = Decoder(model, prior)
+        if replayed is not None:
+            receiver.coder = Replay(replayed)  # type: ignore[assignment]
         for packet in packets:
             receiver.push(packet)
 

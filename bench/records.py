@@ -22,10 +22,12 @@ STREAM = "stream"
 """A sequence sent a chunk at a time, the state carried from call to call
 (``bench.worker.streams``)."""
 EVERY_OPERATION = (*OPERATIONS, STREAM)
-CODEC, CODER = "codec", "coder"
-"""A quantized model's stream as packets of bytes (``frae.codec.Encoder`` / ``Decoder``), and
-the entropy coder's part of it alone (``bench.codec_runs``): measured beside the stream
-wherever the streamed model is quantized (``bench.grid.with_codec``)."""
+CODEC, CODER, BYPASSED = "codec", "coder", "bypassed"
+"""A quantized model's stream as packets of bytes (``frae.codec.Encoder`` / ``Decoder``), the
+entropy coder alone on the same symbols, and the codec with its coder bypassed
+(``bench.codec_runs``): measured wherever the streamed model is quantized
+(``bench.grid.with_codec``)."""
+CODING = (CODEC, CODER, BYPASSED)
 OFFERED = (*EVERY_OPERATION, CODEC)
 """What a variant offers unless it says otherwise (``bench.variant.Variant``)."""
 SENDER, RECEIVER = "sender", "receiver"

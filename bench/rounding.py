@@ -8,7 +8,7 @@ from dataclasses import replace
 
 from bench.analysis import TARGET_SHAPE, Pivot, label, models_of
 from bench.grid import model_label
-from bench.records import CODEC, CODER, STREAM, Point, Record, RunRecord
+from bench.records import CODING, STREAM, Point, Record, RunRecord
 from bench.render import Brief, Section
 from bench.tables import Rows, fmt
 from frae.config import FRAEConfig
@@ -60,7 +60,7 @@ def rounding_rows(records: list[Record]) -> Rows:
     for model in quantized_models:
         quantized = Pivot.of(records, model)
         for key, result in quantized.results.items():
-            if key.operation in (CODEC, CODER):  # the codec's section (``bench.codec_report``)
+            if key.operation in CODING:  # the codec's section (``bench.codec_report``)
                 continue
             float_key = main.key(key.variant, key.operation, key.shape, key.side, key.chunk)
             base = main.figure(float_key)

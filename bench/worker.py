@@ -29,7 +29,7 @@ from bench.grid import STREAM_CHUNKS
 from bench.job import Job, Settings
 from bench.records import (
     CODEC,
-    CODER,
+    CODING,
     RECEIVER,
     SENDER,
     SIDES,
@@ -162,8 +162,8 @@ def measure_codec(
     model: Any, x: np.ndarray, job: Job, row: Callable[..., ResultRecord], failure: str | None
 ) -> Iterator[ResultRecord]:
     """The codec's records (``bench.codec_runs``), made by ``row(operation, ...)``: through
-    packets and the coder alone, one per side and chunk length; where they could not be made,
-    every record says why."""
+    packets, the coder alone and the codec with its coder bypassed, one per side and chunk
+    length; where they could not be made, every record says why."""
     why = {"error": failure} if failure else {}
     if not why:
         try:
@@ -173,7 +173,7 @@ def measure_codec(
         except Exception as error:  # reported on every row
             why = {"error": f"{type(error).__name__}: {error}"}
     if why:
-        for operation, side, chunk in product((CODEC, CODER), SIDES, STREAM_CHUNKS):
+        for operation, side, chunk in product(CODING, SIDES, STREAM_CHUNKS):
             yield row(operation, side=side, chunk=chunk, **why)
         return
     streaming = replace(job, settings=job.settings.for_stream())
