@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 import frae
-from apps.demo import plots, tables
+from apps.demo import crossing, plots, tables
 from apps.demo.data import Signal, load_signal
 from apps.demo.settings import BATCH_SIZE, CHANNELS, EPOCHS, LEARNING_RATE, MODELS, SEED, WINDOW
 from apps.demo.worker import Variant, run_variant, variants
@@ -82,15 +82,23 @@ def run_demo(
     if trained := first_weights(results):
         sources = ", ".join(Path(path).stem for path in trained.values())
         print(f"Quantized after training, the weights of {sources}:")
-        sweeps = run_variants(
-            out, signal, chosen, {**job, "kind": "quantize", "trained": trained}, jobs
-        )
-        for label, sweep in sweeps.items():
-            for model, outcome in sweep["models"].items():
-                results[label]["models"].setdefault(model, {}).update(outcome)
+        job |= {"trained": trained, "streams": str(out / "streams")}
+        merge(results, run_variants(out, signal, chosen, {**job, "kind": "quantize"}, jobs))
+        if wanted := crossing.streams_to_decode(results):
+            print("Each backend decoding the bytes of the others, where they differ from its own:")
+            receivers = [variant for variant in chosen if variant.label in wanted]
+            decode = {**job, "kind": "decode", "decode": wanted}
+            merge(results, run_variants(out, signal, receivers, decode, jobs))
     report(out, signal, results)
     print(f"total {time.perf_counter() - started:.0f} s")
     return results
+
+
+def merge(results: Results, more: Results) -> None:
+    """Each model's outcome in ``more`` added to its variant's in ``results``."""
+    for label, found in more.items():
+        for model, outcome in found["models"].items():
+            results[label]["models"].setdefault(model, {}).update(outcome)
 
 
 def run_variants(

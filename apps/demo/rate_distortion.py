@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -53,6 +54,10 @@ def bits_per_frame(symbols: npt.NDArray[np.integer[Any]]) -> float:
     return total
 
 
+Keep = Callable[[bytes, codec.Prior], None]
+"""What a rate point hands its stream to: its bytes and their prior."""
+
+
 @dataclass(frozen=True)
 class RatePoint:
     """A quantized model on the held-out windows: its Δ, rate in bits per frame (the symbols'
@@ -72,20 +77,26 @@ class RatePoint:
     bytes: str
 
 
-def _digest(data: bytes) -> str:
+def digest(data: bytes) -> str:
+    """The first 12 hexadecimal digits of ``data``'s SHA-256: equal digests, equal bytes."""
     return hashlib.sha256(data).hexdigest()[:12]
 
 
 def rate_point(
-    model: frae.Backend, x: npt.NDArray[np.float32], train: npt.NDArray[np.float32]
+    model: frae.Backend,
+    x: npt.NDArray[np.float32],
+    train: npt.NDArray[np.float32],
+    keep: Keep | None = None,
 ) -> RatePoint:
     """``model``'s (a config with ``code_step``) symbols, bytes and reconstruction of ``x``,
-    under the prior of its symbols of ``train``."""
+    under the prior of its symbols of ``train``; the bytes and the prior handed to ``keep``."""
     step = model.config.code_step
     assert step is not None, "a quantized model"
     symbols = codec.symbols(model.encode(x), step)
     prior = codec.fit_prior(model, train)
     data = codec.compress(model, prior, x)
+    if keep is not None:
+        keep(data, prior)
     sender = codec.Encoder(model, prior)
     packets = sum(len(sender.push(x[:, t : t + 1])) for t in range(x.shape[1]))
     frames = symbols.shape[0] * symbols.shape[1]
@@ -94,12 +105,12 @@ def rate_point(
         step,
         bits_per_frame(symbols),
         snr_db(x, codec.decompress(model, prior, data)),
-        _digest(symbols.tobytes()),
+        digest(symbols.tobytes()),
         prior_bits=information / frames,
         stream_bits=8 * len(data) / frames,
         packet_bits=8 * packets / frames,
         payload_excess=payload_excess(model, prior, x),
-        bytes=_digest(data),
+        bytes=digest(data),
     )
 
 
@@ -118,14 +129,16 @@ def quantized_after_training(
     weights: dict[str, npt.NDArray[Any]],
     x: npt.NDArray[Any],
     train: npt.NDArray[Any],
+    keep: Keep | None = None,
 ) -> list[RatePoint]:
     """The float model's ``weights`` in ``backend``'s quantized model at each of
-    ``CODE_STEPS``, on ``x``, its prior fitted on ``train``."""
+    ``CODE_STEPS``, on ``x``, its prior fitted on ``train`` (each stream handed to ``keep``)."""
     return [
         rate_point(
             frae.create(backend, dataclasses.replace(config, code_step=step), weights=weights),
             x,
             train,
+            keep,
         )
         for step in CODE_STEPS
     ]

@@ -7,6 +7,7 @@ from typing import Any
 
 from tabulate import tabulate
 
+from apps.demo import crossing
 from apps.demo.rate_distortion import CODE_STEPS, step_label
 from apps.demo.settings import MODELS
 
@@ -19,6 +20,9 @@ def progress(result: dict[str, Any]) -> str:
     for model, outcome in result["models"].items():
         if "error" in outcome:
             parts.append(f"{model}: {outcome['error']}")
+        elif "decoded" in outcome:
+            count = sum(len(names) for names in outcome["decoded"].values())
+            parts.append(f"{model}: {count} other backends' streams decoded")
         elif "after_training" in outcome:
             last = outcome["after_training"][-1]
             parts.append(f"{model} {last['snr_db']:.2f} dB at Δ = {step_label(last['step'])}")
@@ -107,6 +111,7 @@ BYTES_HEADERS = [
     "packets of a frame",
     "one sequence: words beyond information",
     "backends with these bytes",
+    "decoded, sender × receiver: SNR dB",
 ]
 
 
@@ -114,7 +119,9 @@ def bytes_rows(results: dict[str, dict[str, Any]], model: str) -> list[list[Any]
     """Per Δ, the float weights quantized after training, in real bytes (the first backend's):
     the symbols' entropy, their information under the training windows' prior, the bytes of
     one stream and of packets a frame each, all counted; the words of the windows end to end
-    as one sequence against their information; and how many backends made the same bytes."""
+    as one sequence against their information; how many backends made the same bytes; and
+    every backend's bytes decoded on every backend (``crossing.pair_snrs``): the ordered
+    pairs decoded of all, and their SNR."""
     after = list(points_of(results, model, "after_training").values())
     rows = []
     for index, step in enumerate(CODE_STEPS):
@@ -125,10 +132,18 @@ def bytes_rows(results: dict[str, dict[str, Any]], model: str) -> list[list[Any]
         same = sum(point["bytes"] == first["bytes"] for point in points)
         fields = ("bits", "prior_bits", "stream_bits", "packet_bits")
         excess = f"{100 * first['payload_excess']:+.2f} %"
-        rows.append(
-            [step_label(step), *(first[f] for f in fields), excess, f"{same}/{len(points)}"]
-        )
+        crossed = _crossed(crossing.pair_snrs(results, model, index), len(points))
+        agreed = f"{same}/{len(points)}"
+        rows.append([step_label(step), *(first[f] for f in fields), excess, agreed, crossed])
     return rows
+
+
+def _crossed(pairs: dict[tuple[str, str], float], backends: int) -> str:
+    """ "49/49: 12.34" where every pair's SNR rounds alike, else its span."""
+    if not pairs:
+        return f"0/{backends**2}"
+    low, high = (f"{value:.2f}" for value in (min(pairs.values()), max(pairs.values())))
+    return f"{len(pairs)}/{backends**2}: {low}" + (f" to {high}" if high != low else "")
 
 
 def _span(points: list[dict[str, Any]], field: str) -> str:

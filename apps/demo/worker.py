@@ -18,12 +18,14 @@ import sys
 import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, replace
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 import frae
+from apps.demo.crossing import decode_in_this_process, keep_stream
 from apps.demo.rate_distortion import (
     TRAINED_CODE_STEPS,
     quantized_after_training,
@@ -124,23 +126,28 @@ def _fitted(
 
 def quantize_in_this_process(job: dict[str, Any]) -> dict[str, Any]:
     """The worker's sweep: each model's float weights (``job["trained"]``, one backend's)
-    quantized after training at each of ``CODE_STEPS`` by this backend's quantized model."""
+    quantized after training at each of ``CODE_STEPS`` by this backend's quantized model, each
+    stream kept in ``job["streams"]`` (``apps.demo.crossing``)."""
     with np.load(job["data"]) as data:
         train, test = data["train"], data["test"]
     results: dict[str, Any] = {}
     for model, fields in job["models"].items():
         try:
             weights = frae.load_weights(job["trained"][model])
-            points = quantized_after_training(
-                job["backend"], FRAEConfig.from_dict(fields), weights, test, train
-            )
+            keep = partial(keep_stream, Path(job["streams"]) / model)
+            config = FRAEConfig.from_dict(fields)
+            points = quantized_after_training(job["backend"], config, weights, test, train, keep)
             results[model] = {"after_training": [asdict(point) for point in points]}
         except Exception as error:  # reported in the table, the other model still runs
             results[model] = {"error": f"{type(error).__name__}: {error}".splitlines()[0]}
     return {"models": results, "cpu_seconds": _cpu_seconds()}
 
 
-JOBS = {"train": train_in_this_process, "quantize": quantize_in_this_process}
+JOBS = {
+    "train": train_in_this_process,
+    "quantize": quantize_in_this_process,
+    "decode": decode_in_this_process,
+}
 """The worker's jobs by ``job["kind"]``."""
 
 
