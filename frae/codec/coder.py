@@ -98,16 +98,21 @@ class SymbolCoder:
                 encoder.encode(escaped + np.int32(SYMBOL_LIMIT), self.uniform)
 
     def _encode_few(self, encoder: Any, rows: list[list[int]]) -> None:
-        """``_encode_many``'s symbols in its order, ``rows`` the symbols of each dimension."""
-        if any(abs(symbol) > SYMBOL_LIMIT for row in rows for symbol in row):
-            raise ValueError(BEYOND)
+        """``_encode_many``'s symbols in its order, ``rows`` the symbols of each dimension,
+        each checked within ±Q as it comes (the encoder is the caller's alone)."""
+        escape, limit = self.escape, SYMBOL_LIMIT
         for row, lo, table in zip(rows, self.lo, self.tables, strict=True):
-            escaped = [symbol for symbol in row if not 0 <= symbol - lo < self.escape]
+            escaped = []
             for symbol in row:
-                inside = 0 <= symbol - lo < self.escape
-                encoder.encode(symbol - lo if inside else self.escape, table)
-            for symbol in escaped:
-                encoder.encode(symbol + SYMBOL_LIMIT, self.uniform)
+                if 0 <= symbol - lo < escape:
+                    encoder.encode(symbol - lo, table)
+                elif -limit <= symbol <= limit:
+                    encoder.encode(escape, table)
+                    escaped.append(symbol + limit)
+                else:
+                    raise ValueError(BEYOND)
+            for value in escaped:
+                encoder.encode(value, self.uniform)
 
     def decode(self, data: bytes, frames: int) -> npt.NDArray[np.int32]:
         """The ``frames`` × L symbols ``encode`` made into ``data``."""
