@@ -24,7 +24,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from bench.codec_runs import codec_runs, codec_weights
+from bench.codec_runs import CodecRun, codec_runs, codec_weights
 from bench.grid import STREAM_CHUNKS
 from bench.job import Job, Settings
 from bench.records import (
@@ -176,11 +176,45 @@ def measure_codec(
         for operation, side, chunk in product(CODING, SIDES, STREAM_CHUNKS):
             yield row(operation, side=side, chunk=chunk, **why)
         return
-    streaming = replace(job, settings=job.settings.for_stream())
+    together: dict[tuple[str, int], list[CodecRun]] = {}
     for run in runs:
-        calls = Calls(run.run, run.run, 1, warm_up=False)
-        side_row = partial(row, run.operation, side=run.side, chunk=run.chunk)
-        yield measure(run.operation, calls, streaming, side_row)
+        together.setdefault((run.side, run.chunk), []).append(run)
+    for group in together.values():
+        yield from measure_in_turn(group, job, row)
+
+
+def measure_in_turn(
+    runs: list[CodecRun], job: Job, row: Callable[..., ResultRecord]
+) -> list[ResultRecord]:
+    """The records of ``runs`` (one side and chunk length), timed in turn, a sample of each
+    a round, so that a drift of the machine falls on each alike: the coder's share is the
+    difference of two of them. The rounds stop as ``sample``'s calls do."""
+    settings = job.settings.for_stream()
+    rows = [
+        partial(row, run.operation, side=run.side, chunk=run.chunk, threads=settings.threads)
+        for run in runs
+    ]
+    seconds: list[list[float]] = [[] for _ in runs]
+
+    def each_once(into: list[list[float]]) -> None:
+        for times, run in zip(into, runs, strict=True):
+            begin = time.perf_counter()
+            run.run()
+            times.append(time.perf_counter() - begin)
+
+    try:
+        first: list[list[float]] = [[] for _ in runs]
+        each_once(first)  # a stream's first run: its compiles, and nothing to warm up
+        cpu, wall = time.process_time(), time.perf_counter()
+        rounds = settings.repeats, settings.min_time_s, settings.budget_s, settings.max_samples
+        sample(lambda: each_once(seconds), *rounds)
+        busy = (time.process_time() - cpu) / (time.perf_counter() - wall)
+    except Exception as error:  # every run's record says why
+        return [made(error=f"{type(error).__name__}: {error}") for made in rows]
+    return [
+        _record(made, firsts[0], Timed(np.array(times), 1, None, busy))
+        for made, firsts, times in zip(rows, first, seconds, strict=True)
+    ]
 
 
 class Stream(NamedTuple):
@@ -240,6 +274,11 @@ def measure(
         return row(first_call_s=first_call_s, unsupported=str(error))
     except Exception as error:  # one failing operation must not hide the others
         return row(first_call_s=first_call_s, error=f"{type(error).__name__}: {error}")
+    return _record(row, first_call_s, timed)
+
+
+def _record(row: Callable[..., ResultRecord], first_call_s: float, timed: Timed) -> ResultRecord:
+    """The record ``row`` makes of a first call and the timed calls after it."""
     q1, median, q3 = np.percentile(timed.seconds / timed.per_call, [25, 50, 75])
     return row(
         first_call_s=first_call_s,

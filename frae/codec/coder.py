@@ -71,17 +71,20 @@ NumPy's cost per call for a packet of a frame or a few. Both ways make the same 
 
 
 class SymbolCoder:
-    """A prior's models, built once, coding sequences of symbols to words and back: what a
-    stream's ends hold, so that a packet of a frame pays for its symbols alone."""
+    """A prior's models and an encoder, built once, coding sequences of symbols to words and
+    back, one call at a time: what a stream's ends hold, so that a packet of a frame pays for
+    its symbols alone."""
 
     def __init__(self, prior: Prior) -> None:
         self.prior, self.lo, self.escape = prior, prior.lo.tolist(), prior.escape
         self.tables, self.uniform = _models(prior)
+        self.encoder = _constriction().stream.queue.RangeEncoder()
 
     def encode(self, values: npt.NDArray[np.integer[Any]]) -> bytes:
         """One sequence's symbols (T, L) as little-endian 32-bit words."""
         array = _sequence(self.prior, values)
-        encoder = _constriction().stream.queue.RangeEncoder()
+        encoder = self.encoder
+        encoder.clear()
         if array.size <= FEW_SYMBOLS:
             self._encode_few(encoder, array.T.tolist())
         else:
@@ -118,7 +121,7 @@ class SymbolCoder:
         """The ``frames`` × L symbols ``encode`` made into ``data``."""
         if len(data) % 4:
             raise ValueError(f"coded symbols are 32-bit words, got {len(data)} bytes")
-        words = np.frombuffer(data, "<u4").astype(np.uint32)
+        words = np.frombuffer(data, "<u4").astype(np.uint32, copy=False)
         decoder = _constriction().stream.queue.RangeDecoder(words)
         if frames * len(self.lo) <= FEW_SYMBOLS:
             decoded = np.array(self._decode_few(decoder, frames), np.int32).T
@@ -143,11 +146,14 @@ class SymbolCoder:
         """``_decode_many``'s symbols, each dimension's as a list."""
         rows = []
         for lo, table in zip(self.lo, self.tables, strict=True):
-            columns = [decoder.decode(table) for _ in range(frames)]
-            count = columns.count(self.escape)
-            escaped = [decoder.decode(self.uniform) - SYMBOL_LIMIT for _ in range(count)]
-            values = iter(_checked(escaped))
-            rows.append([next(values) if c == self.escape else c + lo for c in columns])
+            row = [decoder.decode(table) + lo for _ in range(frames)]
+            escape = self.escape + lo  # no symbol of the table: an escape's column, shifted
+            if escape in row:
+                count = row.count(escape)
+                values = [decoder.decode(self.uniform) - SYMBOL_LIMIT for _ in range(count)]
+                escaped = iter(_checked(values))
+                row = [next(escaped) if symbol == escape else symbol for symbol in row]
+            rows.append(row)
         return rows
 
 
