@@ -71,20 +71,17 @@ NumPy's cost per call for a packet of a frame or a few. Both ways make the same 
 
 
 class SymbolCoder:
-    """A prior's models and an encoder, built once, coding sequences of symbols to words and
-    back, one call at a time: what a stream's ends hold, so that a packet of a frame pays for
-    its symbols alone."""
+    """A prior's models, built once, coding sequences of symbols to words and back: what a
+    stream's ends hold, so that a packet of a frame pays for its symbols alone."""
 
     def __init__(self, prior: Prior) -> None:
         self.prior, self.lo, self.escape = prior, prior.lo.tolist(), prior.escape
         self.tables, self.uniform = _models(prior)
-        self.encoder = _constriction().stream.queue.RangeEncoder()
 
     def encode(self, values: npt.NDArray[np.integer[Any]]) -> bytes:
         """One sequence's symbols (T, L) as little-endian 32-bit words."""
         array = _sequence(self.prior, values)
-        encoder = self.encoder
-        encoder.clear()
+        encoder = _constriction().stream.queue.RangeEncoder()
         if array.size <= FEW_SYMBOLS:
             self._encode_few(encoder, array.T.tolist())
         else:
@@ -121,7 +118,7 @@ class SymbolCoder:
         """The ``frames`` × L symbols ``encode`` made into ``data``."""
         if len(data) % 4:
             raise ValueError(f"coded symbols are 32-bit words, got {len(data)} bytes")
-        words = np.frombuffer(data, "<u4").astype(np.uint32, copy=False)
+        words = np.frombuffer(data, "<u4").astype(np.uint32)
         decoder = _constriction().stream.queue.RangeDecoder(words)
         if frames * len(self.lo) <= FEW_SYMBOLS:
             decoded = np.array(self._decode_few(decoder, frames), np.int32).T
