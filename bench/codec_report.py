@@ -42,7 +42,7 @@ CAPTION = (
 
 def _share(pivot: Pivot, key: Key) -> float | None:
     """The coder's share of the codec at ``key``: 1 − bypassed / codec."""
-    codec, bypassed = pivot.figure(key), pivot.figure(key._replace(operation=BYPASSED))
+    codec, bypassed = pivot.figure(key), pivot.figure(key.doing(BYPASSED))
     return None if not codec or bypassed is None else 1 - bypassed / codec
 
 
@@ -54,7 +54,7 @@ def codec_rows(records: list[Record]) -> Rows:
     for model in models:
         pivot = Pivot.of(records, model)
         for key in [key for key in pivot.results if key.operation == CODEC]:
-            figures = [pivot.figure(key._replace(operation=op)) for op in (STREAM, *CODING)]
+            figures = [pivot.figure(key.doing(op)) for op in (STREAM, *CODING)]
             named = key.variant if len(models) == 1 else f"{key.variant} ({model})"
             cells = [*map(fmt, figures), _percent(_share(pivot, key))]
             rows.append([named, str(key.side), str(key.chunk), *cells])

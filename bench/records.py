@@ -68,6 +68,10 @@ class Key(NamedTuple):
         """The same measurement of ``variant``."""
         return self._replace(variant=variant)
 
+    def doing(self, operation: str) -> Key:
+        """The same variant, shape, side and chunk length, measuring ``operation``."""
+        return self._replace(operation=operation)
+
 
 class Point(NamedTuple):
     """One model (its label in ``RunRecord.models``) and input shape of the grid, and what is
