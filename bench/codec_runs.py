@@ -89,16 +89,24 @@ class Replay:
         return self.next()
 
 
+def _unpacked(packets: list[bytes]) -> list[tuple[int, list[bytes]]]:
+    """Each packet's frame count and the words of each of its sequences."""
+    from frae.codec.byte_format import unpack_packet
+
+    header, sealed = None, []
+    for packet in packets:
+        header, _, frames, words = unpack_packet(packet, header)
+        sealed.append((frames, words))
+    return sealed
+
+
 def _coded(prior: Any, packets: list[bytes]) -> tuple[list[bytes], list[npt.NDArray[Any]]]:
     """The words of every sequence of ``packets``, in order, and the symbols they decode to."""
-    from frae.codec.byte_format import unpack_packet
     from frae.codec.coder import SymbolCoder
 
-    coder, header, words, decoded = SymbolCoder(prior), None, [], []
-    for packet in packets:
-        header, _, frames, sequences = unpack_packet(packet, header)
-        words += sequences
-        decoded += [coder.decode(sequence, frames) for sequence in sequences]
+    coder, sealed = SymbolCoder(prior), _unpacked(packets)
+    words = [sequence for _, sequences in sealed for sequence in sequences]
+    decoded = [coder.decode(one, frames) for frames, sequences in sealed for one in sequences]
     return words, decoded
 
 
@@ -149,13 +157,9 @@ def _coding(prior: Any, pieces: list[npt.NDArray[Any]]) -> Callable[[], None]:
 
 def _reading(prior: Any, packets: list[bytes]) -> Callable[[], None]:
     """Each packet's words to symbols, as ``Decoder.push``: the packets unpacked first."""
-    from frae.codec.byte_format import unpack_packet
     from frae.codec.coder import SymbolCoder
 
-    header, sealed = None, []
-    for packet in packets:
-        header, _, frames, words = unpack_packet(packet, header)
-        sealed.append((frames, words))
+    sealed = _unpacked(packets)
 
     def read() -> None:
         coder = SymbolCoder(prior)
