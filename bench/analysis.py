@@ -11,6 +11,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from bench.pairs import Spread, figure_spread, paired
 from bench.records import (
     BYPASSED,
     CODEC,
@@ -79,13 +80,20 @@ class Pivot:
     run: RunRecord | None = None
     wall_s: float | None = None
     model: str = DEFAULT_MODEL
+    rounds: dict[Key, list[ResultRecord]] = field(default_factory=dict)
+    """Each measurement's rounds apart (``bench.rounds``), or its one record."""
 
     @classmethod
     def of(cls, records: Iterable[Record], model: str | None = None) -> Pivot:
         """The pivot of ``records``, in the order they were written, with the measurements
         of ``model`` (default: the run's first, ``models_of``)."""
-        records = pooled(list(records))  # a run of several rounds: each measurement once
-        pivot = cls(model=model or next(iter(models_of(records)), DEFAULT_MODEL))
+        records = list(records)
+        rounds: dict[Key, list[ResultRecord]] = {}
+        for r in records:
+            if isinstance(r, ResultRecord):
+                rounds.setdefault(r.key, []).append(r)
+        records = pooled(records)  # a run of several rounds: each measurement once
+        pivot = cls(model=model or next(iter(models_of(records)), DEFAULT_MODEL), rounds=rounds)
         for r in records:
             match r:
                 case RunRecord():
@@ -147,6 +155,15 @@ class Pivot:
     def state_feedback(self) -> bool:
         """Whether the model feeds back its GRU's state (the contract's "State feedback")."""
         return self.config.get("feedback") == "state"
+
+    def spread(self, key: Key) -> Spread | None:
+        """µs per step of one measurement with its spread over its calls and rounds."""
+        return figure_spread(self.rounds.get(key, []))
+
+    def paired(self, key: Key) -> Spread | None:
+        """One measurement over the floor from its calls in turn with the floors
+        (``bench.pairs``); ``None`` where it was not timed in turn with one."""
+        return paired(self.rounds.get(key, []))
 
     def floor_ratio(self, key: Key) -> float | None:
         """µs per step of a measurement over the floor's (``floor_of``)."""

@@ -1,5 +1,6 @@
-"""A worker's job: the variant it runs, the points it measures and how long each
-measurement runs, written to JSON by the runner and read back by the worker."""
+"""A worker's job: the variant it runs, its models and how long each measurement runs,
+written to JSON by the runner and read back by the worker, which is then told each
+measurement to make (``bench.worker.Unit``)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from bench.records import Point, Settings
+from bench.records import Settings
 from bench.roles import ROUTES
 from frae.config import FRAEConfig
 
@@ -30,14 +31,13 @@ QUICK_SETTINGS = Settings(
 
 @dataclass(frozen=True)
 class Job:
-    """What one worker process measures: ``variant`` (``backend`` for ``frae.create``) at
-    ``points``, each of whose models is in ``models`` by label (absent: the default), on
+    """What one worker process runs: ``variant`` (``backend`` for ``frae.create``), the
+    models it is asked to measure by label in ``models`` (absent: the default), on
     ``frameworks``, whose thread settings it reports, and ``devices``."""
 
     variant: str
     backend: str
     settings: Settings = field(default_factory=Settings)
-    points: tuple[Point, ...] = ()
     models: Mapping[str, FRAEConfig] = field(default_factory=dict)
     frameworks: tuple[str, ...] = ()
     devices: int | None = None
@@ -63,10 +63,6 @@ class Job:
             **{
                 **data,
                 "settings": Settings(**data["settings"]),
-                "points": tuple(
-                    Point(model, batch, steps, tuple(operations))
-                    for model, batch, steps, operations in data["points"]
-                ),
                 "models": {
                     label: FRAEConfig.from_dict(fields) for label, fields in data["models"].items()
                 },

@@ -33,9 +33,14 @@ OFFERED = (*EVERY_OPERATION, CODEC)
 SENDER, RECEIVER = "sender", "receiver"
 SIDES = (SENDER, RECEIVER)
 """A stream's two sides: the sender encodes, the receiver decodes."""
-FORMAT = 2
+FORMAT = 3
 """The results file's format: 2 added every timed call (``ResultRecord.calls_s``), the
-threads, the busy cores and the rounds to format 1's medians and quartiles."""
+threads, the busy cores and the rounds to format 1's medians and quartiles; 3 added the
+floors' calls taken in turn with each timed call (``ResultRecord.partners_s``)."""
+OVER_FLOOR = {"train_step": "loss_and_grads"}
+"""What a ratio to the floor divides an operation by, where not the floor's same operation: a
+training step by the floor's forward + BPTT, which has no optimizer. The floors a variant is
+sampled in turn with (``bench.turns``) measure this operation beside it."""
 DEFAULT_MODEL = "default"
 """The label of the model a run measures unless told otherwise (``bench.grid``)."""
 
@@ -200,6 +205,10 @@ class ResultRecord:
     q3_s: float | None = None
     calls_s: list[float] | None = None
     """Seconds of every timed call, in the order made."""
+    partners_s: dict[str, list[float]] | None = None
+    """Each floor sampled in turn with this measurement (``bench.turns``): its seconds per step
+    of the operation a ratio to the floor divides by (``OVER_FLOOR``), one per timed call of
+    ``calls_s``, each taken next to it, in the same order."""
     threads: int | None = None
     cores_busy: float | None = None
     """CPU time over wall time of the timed calls: how many cores worked, on average."""
@@ -320,5 +329,12 @@ OLDEST = 2
 """The oldest format read."""
 OLDER = "format 1 kept no timed calls (a comparison's rank test needs them) and set no threads"
 """What the formats before ``OLDEST`` lack (``ResultRecord.calls_s`` and ``threads``)."""
-UPGRADES: tuple[Callable[[dict[str, Any]], dict[str, Any]], ...] = ()
-"""``UPGRADES[v - OLDEST]`` raises a line of format v to format v + 1 (none yet)."""
+
+
+def _to_format_3(data: dict[str, Any]) -> dict[str, Any]:
+    """Format 2 to 3: the run's format; a measurement of format 2 had no floor in turn."""
+    return data | {"format": 3} if data.get("kind") == "run" else data
+
+
+UPGRADES: tuple[Callable[[dict[str, Any]], dict[str, Any]], ...] = (_to_format_3,)
+"""``UPGRADES[v - OLDEST]`` raises a line of format v to format v + 1."""

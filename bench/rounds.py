@@ -20,8 +20,9 @@ from bench.records import DoneRecord, Key, Record, ResultRecord, VariantRecord
 
 def merged(rounds: list[ResultRecord]) -> ResultRecord:
     """One measurement's rounds as one record: their calls together (each in the first
-    timed round's steps per call), the median and quartiles over them, the median first
-    call, the largest peak, the mean cores busy; the rounds that failed named in its note."""
+    timed round's steps per call) and the floors' in turn with them (of the floors every
+    round has), the median and quartiles over them, the median first call, the largest
+    peak, the mean cores busy; the rounds that failed named in its note."""
     timed = [r for r in rounds if r.median_s is not None and r.calls_s is not None]
     if not timed:
         return replace(rounds[0], round=None)
@@ -36,6 +37,8 @@ def merged(rounds: list[ResultRecord]) -> ResultRecord:
     firsts = [r.first_call_s for r in rounds if r.first_call_s is not None]
     busy = [r.cores_busy for r in timed if r.cores_busy is not None]
     peaks = [r.peak_rss_mb for r in timed if r.peak_rss_mb is not None]
+    partners = set.intersection(*(set(r.partners_s or {}) for r in timed))
+    paired = {name: [s for r in timed for s in (r.partners_s or {})[name]] for name in partners}
     return replace(
         first,
         round=None,
@@ -45,6 +48,7 @@ def merged(rounds: list[ResultRecord]) -> ResultRecord:
         q1_s=float(q1),
         q3_s=float(q3),
         calls_s=calls.tolist(),
+        partners_s=dict(sorted(paired.items())) or None,
         first_call_s=float(np.median(firsts)) if firsts else None,
         cores_busy=float(np.mean(busy)) if busy else None,
         peak_rss_mb=max(peaks) if peaks else None,

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import json
 import os
@@ -10,7 +11,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -29,11 +30,13 @@ from bench.records import (
     ResultRecord,
     RunRecord,
     VariantRecord,
-    from_json,
     to_json,
 )
+from bench.roles import FLOORS
 from bench.threads import environment
+from bench.turns import Partner, Worker, ignore, measure
 from bench.variant import Variant
+from bench.worker import units
 from frae.config import FRAEConfig
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -47,50 +50,93 @@ def run_variant(
     log: Path,
     on_record: Callable[[Record], None],
     round_: int | None = None,
+    partners: list[Partner] | None = None,
 ) -> None:
-    """Run one variant's worker; pass each record it prints to ``on_record``, marked with
-    ``round_``. A worker that fails or times out yields a ``variant`` record with the error
-    and the tail of its log."""
-    job = Job(
-        variant.name,
-        variant.backend,
-        settings,
-        tuple(points),
-        models,
-        tuple(frameworks(variant)),
-        variant.devices,
-    )
-    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", **environment(settings.threads)}
-    env |= variant.env
-    if ":" in variant.backend:  # a port by import path is found where the run was started
-        env["PYTHONPATH"] = os.pathsep.join(filter(None, [os.getcwd(), env.get("PYTHONPATH")]))
+    """Run one variant's worker over ``points``, each measurement in turn with the
+    ``partners`` that make it too (``bench.turns``); pass each record it prints to
+    ``on_record``, marked with ``round_``. A worker that fails or times out yields a
+    ``variant`` record with the error and the tail of its log."""
+    beside = [p for p in partners or [] if p.worker.alive]
+
+    def keep(record: Record) -> None:
+        if isinstance(record, VariantRecord | ResultRecord):
+            on_record(replace(record, role=variant.role, round=round_))
+
     with log.open("w") as errors:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "bench.worker", job.to_json()],
-            cwd=ROOT,
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=errors,
-            text=True,
+        worker = Worker.start(
+            variant.name, job_of(variant, models, settings), env_of(variant, settings), errors
         )
-        timer = threading.Timer(settings.timeout_s, process.kill)
+        # a worker past its time is ended, and the floors in turn with it, which could hang
+        ended = [worker.process, *(p.worker.process for p in beside)]
+        timer = threading.Timer(settings.timeout_s, kill, [ended])
         timer.start()
         try:
-            assert process.stdout is not None
-            for line in process.stdout:
-                if line.startswith("{"):  # a library may print to stdout too
-                    record = from_json(line)  # a variant's facts or a measurement
-                    if isinstance(record, VariantRecord | ResultRecord):
-                        on_record(replace(record, role=variant.role, round=round_))
-            code = process.wait()
+            if worker.answer(keep) is not None:  # its facts, then idle
+                for unit in units(points):
+                    measure(worker, unit, beside, keep)
+                    if not worker.alive:
+                        break
+            code = worker.close()
         finally:
-            timed_out = not timer.is_alive() and process.returncode == -9
+            timed_out = not timer.is_alive() and worker.process.returncode == -9
             timer.cancel()
     if code != 0:
         tail = log.read_text(errors="replace").strip().splitlines()[-5:]
         why = f"timed out after {settings.timeout_s:.0f} s" if timed_out else f"exited with {code}"
         error = f"worker {why}: " + " | ".join(tail)
         on_record(VariantRecord(variant.name, variant.role, error=error, round=round_))
+
+
+def kill(processes: list[subprocess.Popen[str]]) -> None:
+    """End ``processes`` at once."""
+    for process in processes:
+        process.kill()
+
+
+def job_of(variant: Variant, models: dict[str, FRAEConfig], settings: Settings) -> str:
+    """The job of ``variant``'s worker, as JSON."""
+    job = Job(
+        variant.name,
+        variant.backend,
+        settings,
+        models,
+        tuple(frameworks(variant)),
+        variant.devices,
+    )
+    return job.to_json()
+
+
+def env_of(variant: Variant, settings: Settings) -> dict[str, str]:
+    """The environment of ``variant``'s worker: its threads, its own variables."""
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", **environment(settings.threads)}
+    env |= variant.env
+    if ":" in variant.backend:  # a port by import path is found where the run was started
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [os.getcwd(), env.get("PYTHONPATH")]))
+    return env
+
+
+@contextlib.contextmanager
+def floors_alive(
+    planned: list[Planned], models: dict[str, FRAEConfig], settings: Settings, logs: Path
+) -> Iterator[list[Partner]]:
+    """A worker of each floor that runs, alive while the block runs: the partners that
+    every other variant's measurements are timed in turn with."""
+    partners, files = [], []
+    try:
+        for variant, points, skipped in planned:
+            if skipped is None and variant.role in FLOORS:
+                files.append((logs / f"{file_name(variant.name)}.in_turn.log").open("w"))
+                job, env = job_of(variant, models, settings), env_of(variant, settings)
+                worker = Worker.start(variant.name, job, env, files[-1])
+                partners.append(Partner(worker, points))
+        for partner in partners:
+            partner.worker.answer(ignore)  # its facts, then idle
+        yield partners
+    finally:
+        for partner in partners:
+            partner.worker.close()
+        for file in files:
+            file.close()
 
 
 def listing(variant: Variant) -> Listing:
@@ -107,7 +153,7 @@ class Planned(NamedTuple):
 
     @property
     def measurements(self) -> int:
-        return sum(len(point.operations) for point in self.points)
+        return len(units(self.points))
 
 
 def plan(
@@ -168,17 +214,21 @@ def run(
                 keep(VariantRecord(variant.name, variant.role, skipped=skipped))
         for round_ in range(1, settings.rounds + 1):
             tag = round_ if settings.rounds > 1 else None  # one round: records as before rounds
-            for variant, points, skipped in planned:
-                if skipped is not None:
-                    continue
-                before, begin = len(records), time.perf_counter()
-                bar.set_description(variant.name if tag is None else f"{variant.name}, round {tag}")
-                suffix = "" if tag is None else f".round{tag}"
-                log = out / "logs" / f"{file_name(variant.name)}{suffix}.log"
-                run_variant(variant, points, models, settings, log, keep, tag)
-                done = sum(1 for r in records[before:] if isinstance(r, ResultRecord))
-                bar.update(sum(len(p.operations) for p in points) - done)  # a failed worker's
-                keep(DoneRecord(variant.name, time.perf_counter() - begin, round=tag))
+            logs = out / "logs" / ("" if tag is None else f"round{tag}")
+            logs.mkdir(exist_ok=True)
+            with floors_alive(planned, models, settings, logs) as partners:
+                for variant, points, skipped in planned:
+                    if skipped is not None:
+                        continue
+                    before, begin = len(records), time.perf_counter()
+                    shown = variant.name if tag is None else f"{variant.name}, round {tag}"
+                    bar.set_description(shown)
+                    log = logs / f"{file_name(variant.name)}.log"
+                    beside = [] if variant.role in FLOORS else partners
+                    run_variant(variant, points, models, settings, log, keep, tag, beside)
+                    done = sum(1 for r in records[before:] if isinstance(r, ResultRecord))
+                    bar.update(len(units(points)) - done)  # a failed worker's
+                    keep(DoneRecord(variant.name, time.perf_counter() - begin, round=tag))
         keep(EndRecord(time.perf_counter() - start))
     bar.close()
     return records

@@ -1,13 +1,17 @@
 """How a run is judged by the targets (``bench.targets``): each target's ratios from one
-``Pivot`` (``bench.analysis``), the worst or the best of them held to its limit, and the
-verdict: met, missed, met by those measured, or not measured."""
+``Pivot`` (``bench.analysis``), each with its spread over its calls and rounds
+(``bench.pairs``; a ratio to the floor from the calls taken in turn with the floors), the
+worst or the best of them held to its limit, and the verdict: met or missed where the whole
+spread is on one side of the limit, within the spread where it crosses it, met by those
+measured, or not measured."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from bench.analysis import Pivot
-from bench.records import Shape
+from bench.analysis import THROUGHPUT, Pivot
+from bench.pairs import Spread
+from bench.records import OVER_FLOOR, Shape
 from bench.roofline import roofline_us
 from bench.targets import (
     ROOFLINE_TARGETS,
@@ -67,7 +71,34 @@ def divisor(target: Target, pivot: Pivot, name: str, shape: Shape) -> float | No
             return roofline_us(pivot, target.key(pivot, name, shape)) if on_model else None
 
 
-def ratios(target: Target, pivot: Pivot) -> dict[str, float]:
+def in_turn(target: Target) -> bool:
+    """Whether ``target``'s ratio is over the floor's operation that the floors measure in
+    turn with each variant (``bench.records.OVER_FLOOR``): then it is read from the pairs."""
+    if not isinstance(target.over, OverFloor):
+        return False
+    over = target.over.operation or target.operation
+    return over == OVER_FLOOR.get(target.operation, target.operation)
+
+
+def ratio(target: Target, pivot: Pivot, name: str, shape: Shape) -> Spread | None:
+    """Variant ``name``'s ratio at ``shape`` with its spread: from its calls in turn with the
+    floors where it has them (``bench.pairs``), else its figure's spread over the divisor."""
+    key = target.key(pivot, name, shape)
+    if in_turn(target) and (found := pivot.paired(key)) is not None:
+        return found
+    base, value = divisor(target, pivot, name, shape), pivot.figure(key, target.metric)
+    if base is None or value is None:
+        return None
+    own = pivot.spread(key)
+    if own is None:  # no calls kept: the median alone
+        return Spread(value, value, value).over(base)
+    if target.metric == THROUGHPUT:  # B·T per second: the inverse of the time per step
+        scale = shape.batch * 1e6
+        own = Spread(scale / own.value, scale / own.high, scale / own.low, own.rounds)
+    return own.over(base)
+
+
+def ratios(target: Target, pivot: Pivot) -> dict[str, Spread]:
     """The target's ratio for each variant of its roles measured (by shape, where the target
     is judged at every shape)."""
     names, operation = members(target, pivot), target.operation
@@ -81,34 +112,50 @@ def ratios(target: Target, pivot: Pivot) -> dict[str, float]:
     for name in names:
         measured = [k.shape for k in pivot.results if (k.variant, k.operation) == (name, operation)]
         for shape in [target.shape] if target.shape else measured:
-            value = pivot.figure(target.key(pivot, name, shape), target.metric)
-            base = divisor(target, pivot, name, shape)
-            if value is not None and base is not None:
-                found[name if target.shape else f"B={shape.batch}, T={shape.steps}"] = value / base
+            if (value := ratio(target, pivot, name, shape)) is not None:
+                found[name if target.shape else f"B={shape.batch}, T={shape.steps}"] = value
     return found
 
 
+def verdict(target: Target, values: dict[str, Spread], name: str) -> tuple[str, bool | None]:
+    """Met or missed where the spread of the figure judged (``name``'s) is on one side of the
+    limit, and by how much; else within the spread. For a target over every variant, the
+    worst judged: met only where every spread is within the limit; for the best, met where
+    one is."""
+    limit, value = target.limit, values[name].value
+    ends = [(v.high, v.low) if target.at_most else (v.low, v.high) for v in values.values()]
+    surely = [within for within, _ in ends]
+    maybe = [beyond for _, beyond in ends]
+    pick = (max if target.at_most else min) if target.every else (min if target.at_most else max)
+    holds = (lambda v: v <= limit) if target.at_most else (lambda v: v >= limit)
+    if holds(pick(surely)):
+        return f"met, {max(value / limit, limit / value):.2f}× to spare", True
+    if not holds(pick(maybe)):
+        return f"missed by {max(value / limit, limit / value):.2f}×", False
+    low, high = values[name].low, values[name].high
+    return f"within the spread: {low:.3g}–{high:.3g} against {limit:g}", None
+
+
 def judge(target: Target, pivot: Pivot) -> Outcome:
-    """``target`` over its ratios: the worst of them (``every``) or the best; with variants
-    of its roles not measured, a target over every one is only "met by those measured"."""
+    """``target`` over its ratios: the worst of them (``every``) or the best, each with its
+    spread (``verdict``); with variants of its roles not measured, a target over every one
+    is only "met by those measured"."""
     values, statement = ratios(target, pivot), target.text()
     if not values:
         return Outcome(statement, "not measured in this run", NOT_MEASURED, None)
     expected = members(target, pivot) if target.every and target.shape else []
     missing = [name for name in expected if name not in values]
-    name = (max if target.at_most == target.every else min)(values, key=values.__getitem__)
-    value, limit = values[name], target.limit
-    met: bool | None = value <= limit if target.at_most else value >= limit
-    factor = max(value / limit, limit / value)
-    verdict = f"met, {factor:.2f}× to spare" if met else f"missed by {factor:.2f}×"
+    by_value = {n: v.value for n, v in values.items()}
+    name = (max if target.at_most == target.every else min)(by_value, key=by_value.__getitem__)
+    said, met = verdict(target, values, name)
     unit = " µs" if isinstance(target.over, InMicroseconds) else "×"
-    shown = ", ".join(f"{n} {v:.3g}{unit}" for n, v in values.items())
+    shown = ", ".join(f"{n} {v.shown(unit)}" for n, v in values.items())
     if missing:
         shown += f"; not measured: {', '.join(missing)}"
         if target.every and met:
-            verdict, met = verdict.replace("met,", "met by those measured,"), None
+            said, met = said.replace("met,", "met by those measured,"), None
     subject = "worst" if target.every else "best"
-    return Outcome(statement, f"{shown} ({subject}: {name})", verdict, met)
+    return Outcome(statement, f"{shown} ({subject}: {name})", said, met)
 
 
 def targets(pivot: Pivot, table: tuple[Target, ...] = ()) -> list[Outcome]:

@@ -1,26 +1,38 @@
-"""One backend's measurements, in a process of its own (started by ``bench.runner``).
+"""One variant's measurements, in a process of its own, driven by the runner (``bench.turns``).
 
     python -m bench.worker '<job as JSON>'
 
-prints one JSON line per record (``bench.records``): the variant's facts, then one line per
-(operation, B, T). On a fresh model per shape: the first call (which compiles), one untimed
-warm-up, then calls timed one by one. The stream sends one sequence a chunk at a time, the
-state carried from call to call, as a codec runs online; the whole sequence is one timed call.
+The worker prints its facts (a ``variant`` record) and ``{"kind": "idle"}``, then reads one
+command a line on standard input and answers with JSON lines on standard output:
+
+- ``{"unit": UNIT, "alone": BOOL}``: prepare one measurement (``Unit``), on a fresh model for
+  each point: its first call (which compiles) and one untimed warm-up. Alone, the worker
+  then times the calls itself (``sample``) and prints the record; in turn, it prints
+  ``{"kind": "ready", "per_call": K, "rule": [...]}`` (the optimizer steps a call makes and
+  ``Rule``) and waits.
+- ``"sample"``: one timed call (the codec's: one of each of its runs), answered
+  ``{"kind": "sample", "seconds": [...]}``, or ``{"kind": "sample", "error": ...}``.
+- ``"stop"``: the records of the calls timed so far.
+
+A unit that cannot be timed, or one timed alone, prints its records at once. Whatever it
+printed, the worker then prints ``{"kind": "idle"}``: it waits for its next unit. The stream
+sends one sequence a chunk at a time, the state carried from call to call, as a codec runs
+online; the whole sequence is one timed call.
 """
 
 from __future__ import annotations
 
 import gc
 import importlib
+import json
 import resource
 import sys
 import time
-from collections.abc import Callable, Iterator
-from dataclasses import replace
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
 from functools import partial
-from itertools import product
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TextIO
 
 import numpy as np
 
@@ -43,6 +55,8 @@ from bench.records import (
 from bench.threads import apply, check, observed, pin
 
 MIN_SAMPLES = 3
+IDLE, READY, SAMPLE = "idle", "ready", "sample"
+"""The kinds of the worker's answers that are not records (``bench.records``)."""
 
 
 def peak_rss_mb() -> float:
@@ -58,21 +72,79 @@ def peak_rss_mb() -> float:
     return peak / (2**20 if sys.platform == "darwin" else 2**10)
 
 
+class Unit(NamedTuple):
+    """One measurement: ``operation`` on the model and input of ``point`` (a fresh model for
+    each point), at ``side`` and ``chunk`` for the stream and the codec."""
+
+    point: Point
+    operation: str
+    side: str | None = None
+    chunk: int | None = None
+
+    def to_json(self) -> list[Any]:
+        model, batch, steps, operations = self.point
+        return [[model, batch, steps, list(operations)], self.operation, self.side, self.chunk]
+
+    @classmethod
+    def from_json(cls, data: list[Any]) -> Unit:
+        (model, batch, steps, operations), operation, side, chunk = data
+        return cls(Point(model, batch, steps, tuple(operations)), operation, side, chunk)
+
+
+def units(points: Iterable[Point]) -> list[Unit]:
+    """Each point's measurements in order: each operation; the stream's and the codec's at
+    each side, then chunk length."""
+    found = []
+    for point in points:
+        for operation in point.operations:
+            if operation in (STREAM, CODEC):
+                found += [
+                    Unit(point, operation, side, chunk) for side in SIDES for chunk in STREAM_CHUNKS
+                ]
+            else:
+                found.append(Unit(point, operation))
+    return found
+
+
+class Rule(NamedTuple):
+    """When a measurement's timed calls stop: at ``max_samples``, or with at least
+    ``repeats`` after ``min_time_s``, or with at least ``MIN_SAMPLES`` past ``budget_s``."""
+
+    repeats: int
+    min_time_s: float
+    budget_s: float
+    max_samples: int
+
+    @classmethod
+    def of(cls, settings: Settings) -> Rule:
+        return cls(settings.repeats, settings.min_time_s, settings.budget_s, settings.max_samples)
+
+    def enough(self, samples: int, elapsed_s: float) -> bool:
+        """Whether ``samples`` timed calls over ``elapsed_s`` seconds are enough."""
+        if samples >= self.max_samples:
+            return True
+        if samples >= self.repeats and elapsed_s >= self.min_time_s:
+            return True
+        return samples >= MIN_SAMPLES and elapsed_s >= self.budget_s
+
+
 def sample(
     call: Callable[[], object], repeats: int, min_time_s: float, budget_s: float, max_samples: int
 ) -> list[float]:
-    """Seconds of each timed call of ``call`` (see the module docstring for when it stops)."""
-    samples: list[float] = []
+    """Seconds of each timed call of ``call``, until ``Rule`` says enough."""
+    rule, samples = Rule(repeats, min_time_s, budget_s, max_samples), list[float]()
     start = time.perf_counter()
     while True:
-        begin = time.perf_counter()
-        call()
-        samples.append(time.perf_counter() - begin)
-        elapsed = time.perf_counter() - start
-        enough = len(samples) >= repeats and elapsed >= min_time_s
-        over_budget = len(samples) >= MIN_SAMPLES and elapsed >= budget_s
-        if len(samples) >= max_samples or enough or over_budget:
+        samples.append(seconds_of(call))
+        if rule.enough(len(samples), time.perf_counter() - start):
             return samples
+
+
+def seconds_of(call: Callable[[], object]) -> float:
+    """The seconds one call of ``call`` takes."""
+    begin = time.perf_counter()
+    call()
+    return time.perf_counter() - begin
 
 
 class Calls(NamedTuple):
@@ -100,130 +172,240 @@ def _calls(model: Any, x: np.ndarray, train_steps: int) -> dict[str, Calls]:
     }
 
 
-def measure_shape(job: Job, point: Point) -> Iterator[ResultRecord]:
-    """The point's operations on a fresh model (``job.config(point.model)``) and one
-    (B, T) input."""
-    import frae
-    from frae.data import multi_sine
+@dataclass
+class Prepared:
+    """A measurement ready to be timed: each of its runs' record maker and first call (one
+    run; the codec's three, timed in turn), one sample of them all, and the samples taken."""
 
-    config = job.config(point.model)
-    x = multi_sine(batch=point.batch, steps=point.steps, features=config.input_dim, seed=0)
-    weights = codec_weights(config) if CODEC in point.operations else None
-    start = time.perf_counter()
+    rows: list[Callable[..., ResultRecord]]
+    firsts: list[float]
+    run: Callable[[], list[float]]
+    """One sample: the seconds of each run."""
+    per_call: int
+    rule: Rule
+    note: str | None = None
+    seconds: list[list[float]] = field(default_factory=list)
+    cpu_s: float = 0.0
+    wall_s: float = 0.0
+    error: str | None = None
+
+    def sample(self) -> list[float]:
+        """One sample, kept; the error of a failing one kept for the records."""
+        cpu, wall = time.process_time(), time.perf_counter()
+        try:
+            taken = self.run()
+        except Exception as error:
+            self.error = f"{type(error).__name__}: {error}"
+            raise
+        self.cpu_s += time.process_time() - cpu
+        self.wall_s += time.perf_counter() - wall
+        self.seconds.append(taken)
+        return taken
+
+    def records(self) -> list[ResultRecord]:
+        """Each run's record of the samples taken (why, where one failed)."""
+        if self.error is not None or not self.seconds:
+            why = self.error or "no call was timed"
+            return [row(first_call_s=first, error=why) for row, first in self.made()]
+        busy = self.cpu_s / self.wall_s if self.wall_s else 0.0
+        by_run = np.array(self.seconds).T
+        return [
+            _record(row, first, Timed(times, self.per_call, self.note, busy))
+            for (row, first), times in zip(self.made(), by_run, strict=True)
+        ]
+
+    def made(self) -> list[tuple[Callable[..., ResultRecord], float]]:
+        return list(zip(self.rows, self.firsts, strict=True))
+
+
+Made = Prepared | list[ResultRecord]
+"""A unit prepared, or its records where it cannot be timed (or was timed in one call)."""
+
+
+def prepare_calls(
+    operation: str, calls: Calls, settings: Settings, row: Callable[..., ResultRecord]
+) -> Made:
+    """One operation's first call, then its warm-up: ready to be timed, or its record."""
+    first_call_s = None
+    row = partial(row, threads=settings.threads)
     try:
-        model = frae.create(job.backend, config, seed=0, weights=weights, devices=job.devices)
-        failure = None
-    except Exception as error:  # reported on every operation's row
-        model, failure = None, f"{type(error).__name__}: {error}"
-    create_s = time.perf_counter() - start
-    calls = _calls(model, x, job.settings.train_steps)
-    rows = partial(
-        ResultRecord,
-        batch=point.batch,
-        steps=point.steps,
-        model=point.model,
-        create_s=create_s,
-        artifact_kib=getattr(model, "artifact_kib", None),
-    )
-    for operation in point.operations:
-        row = partial(rows, job.variant, operation)
-        if operation == STREAM:
-            yield from measure_stream(model, x, job, row, failure)
-        elif operation == CODEC:
-            yield from measure_codec(model, x, job, partial(rows, job.variant), failure)
-        else:
-            yield row(error=failure) if failure else measure(operation, calls[operation], job, row)
+        begin = time.perf_counter()
+        calls.first()
+        first_call_s = time.perf_counter() - begin
+        if first_call_s > settings.long_call_s:
+            long = f"first call {first_call_s:.0f} s > {settings.long_call_s:.0f} s"
+            timed = _timed(calls.steady, calls.steps, f"{long}: one timed call, no warm-up")
+            return [_record(row, first_call_s, timed)]
+        steady, per_call, note = _warmed(operation, calls, settings)
+    except NotImplementedError as error:
+        return [row(first_call_s=first_call_s, unsupported=str(error))]
+    except Exception as error:  # one failing operation must not hide the others
+        return [row(first_call_s=first_call_s, error=f"{type(error).__name__}: {error}")]
+    one = partial(seconds_of, steady)
+    return Prepared([row], [first_call_s], lambda: [one()], per_call, Rule.of(settings), note)
 
 
-def measure_stream(
-    model: Any, x: np.ndarray, job: Job, row: Callable[..., ResultRecord], failure: str | None
-) -> Iterator[ResultRecord]:
-    """The stream's records, one per side and chunk length (``streams``), on the codes
-    of one whole ``encode`` of ``x``; where they could not be made, every record says why."""
-    sides = [partial(row, side=side, chunk=chunk) for side in SIDES for chunk in STREAM_CHUNKS]
-    if failure is None:
-        try:
-            codes = model.encode(x)
-        except NotImplementedError as error:
-            yield from (side(unsupported=str(error)) for side in sides)
+def _warmed(
+    operation: str, calls: Calls, settings: Settings
+) -> tuple[Callable[[], object], int, str | None]:
+    """The warm-up, then the call to time, its optimizer steps, and why if not as usual."""
+    steady, per_call, note = calls.steady, calls.steps, None
+    begin = time.perf_counter()
+    if calls.warm_up:
+        calls.first()
+    if operation == "train_step" and time.perf_counter() - begin > settings.long_step_s:
+        # a fit call's own cost, milliseconds, is under 1 % of such a step
+        steady, per_call = calls.first, 1
+        note = f"a step over {settings.long_step_s:g} s: fit(x, epochs=1) a sample"
+    gc.collect()
+    return steady, per_call, note
+
+
+class Bench:
+    """The worker's state: the job, and the model and input of the point it measures (fresh
+    for each point), with the stream's codes and the codec's runs made once a point."""
+
+    def __init__(self, job: Job) -> None:
+        self.job = job
+        self.point: Point | None = None
+        self.model: Any = None
+        self.failure: str | None = None
+        self.codes: Any = None
+        self.x: np.ndarray = np.zeros((0, 0, 0))
+        self.create_s = 0.0
+        self.codec: dict[tuple[str, int], list[CodecRun]] | None = None
+        self.no_codec: dict[str, str] | None = None
+        """Why the point has no codec runs (``error`` or ``unsupported``)."""
+
+    def on(self, point: Point) -> None:
+        """A fresh model and input for ``point``, unless it is the one measured."""
+        if point == self.point:
             return
-        except Exception as error:  # reported on every side's row
-            failure = f"{type(error).__name__}: {error}"
-    if failure is not None:
-        yield from (side(error=failure) for side in sides)
-        return
-    streaming = replace(job, settings=job.settings.for_stream())
-    for stream in streams(model, x, codes, STREAM_CHUNKS):
-        calls = Calls(stream.run, stream.run, 1, warm_up=False)
-        yield measure(STREAM, calls, streaming, partial(row, side=stream.side, chunk=stream.chunk))
+        import frae
+        from frae.data import multi_sine
 
-
-def measure_codec(
-    model: Any, x: np.ndarray, job: Job, row: Callable[..., ResultRecord], failure: str | None
-) -> Iterator[ResultRecord]:
-    """The codec's records (``bench.codec_runs``), made by ``row(operation, ...)``: through
-    packets, the coder alone and the codec with its coder bypassed, one per side and chunk
-    length; where they could not be made, every record says why."""
-    why = {"error": failure} if failure else {}
-    if not why:
+        config = self.job.config(point.model)
+        self.point, self.codes, self.codec, self.no_codec = point, None, None, None
+        self.x = multi_sine(batch=point.batch, steps=point.steps, features=config.input_dim, seed=0)
+        weights = codec_weights(config) if CODEC in point.operations else None
+        start = time.perf_counter()
         try:
-            runs = list(codec_runs(model, x, STREAM_CHUNKS))
-        except NotImplementedError as error:
-            why = {"unsupported": str(error)}
-        except Exception as error:  # reported on every row
-            why = {"error": f"{type(error).__name__}: {error}"}
-    if why:
-        for operation, side, chunk in product(CODING, SIDES, STREAM_CHUNKS):
-            yield row(operation, side=side, chunk=chunk, **why)
-        return
+            self.model = frae.create(
+                self.job.backend, config, seed=0, weights=weights, devices=self.job.devices
+            )
+            self.failure = None
+        except Exception as error:  # reported on every operation's row
+            self.model, self.failure = None, f"{type(error).__name__}: {error}"
+        self.create_s = time.perf_counter() - start
+
+    def row(self, unit: Unit) -> Callable[..., ResultRecord]:
+        """The records of ``unit`` (its operation still to give, for the codec's runs)."""
+        point = unit.point
+        return partial(
+            ResultRecord,
+            self.job.variant,
+            batch=point.batch,
+            steps=point.steps,
+            model=point.model,
+            side=unit.side,
+            chunk=unit.chunk,
+            create_s=self.create_s,
+            artifact_kib=getattr(self.model, "artifact_kib", None),
+        )
+
+    def prepare(self, unit: Unit) -> Made:
+        """``unit`` ready to be timed, or its records."""
+        self.on(unit.point)
+        row = self.row(unit)
+        if unit.operation == CODEC:
+            return self._codec(unit, row)
+        made = partial(row, unit.operation)
+        if self.failure is not None:
+            return [made(error=self.failure)]
+        if unit.operation == STREAM:
+            return self._stream(unit, made)
+        calls = _calls(self.model, self.x, self.job.settings.train_steps)[unit.operation]
+        return prepare_calls(unit.operation, calls, self.job.settings, made)
+
+    def _stream(self, unit: Unit, row: Callable[..., ResultRecord]) -> Made:
+        """One side of the stream at one chunk length, on the codes of one whole ``encode``
+        of the point's input; where they could not be made, its record says why."""
+        if self.codes is None:
+            try:
+                self.codes = self.model.encode(self.x)
+            except NotImplementedError as error:
+                self.codes = {"unsupported": str(error)}
+            except Exception as error:  # reported on every side's row
+                self.codes = {"error": f"{type(error).__name__}: {error}"}
+        if isinstance(self.codes, dict):
+            return [row(**self.codes)]
+        assert unit.side is not None and unit.chunk is not None
+        run = stream(self.model, self.x, self.codes, unit.side, unit.chunk)
+        calls = Calls(run, run, 1, warm_up=False)
+        return prepare_calls(STREAM, calls, self.job.settings.for_stream(), row)
+
+    def _codec(self, unit: Unit, row: Callable[..., ResultRecord]) -> Made:
+        """The codec's runs at one side and chunk length (``bench.codec_runs``): through
+        packets, the coder alone and the codec with its coder bypassed, timed in turn, a
+        sample of each a round, so that a drift of the machine falls on each alike (the
+        coder's share is the difference of two of them); where they could not be made, every
+        run's record says why."""
+        if self.codec is None and self.no_codec is None:
+            self.codec, self.no_codec = _codec_runs(self.model, self.x, self.failure)
+        if self.codec is None or unit.side is None or unit.chunk is None:
+            return [row(operation, **(self.no_codec or {})) for operation in CODING]
+        runs = self.codec[unit.side, unit.chunk]
+        settings = self.job.settings.for_stream()
+        rows: list[Callable[..., ResultRecord]] = [
+            partial(row, run.operation, threads=settings.threads) for run in runs
+        ]
+
+        def each_once() -> list[float]:
+            return [seconds_of(run.run) for run in runs]
+
+        try:
+            firsts = each_once()  # a stream's first run: its compiles, and nothing to warm up
+        except Exception as error:  # every run's record says why
+            return [made(error=f"{type(error).__name__}: {error}") for made in rows]
+        return Prepared(rows, firsts, each_once, 1, Rule.of(settings))
+
+    def alone(self, unit: Unit) -> list[ResultRecord]:
+        """``unit``'s records, its calls timed one after another until ``Rule`` says enough."""
+        made = self.prepare(unit)
+        if isinstance(made, list):
+            return made
+        start = time.perf_counter()
+        try:
+            while not made.rule.enough(len(made.seconds), time.perf_counter() - start):
+                made.sample()
+        except Exception:  # the records say why
+            pass
+        return made.records()
+
+
+def _codec_runs(
+    model: Any, x: np.ndarray, failure: str | None
+) -> tuple[dict[tuple[str, int], list[CodecRun]] | None, dict[str, str] | None]:
+    """The codec's runs by side and chunk length, or why there are none."""
+    if failure:
+        return None, {"error": failure}
+    try:
+        runs = list(codec_runs(model, x, STREAM_CHUNKS))
+    except NotImplementedError as error:
+        return None, {"unsupported": str(error)}
+    except Exception as error:  # reported on every row
+        return None, {"error": f"{type(error).__name__}: {error}"}
     together: dict[tuple[str, int], list[CodecRun]] = {}
     for run in runs:
         together.setdefault((run.side, run.chunk), []).append(run)
-    for group in together.values():
-        yield from measure_in_turn(group, job, row)
+    return together, None
 
 
-def measure_in_turn(
-    runs: list[CodecRun], job: Job, row: Callable[..., ResultRecord]
-) -> list[ResultRecord]:
-    """The records of ``runs`` (one side and chunk length), timed in turn, a sample of each
-    a round, so that a drift of the machine falls on each alike: the coder's share is the
-    difference of two of them. The rounds stop as ``sample``'s calls do."""
-    settings = job.settings.for_stream()
-    rows = [
-        partial(row, run.operation, side=run.side, chunk=run.chunk, threads=settings.threads)
-        for run in runs
-    ]
-    seconds: list[list[float]] = [[] for _ in runs]
-
-    def each_once(into: list[list[float]]) -> None:
-        for times, run in zip(into, runs, strict=True):
-            begin = time.perf_counter()
-            run.run()
-            times.append(time.perf_counter() - begin)
-
-    try:
-        first: list[list[float]] = [[] for _ in runs]
-        each_once(first)  # a stream's first run: its compiles, and nothing to warm up
-        cpu, wall = time.process_time(), time.perf_counter()
-        rounds = settings.repeats, settings.min_time_s, settings.budget_s, settings.max_samples
-        sample(lambda: each_once(seconds), *rounds)
-        busy = (time.process_time() - cpu) / (time.perf_counter() - wall)
-    except Exception as error:  # every run's record says why
-        return [made(error=f"{type(error).__name__}: {error}") for made in rows]
-    return [
-        _record(made, firsts[0], Timed(np.array(times), 1, None, busy))
-        for made, firsts, times in zip(rows, first, seconds, strict=True)
-    ]
-
-
-class Stream(NamedTuple):
-    """One side of the stream at one chunk length, ready to run."""
-
-    side: str
-    chunk: int
-    run: Callable[[], np.ndarray]
-    """Streams the whole sequence; returns the state after its last frame."""
+def measure_shape(job: Job, point: Point) -> Iterator[ResultRecord]:
+    """The point's measurements on a fresh model, each timed alone."""
+    bench = Bench(job)
+    for unit in units([point]):
+        yield from bench.alone(unit)
 
 
 def pieces(sequence: np.ndarray, chunk: int) -> list[np.ndarray]:
@@ -248,33 +430,31 @@ def streamer(
     return run
 
 
+def stream(
+    model: Any, x: np.ndarray, codes: np.ndarray, side: str, chunk: int
+) -> Callable[[], np.ndarray]:
+    """One side at one chunk length: ``encode`` over ``x`` (the sender), ``decode`` over
+    ``codes`` (the receiver: the caller's one ``encode`` of ``x``), from the zero state.
+    The run returns the state after its last frame."""
+    call, sequence = (model.encode, x) if side == SENDER else (model.decode, codes)
+    return streamer(call, pieces(sequence, chunk), model.initial_state(len(x)))
+
+
+class Stream(NamedTuple):
+    """One side of the stream at one chunk length, ready to run."""
+
+    side: str
+    chunk: int
+    run: Callable[[], np.ndarray]
+
+
 def streams(
     model: Any, x: np.ndarray, codes: np.ndarray, chunks: tuple[int, ...] = STREAM_CHUNKS
 ) -> Iterator[Stream]:
-    """Each side at each chunk length: ``encode`` over ``x``, ``decode`` over ``codes`` (the
-    caller's one ``encode`` of ``x``), both from the model's zero state."""
-    start = model.initial_state(len(x))
-    for side, call, sequence in ((SENDER, model.encode, x), (RECEIVER, model.decode, codes)):
+    """Each side at each chunk length (``stream``)."""
+    for side in (SENDER, RECEIVER):
         for chunk in chunks:
-            yield Stream(side, chunk, streamer(call, pieces(sequence, chunk), start))
-
-
-def measure(
-    operation: str, calls: Calls, job: Job, row: Callable[..., ResultRecord]
-) -> ResultRecord:
-    """One operation's record (made by ``row``): its first call, then its steady state."""
-    first_call_s = None
-    row = partial(row, threads=job.settings.threads)
-    try:
-        begin = time.perf_counter()
-        calls.first()
-        first_call_s = time.perf_counter() - begin
-        timed = _steady(operation, calls, first_call_s, job.settings)
-    except NotImplementedError as error:
-        return row(first_call_s=first_call_s, unsupported=str(error))
-    except Exception as error:  # one failing operation must not hide the others
-        return row(first_call_s=first_call_s, error=f"{type(error).__name__}: {error}")
-    return _record(row, first_call_s, timed)
+            yield Stream(side, chunk, stream(model, x, codes, side, chunk))
 
 
 def _record(row: Callable[..., ResultRecord], first_call_s: float, timed: Timed) -> ResultRecord:
@@ -304,41 +484,46 @@ class Timed(NamedTuple):
     cores_busy: float
 
 
-def _steady(operation: str, calls: Calls, first_call_s: float, settings: Settings) -> Timed:
-    """The timed calls after a first call of ``first_call_s``."""
-    if first_call_s > settings.long_call_s:
-        long = f"first call {first_call_s:.0f} s > {settings.long_call_s:.0f} s"
-        return _timed(calls.steady, calls.steps, f"{long}: one timed call, no warm-up", 1, 0.0)
-    steady, per_call, note = calls.steady, calls.steps, None
-    begin = time.perf_counter()
-    if calls.warm_up:
-        calls.first()
-    if operation == "train_step" and time.perf_counter() - begin > settings.long_step_s:
-        # a fit call's own cost, milliseconds, is under 1 % of such a step
-        steady, per_call = calls.first, 1
-        note = f"a step over {settings.long_step_s:g} s: fit(x, epochs=1) a sample"
-    gc.collect()
-    return _timed(steady, per_call, note, settings.repeats, settings.min_time_s, settings)
-
-
-def _timed(
-    call: Callable[[], object],
-    per_call: int,
-    note: str | None,
-    repeats: int,
-    min_time_s: float,
-    settings: Settings | None = None,
-) -> Timed:
-    """``sample``'s calls of ``call`` (one alone without ``settings``), with the cores busy."""
-    budget_s, max_samples = (settings.budget_s, settings.max_samples) if settings else (0.0, 1)
+def _timed(call: Callable[[], object], per_call: int, note: str | None) -> Timed:
+    """One timed call of ``call``, with the cores busy."""
     cpu, wall = time.process_time(), time.perf_counter()
-    seconds = sample(call, repeats, min_time_s, budget_s, max_samples)
+    seconds = seconds_of(call)
     busy = (time.process_time() - cpu) / (time.perf_counter() - wall)
-    return Timed(np.array(seconds), per_call, note, busy)
+    return Timed(np.array([seconds]), per_call, note, busy)
+
+
+def serve(bench: Bench, commands: TextIO, say: Callable[[str], None]) -> None:
+    """Answer ``commands`` (the module docstring's), one a line, until they end."""
+    prepared: Prepared | None = None
+    say(json.dumps({"kind": IDLE}))
+    for line in commands:
+        command = json.loads(line)
+        if command == SAMPLE and prepared is not None:
+            try:
+                said: dict[str, Any] = {"kind": SAMPLE, "seconds": prepared.sample()}
+            except Exception:  # the records say why
+                said = {"kind": SAMPLE, "error": prepared.error or "failed"}
+            say(json.dumps(said))
+            continue
+        if command == "stop" and prepared is not None:
+            made, prepared = prepared.records(), None
+        else:
+            unit = Unit.from_json(command["unit"])
+            answer = bench.alone(unit) if command.get("alone") else bench.prepare(unit)
+            if isinstance(answer, Prepared):
+                prepared = answer
+                ready = {"kind": READY, "per_call": answer.per_call, "rule": answer.rule}
+                say(json.dumps(ready))
+                continue
+            made = answer
+        for record in made:
+            say(to_json(record))
+        say(json.dumps({"kind": IDLE}))
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Run the job given as JSON in ``argv[0]``; print one JSON line per record."""
+    """Start the job given as JSON in ``argv[0]``: print the variant's facts, then answer the
+    commands on standard input (the module docstring's)."""
     job = Job.from_json((sys.argv[1:] if argv is None else argv)[0])
 
     def emit(record: Record) -> None:
@@ -368,9 +553,7 @@ def main(argv: list[str] | None = None) -> None:
         )
     )
     check(job.settings.threads, threads)
-    for point in job.points:
-        for record in measure_shape(job, point):
-            emit(record)
+    serve(Bench(job), sys.stdin, lambda line: print(line, flush=True))
 
 
 if __name__ == "__main__":
