@@ -150,6 +150,13 @@ def parser(prog: str) -> argparse.ArgumentParser:
         "chunk at a time over each T)",
     )
     _measuring_options(add)
+    add(
+        "--against",
+        metavar="REV",
+        help="also measure the git revision REV (a commit, a branch, a tag), checked out in a "
+        "temporary worktree, and judge the working tree against it: both trees' command lines "
+        "in turn, one process a variant and round (bench.against)",
+    )
     add("--out", type=Path, help="report folder (default reports/<timestamp>)")
     add("--no-progress", action="store_true", help="no progress bar on standard error")
     add("--list", action="store_true", help="list the variants and exit")
@@ -180,8 +187,8 @@ def _measuring_options(add: Callable[..., object]) -> None:
         default=1,
         metavar="R",
         help="measure every variant R times, each in a fresh process, the variants taking "
-        "turns (default 1): what frae diff needs to tell a change from the spread between "
-        "processes",
+        "turns (default 1; with --against at least 2): what frae diff needs to tell a change "
+        "from the spread between processes",
     )
 
 
@@ -222,6 +229,11 @@ def main(argv: list[str] | None = None, prog: str = "python -m bench") -> None:
         threads = check_count(args.threads)
     except ValueError as error:
         options.error(f"--{error}")
+    if args.against is not None:
+        from bench import against
+
+        against.main(args, options)
+        return
     settings = QUICK_SETTINGS if args.quick else Settings()
     settings = replace(
         settings,
