@@ -317,7 +317,14 @@ def sections(
     found += flag_sections(pivot)
     found.append(variants_section(pivot, run))
     detail = tables.detail_rows(pivot)
-    found.append(Section("Every measurement", header=tables.DETAIL_HEADER, rows=detail))
+    found.append(
+        Section(
+            "Every measurement",
+            caption=tables.DETAIL_CAPTION,
+            header=tables.DETAIL_HEADER,
+            rows=detail,
+        )
+    )
     said = threads_said(pivot)
     found = [with_threads(section, said) for section in found]
     images_text = "\n".join(f"![{path.stem}]({path.name})" for path in images)

@@ -24,6 +24,7 @@ from bench.analysis import (
     summary_shape,
     timed_steps,
 )
+from bench.pairs import Spread
 from bench.records import OPERATIONS, SIDES, STREAM, Key, Shape, VariantRecord
 from bench.roofline import peak_of, roofline_ratio, roofline_us
 
@@ -259,9 +260,26 @@ def flag_rows(pivot: Pivot) -> Rows:
     return [[*key_cells(key), "; ".join(why)] for key, why in flags(pivot).items()]
 
 
-DETAIL_HEADER = ["variant", "operation", "B", "T", "µs/step (median)", "IQR µs/step"]
-DETAIL_HEADER += ["sequence-steps/s", "×floor", "first call s", "samples", "cores busy"]
-DETAIL_HEADER += ["peak MB", "note"]
+DETAIL_HEADER = ["variant", "operation", "B", "T", "µs/step (median)", "spread µs/step"]
+DETAIL_HEADER += ["sequence-steps/s", "×floor", "×floor in turn", "first call s", "samples"]
+DETAIL_HEADER += ["cores busy", "peak MB", "note"]
+DETAIL_CAPTION = (
+    "spread: from the lower to the upper quartile of the calls of every round, widened to "
+    "each round's median (`bench.pairs`); ×floor: the median over the fastest floor's median, "
+    "same operation; ×floor in turn: the median of each call over the fastest floor's call "
+    "taken in turn with it (a training step's over the floor's forward + BPTT), with its "
+    "spread"
+)
+
+
+def spread_cell(spread: Spread | None, digits: int = 3) -> str:
+    """'low–high', or "—"."""
+    return "—" if spread is None else f"{fmt(spread.low, digits)}–{fmt(spread.high, digits)}"
+
+
+def in_turn_cell(spread: Spread | None) -> str:
+    """'ratio× (low–high)', or "—"."""
+    return "—" if spread is None else f"{fmt(spread.value)}× ({spread_cell(spread)})"
 
 
 def detail_rows(pivot: Pivot) -> Rows:
@@ -271,12 +289,14 @@ def detail_rows(pivot: Pivot) -> Rows:
         first = fmt(r.first_call_s, 3)
         if r.median_s is None:
             why = r.unsupported or r.error or ""
-            rows.append([*key_cells(key), "—", "—", "—", "—", first, "", "", "", why])
+            rows.append([*key_cells(key), "—", "—", "—", "—", "—", first, "", "", "", why])
             continue
-        timing = [fmt(r.us_per_step), fmt(r.iqr_us_per_step, 2), f"{r.sequence_steps_per_s:.3g}"]
+        spread = spread_cell(pivot.spread(key))
+        timing = [fmt(r.us_per_step), spread, f"{r.sequence_steps_per_s:.3g}"]
+        ratios = [fmt(pivot.floor_ratio(key)), in_turn_cell(pivot.paired(key))]
         notes = "; ".join(filter(None, [r.note, *doubted.get(key, [])]))
         memory = [str(r.samples), fmt(r.cores_busy, 2), fmt(r.peak_rss_mb, 4), notes]
-        rows.append([*key_cells(key), *timing, fmt(pivot.floor_ratio(key)), first, *memory])
+        rows.append([*key_cells(key), *timing, *ratios, first, *memory])
     return rows
 
 
