@@ -163,7 +163,12 @@ class Pivot:
     def paired(self, key: Key) -> Spread | None:
         """One measurement over the floor from its calls in turn with the floors
         (``bench.pairs``); ``None`` where it was not timed in turn with one."""
-        return paired(self.rounds.get(key, []))
+        return paired(self.rounds.get(key, []), self.floors())
+
+    def in_turn(self, key: Key, other: str) -> Spread | None:
+        """One measurement over variant ``other``'s same one, from the calls they took in
+        turn (``bench.turns``); ``None`` where they did not."""
+        return paired(self.rounds.get(key, []), (other,))
 
     def floor_ratio(self, key: Key) -> float | None:
         """µs per step of a measurement over the floor's (``floor_of``)."""

@@ -53,6 +53,7 @@ def _keras_defaults(framework: str) -> Variant:
         only_shapes=WIDE_SHAPES,
         operations=OPERATIONS,
         quick=False,  # the quick run's three minutes hold the backends, not every baseline
+        beside=f"keras_rnn[{framework}]",
         no_stream="only predict and fit go through Keras' defaults (model.predict, "
         "model.fit); its encode and decode are keras_rnn's through predict_on_batch",
     )
@@ -70,6 +71,7 @@ def _defaults(name: str, backend: str, settings: str, env: dict[str, str] | None
         needs=frae.registry.frameworks_of(backend),
         only_shapes=WIDE_SHAPES,
         quick=False,  # the quick run's three minutes hold each backend's best route
+        beside=name,
     )
 
 

@@ -16,7 +16,7 @@ calls a target met or missed only where the whole spread is on one side of its l
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import NamedTuple
 
 import numpy as np
@@ -61,22 +61,24 @@ def per_step(record: ResultRecord) -> np.ndarray | None:
     return np.asarray(record.calls_s, float) / (record.steps_per_sample or 1)
 
 
-def paired_ratios(record: ResultRecord) -> np.ndarray | None:
-    """Each timed call over the fastest floor's call in its turn (``None`` where no floor
-    was timed in turn with it)."""
+def paired_ratios(record: ResultRecord, over: Collection[str]) -> np.ndarray | None:
+    """Each timed call over the fastest call of the variants ``over`` in its turn (``None``
+    where none of them was timed in turn with it)."""
     own = per_step(record)
     if own is None or not record.partners_s:
         return None
-    floors = [np.asarray(f, float) for f in record.partners_s.values() if len(f) == len(own)]
-    if not floors:
+    found = record.partners_s.items()
+    beside = [np.asarray(s, float) for n, s in found if n in over and len(s) == len(own)]
+    if not beside:
         return None
-    return own / np.min(floors, axis=0)
+    return own / np.min(beside, axis=0)
 
 
-def paired(rounds: Sequence[ResultRecord]) -> Spread | None:
-    """The ratio to the floor of a measurement's rounds, from its calls in turn with the
-    floors; ``None`` unless every timed round has them."""
-    ratios = [paired_ratios(r) for r in rounds if r.median_s is not None]
+def paired(rounds: Sequence[ResultRecord], over: Collection[str]) -> Spread | None:
+    """The ratio of a measurement's rounds over the fastest of the variants ``over`` (the
+    floors, or one variant compared with it directly), from its calls in turn with theirs;
+    ``None`` unless every timed round has them."""
+    ratios = [paired_ratios(r, over) for r in rounds if r.median_s is not None]
     if not ratios or any(r is None for r in ratios):
         return None
     return spread_of([r for r in ratios if r is not None])

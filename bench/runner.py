@@ -34,57 +34,90 @@ from bench.records import (
 )
 from bench.roles import FLOORS
 from bench.threads import environment
-from bench.turns import Partner, Worker, ignore, measure
+from bench.turns import Floor, Worker, ignore, measure
 from bench.variant import Variant
-from bench.worker import units
+from bench.worker import Unit, units
 from frae.config import FRAEConfig
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def run_variant(
-    variant: Variant,
-    points: list[Point],
+def run_group(
+    group: list[Planned],
     models: dict[str, FRAEConfig],
     settings: Settings,
-    log: Path,
+    logs: Path,
     on_record: Callable[[Record], None],
     round_: int | None = None,
-    partners: list[Partner] | None = None,
+    floors: list[Floor] | None = None,
 ) -> None:
-    """Run one variant's worker over ``points``, each measurement in turn with the
-    ``partners`` that make it too (``bench.turns``); pass each record it prints to
-    ``on_record``, marked with ``round_``. A worker that fails or times out yields a
-    ``variant`` record with the error and the tail of its log."""
-    beside = [p for p in partners or [] if p.worker.alive]
+    """Run the workers of ``group``, a variant and those compared with it directly, side by
+    side: each measurement they share timed in turn by them all and the ``floors`` that make
+    it (``bench.turns``), each other one by its variant with the floors; pass each record to
+    ``on_record``, marked with its variant's role and ``round_``. A worker that fails or
+    times out yields a ``variant`` record with the error and the tail of its log."""
+    roles = {planned.variant.name: planned.variant.role for planned in group}
 
     def keep(record: Record) -> None:
         if isinstance(record, VariantRecord | ResultRecord):
-            on_record(replace(record, role=variant.role, round=round_))
+            on_record(replace(record, role=roles[record.variant], round=round_))
 
-    with log.open("w") as errors:
-        worker = Worker.start(
-            variant.name, job_of(variant, models, settings), env_of(variant, settings), errors
-        )
+    beside = [floor for floor in floors or [] if floor.worker.alive]
+    with contextlib.ExitStack() as files:
+        started = []
+        for planned in group:  # one at a time: each one's import is its own
+            variant = planned.variant
+            log = logs / f"{file_name(variant.name)}.log"
+            job, env = job_of(variant, models, settings), env_of(variant, settings)
+            worker = Worker.start(variant.name, job, env, files.enter_context(log.open("w")))
+            worker.answer(keep)  # its facts, then idle
+            started.append((worker, units(planned.points), log))
         # a worker past its time is ended, and the floors in turn with it, which could hang
-        ended = [worker.process, *(p.worker.process for p in beside)]
-        timer = threading.Timer(settings.timeout_s, kill, [ended])
+        ended = [worker.process for worker, _, _ in started]
+        timer = threading.Timer(
+            settings.timeout_s * len(group), kill, [ended + [f.worker.process for f in beside]]
+        )
         timer.start()
         try:
-            if worker.answer(keep) is not None:  # its facts, then idle
-                for unit in units(points):
-                    measure(worker, unit, beside, keep)
-                    if not worker.alive:
-                        break
-            code = worker.close()
+            for members in shared([(worker, made) for worker, made, _ in started]):
+                measure(members, beside, keep)
+            codes = [worker.close() for worker, _, _ in started]
         finally:
-            timed_out = not timer.is_alive() and worker.process.returncode == -9
+            timed_out = not timer.is_alive()
             timer.cancel()
-    if code != 0:
-        tail = log.read_text(errors="replace").strip().splitlines()[-5:]
-        why = f"timed out after {settings.timeout_s:.0f} s" if timed_out else f"exited with {code}"
-        error = f"worker {why}: " + " | ".join(tail)
-        on_record(VariantRecord(variant.name, variant.role, error=error, round=round_))
+    for (worker, _, log), code in zip(started, codes, strict=True):
+        if code != 0:
+            tail = log.read_text(errors="replace").strip().splitlines()[-5:]
+            ran = timed_out and code == -9
+            why = f"timed out after {settings.timeout_s:.0f} s" if ran else f"exited with {code}"
+            error = f"worker {why}: " + " | ".join(tail)
+            on_record(VariantRecord(worker.name, roles[worker.name], error=error, round=round_))
+
+
+def shared(workers: list[tuple[Worker, list[Unit]]]) -> Iterator[list[tuple[Worker, Unit]]]:
+    """Each measurement of the first worker's units with every other worker's same one
+    (``Unit.measures``), then each other worker's left, in each one's order."""
+    left = [(worker, {unit.measures: unit for unit in made}) for worker, made in workers]
+    for _, pending in left:
+        for what in list(pending):
+            yield [(worker, others.pop(what)) for worker, others in left if what in others]
+
+
+def groups(planned: list[Planned]) -> list[list[Planned]]:
+    """The variants that run, each measured together with those compared with it directly
+    (``Variant.compared_with``) that run too; the floors alone."""
+    running = [p for p in planned if p.skipped is None]
+    names = {p.variant.name for p in running}
+
+    def leads(p: Planned) -> bool:
+        return p.variant.role in FLOORS or p.variant.compared_with not in names
+
+    found = {p.variant.name: [p] for p in running if leads(p)}
+    for p in running:
+        if not leads(p):
+            mate = found.get(p.variant.compared_with or "")
+            (mate if mate is not None else found.setdefault(p.variant.name, [])).append(p)
+    return list(found.values())
 
 
 def kill(processes: list[subprocess.Popen[str]]) -> None:
@@ -118,23 +151,23 @@ def env_of(variant: Variant, settings: Settings) -> dict[str, str]:
 @contextlib.contextmanager
 def floors_alive(
     planned: list[Planned], models: dict[str, FRAEConfig], settings: Settings, logs: Path
-) -> Iterator[list[Partner]]:
-    """A worker of each floor that runs, alive while the block runs: the partners that
-    every other variant's measurements are timed in turn with."""
-    partners, files = [], []
+) -> Iterator[list[Floor]]:
+    """A worker of each floor that runs, alive while the block runs: every other variant's
+    measurements are timed in turn with them."""
+    floors, files = [], []
     try:
         for variant, points, skipped in planned:
             if skipped is None and variant.role in FLOORS:
                 files.append((logs / f"{file_name(variant.name)}.in_turn.log").open("w"))
                 job, env = job_of(variant, models, settings), env_of(variant, settings)
                 worker = Worker.start(variant.name, job, env, files[-1])
-                partners.append(Partner(worker, points))
-        for partner in partners:
-            partner.worker.answer(ignore)  # its facts, then idle
-        yield partners
+                floors.append(Floor(worker, points))
+        for floor in floors:
+            floor.worker.answer(ignore)  # its facts, then idle
+        yield floors
     finally:
-        for partner in partners:
-            partner.worker.close()
+        for floor in floors:
+            floor.worker.close()
         for file in files:
             file.close()
 
@@ -216,19 +249,18 @@ def run(
             tag = round_ if settings.rounds > 1 else None  # one round: records as before rounds
             logs = out / "logs" / ("" if tag is None else f"round{tag}")
             logs.mkdir(exist_ok=True)
-            with floors_alive(planned, models, settings, logs) as partners:
-                for variant, points, skipped in planned:
-                    if skipped is not None:
-                        continue
+            with floors_alive(planned, models, settings, logs) as floors:
+                for group in groups(planned):
                     before, begin = len(records), time.perf_counter()
-                    shown = variant.name if tag is None else f"{variant.name}, round {tag}"
-                    bar.set_description(shown)
-                    log = logs / f"{file_name(variant.name)}.log"
-                    beside = [] if variant.role in FLOORS else partners
-                    run_variant(variant, points, models, settings, log, keep, tag, beside)
+                    shown = " + ".join(p.variant.name for p in group)
+                    bar.set_description(shown if tag is None else f"{shown}, round {tag}")
+                    floored = group[0].variant.role not in FLOORS
+                    run_group(group, models, settings, logs, keep, tag, floors if floored else [])
                     done = sum(1 for r in records[before:] if isinstance(r, ResultRecord))
-                    bar.update(len(units(points)) - done)  # a failed worker's
-                    keep(DoneRecord(variant.name, time.perf_counter() - begin, round=tag))
+                    bar.update(sum(len(units(p.points)) for p in group) - done)  # failed ones'
+                    wall = time.perf_counter() - begin  # each one's worker ran all along
+                    for p in group:
+                        keep(DoneRecord(p.variant.name, wall, round=tag))
         keep(EndRecord(time.perf_counter() - start))
     bar.close()
     return records

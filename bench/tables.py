@@ -141,7 +141,8 @@ AUTODIFF_CAPTION = (
     "backward pass written in the framework (`jax.custom_vjp`, `tf.custom_gradient`, "
     "`torch.autograd.Function`): one reverse loop carrying only the feedback's gradient, "
     "each weight's gradient one product over all steps after it. *Price*: autodiff over by "
-    "hand, what the framework's own differentiation costs (below 1: it is the faster)."
+    "hand, what the framework's own differentiation costs (below 1: it is the faster); where "
+    "the two took their calls in turn, the median of each call's ratio, with its spread."
 )
 
 
@@ -155,10 +156,15 @@ def autodiff_rows(pivot: Pivot) -> Rows:
         for batch in sorted(batches):
             cells = []
             for operation in ("loss_and_grads", "train_step"):
-                own = pivot.figure(pivot.key(autodiff, operation, Shape(batch, steps)))
-                by_hand = pivot.figure(pivot.key(hand, operation, Shape(batch, steps)))
+                key = pivot.key(autodiff, operation, Shape(batch, steps))
+                own, by_hand = pivot.figure(key), pivot.figure(key.of(hand))
                 price = own / by_hand if own is not None and by_hand else None
-                cells += [fmt(own), fmt(by_hand), _ratio(price)]
+                in_turn = pivot.in_turn(key, hand)
+                cells += [
+                    fmt(own),
+                    fmt(by_hand),
+                    in_turn_cell(in_turn) if in_turn else _ratio(price),
+                ]
             rows.append([autodiff, str(batch), *cells])
     return rows
 
@@ -171,7 +177,8 @@ DEVICES_CAPTION = (
     "accelerator: its N devices are virtual CPU devices sharing those cores, so the ratio "
     "measures what the engine costs (the split, the all-reduce of the gradients, a program "
     "per device), not a speed-up. On a machine with N accelerators the same command runs "
-    "them and measures the speed-up."
+    "them and measures the speed-up. N / 1: where the two took their calls in turn, the "
+    "median of each call's ratio, with its spread."
 )
 
 
@@ -183,9 +190,10 @@ def devices_rows(pivot: Pivot) -> Rows:
         for key in pivot.results:
             if key.variant != name or key.operation != "train_step":
                 continue
-            one = pivot.figure(key.of(one_device))
-            many = pivot.figure(key)
-            cells = [fmt(one), fmt(many), _ratio(many / one if many is not None and one else None)]
+            one, many = pivot.figure(key.of(one_device)), pivot.figure(key)
+            in_turn = pivot.in_turn(key, one_device)
+            ratio = _ratio(many / one if many is not None and one else None)
+            cells = [fmt(one), fmt(many), in_turn_cell(in_turn) if in_turn else ratio]
             rows.append([one_device, str(count), str(key.batch), str(key.steps), *cells])
     return rows
 

@@ -1,12 +1,15 @@
-"""Measuring in turn: a variant's worker and the floors' workers, all alive and pinned to the
-same cores, take their samples in turn, one of each a round (the order reversed every other
-round), so that what the machine does to one sample it does to the sample it is compared with.
+"""Measuring in turn: the workers of the variants compared with each other and the floors'
+workers, all alive and pinned to the same cores, take their samples in turn, one of each a
+round (the order reversed every other round), so that what the machine does to one sample
+it does to the samples it is compared with.
 
 The runner (``bench.runner``) drives each worker (``bench.worker``) a measurement at a time.
-A variant's measurement that a floor can make too (the operation a ratio to the floor divides
-by, ``bench.records.OVER_FLOOR``, at the same model and shape) is timed in turn with it; the
-floor's seconds per step are kept beside the variant's calls (``ResultRecord.partners_s``),
-the pairs that ``bench.pairs`` turns into ratios.
+A group of variants compared directly (a route and its framework's defaults, a backward by
+autodiff and by hand, one device and N) measures each measurement they share in turn; a
+floor that measures it too (the operation a ratio to the floor divides by,
+``bench.records.OVER_FLOOR``, at the same model and shape) takes its turn as well. Each
+member's record keeps the others' seconds per step beside its calls
+(``ResultRecord.partners_s``), the pairs that ``bench.pairs`` turns into ratios.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ import sys
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
 from typing import IO, Any
 
@@ -89,13 +93,11 @@ class Worker:
 
 
 @dataclass
-class Partner:
+class Floor:
     """A floor's worker, alive for a round, and the points it measures (``bench.grid``)."""
 
     worker: Worker
     points: list[Point]
-    taken: list[list[float]] = field(default_factory=list)
-    per_call: int = 1
 
     def unit_for(self, unit: Unit) -> Unit | None:
         """What this floor measures beside ``unit``: the operation a ratio to the floor
@@ -103,63 +105,83 @@ class Partner:
         if unit.operation == CODEC or not self.worker.alive:
             return None
         operation = OVER_FLOOR.get(unit.operation, unit.operation)
-        point = unit.point
         for own in self.points:
-            if own[:3] == point[:3] and operation in own.operations:
-                return unit._replace(operation=operation)
+            if own[:3] == unit.point[:3] and operation in own.operations:
+                return unit.doing(operation)
         return None
 
 
-def measure(worker: Worker, unit: Unit, partners: Iterable[Partner], keep: Keep) -> None:
-    """``unit`` on ``worker``, timed in turn with each partner that measures it too (alone
-    where none does); its records, with the partners' seconds, given to ``keep``."""
-    beside = [(p, own) for p in partners if (own := p.unit_for(unit)) is not None]
-    worker.send({"unit": unit.to_json(), "alone": not beside})
-    said = worker.answer(keep)
-    if said is None or said["kind"] != READY:
+@dataclass
+class Turn:
+    """One worker's part in a measurement taken in turn: whether its records are kept (a
+    member of the group measured) or it is a floor, the optimizer steps a call makes, and
+    the seconds of each sample it took."""
+
+    worker: Worker
+    member: bool
+    per_call: int = 1
+    taken: list[list[float]] = field(default_factory=list)
+    failed: bool = False
+
+    def per_step(self) -> list[float]:
+        return [seconds[0] / self.per_call for seconds in self.taken]
+
+
+def measure(members: list[tuple[Worker, Unit]], floors: Iterable[Floor], keep: Keep) -> None:
+    """One measurement (each member's ``Unit``, the same operation, model and shape), timed
+    in turn by every member and each floor that measures it too; alone where only one would.
+    Each member's records get the others' seconds per step (``ResultRecord.partners_s``)."""
+    beside = [(f.worker, own) for f in floors if (own := f.unit_for(members[0][1])) is not None]
+    alone = len(members) == 1 and not beside
+    turns, rule = [], None
+    for worker, unit in members:
+        worker.send({"unit": unit.to_json(), "alone": alone})
+        said = worker.answer(keep)
+        if said is not None and said["kind"] == READY:
+            turns.append(Turn(worker, True, said["per_call"]))
+            rule = rule or Rule(*said["rule"])
+    if rule is None:
         return
-    ready = []
-    for partner, own in beside:
-        partner.worker.send({"unit": own.to_json(), "alone": False})
-        answer = partner.worker.answer(ignore)
-        if answer is not None and answer["kind"] == READY:
-            partner.taken, partner.per_call = [], answer["per_call"]
-            ready.append(partner)
-    taken = in_turn(worker, ready, Rule(*said["rule"]))
-    for partner in ready:
-        partner.worker.send("stop")
-        partner.worker.answer(ignore)
-    paired = {
-        p.worker.name: [seconds[0] / p.per_call for seconds in p.taken]
-        for p in ready
-        if len(p.taken) == taken
-    }
-    worker.send("stop")
-    worker.answer(lambda r: keep(with_partners(r, paired)))
+    for worker, unit in beside:
+        worker.send({"unit": unit.to_json(), "alone": False})
+        said = worker.answer(ignore)
+        if said is not None and said["kind"] == READY:
+            turns.append(Turn(worker, False, said["per_call"]))
+    in_turn(turns, rule)
+    for turn in turns:
+        turn.worker.send("stop")
+        others = {
+            other.worker.name: other.per_step()
+            for other in turns
+            if other is not turn and len(other.taken) == len(turn.taken)
+        }
+        turn.worker.answer(partial(with_partners, keep, others) if turn.member else ignore)
 
 
-def with_partners(record: Record, paired: dict[str, list[float]]) -> Record:
-    """``record`` with the floors' seconds taken in turn with it, where it was timed."""
-    if not paired or not isinstance(record, ResultRecord) or record.calls_s is None:
-        return record
-    return replace(record, partners_s=paired)
+def with_partners(keep: Keep, paired: dict[str, list[float]], record: Record) -> None:
+    """``record`` to ``keep``, with the others' seconds taken in turn with it if it was
+    timed."""
+    if paired and isinstance(record, ResultRecord) and record.calls_s is not None:
+        record = replace(record, partners_s=paired)
+    keep(record)
 
 
-def in_turn(worker: Worker, partners: list[Partner], rule: Rule) -> int:
-    """Samples of ``worker`` and each partner in turn, one of each a round, the order
-    reversed every other round, until ``rule`` says enough, the worker's failure or its end;
-    each partner's kept in its ``taken``. Returns how many of the worker's were taken."""
-    taken, start = 0, time.perf_counter()
-    while True:
-        order: list[Worker | Partner] = [worker, *partners]
-        for turn in order if taken % 2 == 0 else order[::-1]:
-            one = turn if isinstance(turn, Worker) else turn.worker
-            one.send(SAMPLE)
-            said = one.answer(ignore)
-            if turn is worker and (said is None or "error" in said):
-                return taken
-            if isinstance(turn, Partner) and said is not None and "seconds" in said:
+def in_turn(turns: list[Turn], rule: Rule) -> int:
+    """A sample of each turn that has not failed, one after another, the order reversed
+    every other round, until ``rule`` says enough or no member is left; each kept in its
+    ``taken``. Returns the rounds."""
+    rounds, start = 0, time.perf_counter()
+    while any(turn.member and not turn.failed for turn in turns):
+        for turn in turns if rounds % 2 == 0 else turns[::-1]:
+            if turn.failed:
+                continue
+            turn.worker.send(SAMPLE)
+            said = turn.worker.answer(ignore)
+            if said is None or "seconds" not in said:
+                turn.failed = True
+            else:
                 turn.taken.append(said["seconds"])
-        taken += 1
-        if rule.enough(taken, time.perf_counter() - start):
-            return taken
+        rounds += 1
+        if rule.enough(rounds, time.perf_counter() - start):
+            break
+    return rounds

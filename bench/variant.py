@@ -38,6 +38,8 @@ class Variant:
         no_stream: why it does not stream, exactly when ``operations`` leave the stream out.
         exported_from: the registered backend whose artifact it runs (``frae export`` in a
             child process), so it runs only where that backend can.
+        beside: the variant it is compared with directly, besides ``twin_of`` and ``of``
+            (a route's framework defaults beside the route).
     """
 
     name: str
@@ -60,6 +62,13 @@ class Variant:
     of: str | None = None
     no_stream: str | None = None
     exported_from: str | None = None
+    beside: str | None = None
+
+    @property
+    def compared_with(self) -> str | None:
+        """The variant it is compared with directly, measured in turn with it where both
+        run (``bench.turns``): its route, its autodiff twin, itself on one device."""
+        return self.beside or self.twin_of or self.of
 
     def __post_init__(self) -> None:
         if (STREAM in self.operations) == (self.no_stream is not None):

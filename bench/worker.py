@@ -85,6 +85,16 @@ class Unit(NamedTuple):
         model, batch, steps, operations = self.point
         return [[model, batch, steps, list(operations)], self.operation, self.side, self.chunk]
 
+    def doing(self, operation: str) -> Unit:
+        """The same point, side and chunk length, measuring ``operation``."""
+        return self._replace(operation=operation)
+
+    @property
+    def measures(self) -> tuple[Any, ...]:
+        """What it measures, whatever else its point measures: model, B, T, operation,
+        side, chunk."""
+        return (*self.point[:3], self.operation, self.side, self.chunk)
+
     @classmethod
     def from_json(cls, data: list[Any]) -> Unit:
         (model, batch, steps, operations), operation, side, chunk = data

@@ -8,17 +8,19 @@ import pytest
 from bench.pairs import Spread, paired, paired_ratios, spread_of
 from tests.bench_cases import kept_calls
 
+FLOORS = ("slow_floor", "fast_floor")
+
 
 def test_each_call_is_divided_by_the_fastest_floor_of_its_own_turn() -> None:
-    record = kept_calls(
-        [4.0, 6.0, 8.0], partners_s={"slow_floor": [3.0, 3.0, 3.0], "fast_floor": [2.0, 4.0, 1.0]}
-    )
-    np.testing.assert_allclose(paired_ratios(record), [2.0, 2.0, 8.0])
+    """A variant compared with it directly, in turn too, is no floor."""
+    turns = {"slow_floor": [3.0, 3.0, 3.0], "fast_floor": [2.0, 4.0, 1.0], "twin": [0.1] * 3}
+    record = kept_calls([4.0, 6.0, 8.0], partners_s=turns)
+    np.testing.assert_allclose(paired_ratios(record, FLOORS), [2.0, 2.0, 8.0])
 
 
 def test_a_floor_with_fewer_calls_than_the_variant_is_not_paired() -> None:
-    assert paired_ratios(kept_calls([1.0, 2.0], partners_s={"floor": [1.0]})) is None
-    assert paired_ratios(kept_calls([1.0, 2.0])) is None
+    assert paired_ratios(kept_calls([1.0, 2.0], partners_s={"floor": [1.0]}), ["floor"]) is None
+    assert paired_ratios(kept_calls([1.0, 2.0]), ["floor"]) is None
 
 
 def test_the_spread_covers_the_quartiles_and_every_rounds_median() -> None:
@@ -32,6 +34,7 @@ def test_the_spread_covers_the_quartiles_and_every_rounds_median() -> None:
 def test_the_paired_ratio_of_several_rounds_keeps_each_rounds_median() -> None:
     one = kept_calls([2.0, 2.0, 2.0], partners_s={"floor": [1.0, 1.0, 1.0]}, round=1)
     two = kept_calls([3.0, 3.0, 3.0], partners_s={"floor": [1.0, 1.0, 1.0]}, round=2)
-    found = paired([one, two])
+    found = paired([one, two], ["floor"])
     assert found is not None and found.low == pytest.approx(2.0) and found.high == 3.0
-    assert paired([one, kept_calls([3.0, 3.0], round=2)]) is None, "a round without its floor"
+    without = kept_calls([3.0, 3.0], round=2)
+    assert paired([one, without], ["floor"]) is None, "a round without its floor"

@@ -1,5 +1,6 @@
-"""``bench.turns``: a variant's samples and the floors' taken in turn, one of each a round; the
-floors' kept beside the variant's calls, each the operation a ratio to the floor divides by."""
+"""``bench.turns`` and the runner's groups: the samples of the variants compared directly and
+of the floors taken in turn, one of each a round; each one's kept beside the others' calls,
+a floor's the operation a ratio to the floor divides by."""
 
 from __future__ import annotations
 
@@ -8,11 +9,12 @@ from typing import Any
 
 import pytest
 
+from bench.catalogue import VARIANTS
 from bench.job import Settings
 from bench.records import OVER_FLOOR, STREAM, Point, Record, ResultRecord
 from bench.roles import Role
-from bench.runner import env_of, job_of
-from bench.turns import Partner, Worker, in_turn, measure
+from bench.runner import Planned, env_of, groups, job_of, shared
+from bench.turns import Floor, Turn, Worker, in_turn, measure
 from bench.variant import Variant
 from bench.worker import Rule, Unit, units
 
@@ -33,28 +35,59 @@ class Scripted(Worker):
 
 def test_samples_are_taken_in_turn_the_order_reversed_every_other_round() -> None:
     asked: list[str] = []
-    floors = [Partner(Scripted(name, asked), []) for name in ("floor_a", "floor_b")]
-    taken = in_turn(Scripted("variant", asked), floors, Rule(4, 0.0, 60.0, 4))
-    assert taken == 4
-    once, back = ["variant", "floor_a", "floor_b"], ["floor_b", "floor_a", "variant"]
+    names = ("variant", "floor_a", "floor_b")
+    turns = [Turn(Scripted(name, asked), member=name == "variant") for name in names]
+    assert in_turn(turns, Rule(4, 0.0, 60.0, 4)) == 4
+    once, back = list(names), list(names[::-1])
     assert asked == [*once, *back, *once, *back]
-    assert all(len(floor.taken) == 4 for floor in floors)
+    assert all(len(turn.taken) == 4 for turn in turns)
 
 
-def test_a_variant_that_fails_a_sample_ends_its_turns() -> None:
+def test_the_turns_end_when_no_member_is_left() -> None:
+    """A member that fails drops out; the floors alone are not measured on."""
     asked: list[str] = []
-    floor = Partner(Scripted("floor", asked), [])
-    assert in_turn(Scripted("variant", asked, fails_at=2), [floor], Rule(9, 0.0, 60.0, 9)) == 2
+    turns = [Turn(Scripted("variant", asked, fails_at=2), True), Turn(Scripted("f", asked), False)]
+    assert in_turn(turns, Rule(9, 0.0, 60.0, 9)) == 3
+    assert len(turns[0].taken) == 2 and turns[0].failed
 
 
 def test_a_floor_measures_beside_a_unit_what_the_ratio_divides_by() -> None:
     point = Point("default", 1, 20, ("predict", "loss_and_grads", "train_step", STREAM))
-    floor = Partner(Scripted("floor", []), [point])
+    floor = Floor(Scripted("floor", []), [point])
     for unit in units([point]):
         beside = floor.unit_for(unit)
-        assert beside == unit._replace(operation=OVER_FLOOR.get(unit.operation, unit.operation))
+        assert beside == unit.doing(OVER_FLOOR.get(unit.operation, unit.operation))
     elsewhere = Unit(Point("default", 256, 20, ("predict",)), "predict")
     assert floor.unit_for(elsewhere) is None, "the floor does not measure this shape"
+
+
+def test_a_route_its_defaults_its_twin_and_its_devices_are_measured_together() -> None:
+    by_name = {v.name: v for v in VARIANTS}
+    names = ["numba_floor", "tf_while[defaults]", "tf_while", "tf_while_bptt", "jax_scan"]
+    names += ["tf_while on 2 devices"]
+    found = groups([Planned(by_name[name], [], None) for name in names])
+    grouped = [[p.variant.name for p in group] for group in found]
+    together = ["tf_while", "tf_while[defaults]", "tf_while_bptt", "tf_while on 2 devices"]
+    assert grouped == [["numba_floor"], together, ["jax_scan"]]
+    alone = groups([Planned(by_name["tf_while[defaults]"], [], None)])
+    assert [[p.variant.name for p in group] for group in alone] == [["tf_while[defaults]"]]
+
+
+def test_the_measurements_two_workers_share_are_made_together() -> None:
+    one, other = Scripted("one", []), Scripted("other", [])
+    both = Point("default", 1, 20, ("predict", "train_step"))
+    shared_units = shared(
+        [
+            (one, units([both])),
+            (other, units([both._replace(operations=("train_step", "loss_and_grads"))])),
+        ]
+    )
+    made = [[(worker.name, unit.operation) for worker, unit in members] for members in shared_units]
+    assert made == [
+        [("one", "predict")],
+        [("one", "train_step"), ("other", "train_step")],
+        [("other", "loss_and_grads")],
+    ]
 
 
 REFERENCE = Variant("reference", "reference", Role.REFERENCE, "the oracle", slow=True)
@@ -63,29 +96,29 @@ QUICK = Settings(repeats=3, min_time_s=0.0, budget_s=0.0, max_samples=3, timeout
 
 @pytest.mark.slow
 def test_real_workers_take_their_calls_in_turn(tmp_path: Path) -> None:
-    """Two workers (the reference as a variant and as its floor) through the protocol: each
-    timed record carries the floor's seconds per step, one per call; a unit that cannot be
-    timed comes back with why, and the floor's own records are not kept."""
+    """Three workers of the reference through the protocol, two as variants compared with
+    each other and one as their floor: each timed record carries the others' seconds per
+    step, one per call; the floor's own records are not kept."""
     point = Point("default", 1, 20, ("predict", "train_step", STREAM))
     job, env = job_of(REFERENCE, {}, QUICK), env_of(REFERENCE, QUICK)
+    kept: list[Record] = []
     with (tmp_path / "log").open("w") as log:
-        worker, floor = (Worker.start(name, job, env, log) for name in ("reference", "floor"))
-        kept: list[Record] = []
+        workers = [Worker.start(name, job, env, log) for name in ("reference", "twin", "floor")]
         try:
-            for started in (worker, floor):
+            for started in workers:
                 assert started.answer(kept.append) is not None
             facts = len(kept)
-            partner = Partner(
-                floor, [point._replace(operations=("predict", "loss_and_grads", STREAM))]
-            )
-            for unit in units([point]):
-                measure(worker, unit, [partner], kept.append)
+            floor_points = [point._replace(operations=("predict", "loss_and_grads", STREAM))]
+            floor = Floor(workers[2], floor_points)
+            for members in shared([(worker, units([point])) for worker in workers[:2]]):
+                measure(members, [floor], kept.append)
         finally:
-            assert worker.close() == 0 and floor.close() == 0, (tmp_path / "log").read_text()
+            codes = [worker.close() for worker in workers]
+            assert codes == [0, 0, 0], (tmp_path / "log").read_text()
     results = [r for r in kept[facts:] if isinstance(r, ResultRecord)]
-    assert len(results) == len(units([point])) and all(r.variant == "reference" for r in results)
+    assert len(results) == 2 * len(units([point]))
+    assert {r.variant for r in results} == {"reference"}, "both workers run the reference"
     for r in results:
         assert r.calls_s is not None and r.partners_s is not None, r
-        assert len(r.partners_s["floor"]) == len(r.calls_s) == 3
-    train = next(r for r in results if r.operation == "train_step")
-    assert train.steps_per_sample == QUICK.train_steps
+        assert set(r.partners_s) == {"floor", "twin"} or set(r.partners_s) == {"floor", "reference"}
+        assert all(len(calls) == len(r.calls_s) == 3 for calls in r.partners_s.values())

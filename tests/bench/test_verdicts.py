@@ -319,6 +319,8 @@ def test_a_target_is_met_or_missed_only_where_its_spread_is_on_one_side(
     limit leave the verdict to the spread."""
     floor = {"numba_floor": [1.0] * 4}
     record = kept_calls(variant_s, "jax_scan", "predict", 1, 1000, role="compiled")
-    outcome = judge(named(TARGETS, "predict_every"), Pivot.of([replace(record, partners_s=floor)]))
+    records = [measured("numba_floor", "floor", "predict", 1, 1000, 1.0)]
+    records.append(replace(record, partners_s=floor))
+    outcome = judge(named(TARGETS, "predict_every"), Pivot.of(records))
     assert (outcome.verdict, outcome.met) == (verdict, met), outcome
     assert "jax_scan" in outcome.measured and "(" in outcome.measured, "the spread is shown"
