@@ -41,6 +41,9 @@ class Job:
     models: Mapping[str, FRAEConfig] = field(default_factory=dict)
     frameworks: tuple[str, ...] = ()
     devices: int | None = None
+    keeps_models: bool = False
+    """Keep each point's model for later measurements there (a floor measuring beside every
+    variant, ``bench.turns``), instead of a fresh one each time the point comes again."""
 
     def config(self, label: str) -> FRAEConfig:
         """The model labelled ``label``."""

@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import IO, Any, NamedTuple
 
 from bench.catalogue import frameworks, unavailable
 from bench.grid import model_points, points_for
@@ -34,7 +34,7 @@ from bench.records import (
 )
 from bench.roles import FLOORS
 from bench.threads import environment
-from bench.turns import Floor, Worker, ignore, measure
+from bench.turns import Floor, Worker, measure
 from bench.variant import Variant
 from bench.worker import Unit, units
 from frae.config import FRAEConfig
@@ -53,45 +53,81 @@ def run_group(
 ) -> None:
     """Run the workers of ``group``, a variant and those compared with it directly, side by
     side: each measurement they share timed in turn by them all and the ``floors`` that make
-    it (``bench.turns``), each other one by its variant with the floors; pass each record to
-    ``on_record``, marked with its variant's role and ``round_``. A worker that fails or
-    times out yields a ``variant`` record with the error and the tail of its log."""
+    it (``bench.turns``), each other one by its variant with the floors; a floor's own
+    measurements are made by its worker alive for the round (``floors_alive``), alone. Each
+    record goes to ``on_record``, marked with its variant's role and ``round_``. A worker
+    that fails or times out yields a ``variant`` record with the error and its log's tail."""
+    keep = marked(on_record, group, round_)
+    alive = {floor.worker.name: floor for floor in floors or [] if floor.worker.alive}
+    own = [p for p in group if p.variant.name not in alive]
+    beside = [] if len(own) < len(group) else list(alive.values())
+    with contextlib.ExitStack() as files:
+        started = [(alive[p.variant.name].worker, units(p.points)) for p in group if p not in own]
+        for planned in own:  # one at a time: each one's import is its own
+            log = files.enter_context((logs / f"{file_name(planned.variant.name)}.log").open("w"))
+            worker = start(planned.variant, models, settings, log, keep)
+            started.append((worker, units(planned.points)))
+        # a worker past its time is ended, and the floors in turn with it, which could hang
+        ended = [worker.process for worker, _ in started]
+        ended += [floor.worker.process for floor in beside]
+        timer = threading.Timer(settings.timeout_s * len(group), kill, [ended])
+        timer.start()
+        try:
+            for members in shared(started):
+                measure(members, beside, keep)
+            codes = {w.name: w.close() for w, _ in started if w.name not in alive}
+        finally:
+            timed_out = not timer.is_alive()
+            timer.cancel()
+    for name, code in codes.items():
+        failed(name, code, timed_out, logs, settings, keep)
+
+
+def start(
+    variant: Variant,
+    models: dict[str, FRAEConfig],
+    settings: Settings,
+    log: IO[str],
+    keep: Callable[[Record], None],
+    keeps_models: bool = False,
+) -> Worker:
+    """``variant``'s worker, started, its facts given to ``keep``; it then waits."""
+    job, env = job_of(variant, models, settings, keeps_models), env_of(variant, settings)
+    worker = Worker.start(variant.name, job, env, log)
+    worker.answer(keep)
+    return worker
+
+
+def marked(
+    on_record: Callable[[Record], None], group: list[Planned], round_: int | None
+) -> Callable[[Record], None]:
+    """``on_record`` for the records of ``group``'s variants, each marked with its
+    variant's role and ``round_``."""
     roles = {planned.variant.name: planned.variant.role for planned in group}
 
     def keep(record: Record) -> None:
         if isinstance(record, VariantRecord | ResultRecord):
             on_record(replace(record, role=roles[record.variant], round=round_))
 
-    beside = [floor for floor in floors or [] if floor.worker.alive]
-    with contextlib.ExitStack() as files:
-        started = []
-        for planned in group:  # one at a time: each one's import is its own
-            variant = planned.variant
-            log = logs / f"{file_name(variant.name)}.log"
-            job, env = job_of(variant, models, settings), env_of(variant, settings)
-            worker = Worker.start(variant.name, job, env, files.enter_context(log.open("w")))
-            worker.answer(keep)  # its facts, then idle
-            started.append((worker, units(planned.points), log))
-        # a worker past its time is ended, and the floors in turn with it, which could hang
-        ended = [worker.process for worker, _, _ in started]
-        timer = threading.Timer(
-            settings.timeout_s * len(group), kill, [ended + [f.worker.process for f in beside]]
-        )
-        timer.start()
-        try:
-            for members in shared([(worker, made) for worker, made, _ in started]):
-                measure(members, beside, keep)
-            codes = [worker.close() for worker, _, _ in started]
-        finally:
-            timed_out = not timer.is_alive()
-            timer.cancel()
-    for (worker, _, log), code in zip(started, codes, strict=True):
-        if code != 0:
-            tail = log.read_text(errors="replace").strip().splitlines()[-5:]
-            ran = timed_out and code == -9
-            why = f"timed out after {settings.timeout_s:.0f} s" if ran else f"exited with {code}"
-            error = f"worker {why}: " + " | ".join(tail)
-            on_record(VariantRecord(worker.name, roles[worker.name], error=error, round=round_))
+    return keep
+
+
+def failed(
+    name: str,
+    code: int,
+    timed_out: bool,
+    logs: Path,
+    settings: Settings,
+    keep: Callable[[Record], None],
+) -> None:
+    """Where worker ``name`` exited with ``code`` other than 0, a ``variant`` record of
+    why, with the tail of its log."""
+    if code == 0:
+        return
+    tail = (logs / f"{file_name(name)}.log").read_text(errors="replace").strip().splitlines()
+    ran = timed_out and code == -9
+    why = f"timed out after {settings.timeout_s:.0f} s" if ran else f"exited with {code}"
+    keep(VariantRecord(name, error=f"worker {why}: " + " | ".join(tail[-5:])))
 
 
 def shared(workers: list[tuple[Worker, list[Unit]]]) -> Iterator[list[tuple[Worker, Unit]]]:
@@ -126,7 +162,12 @@ def kill(processes: list[subprocess.Popen[str]]) -> None:
         process.kill()
 
 
-def job_of(variant: Variant, models: dict[str, FRAEConfig], settings: Settings) -> str:
+def job_of(
+    variant: Variant,
+    models: dict[str, FRAEConfig],
+    settings: Settings,
+    keeps_models: bool = False,
+) -> str:
     """The job of ``variant``'s worker, as JSON."""
     job = Job(
         variant.name,
@@ -135,6 +176,7 @@ def job_of(variant: Variant, models: dict[str, FRAEConfig], settings: Settings) 
         models,
         tuple(frameworks(variant)),
         variant.devices,
+        keeps_models,
     )
     return job.to_json()
 
@@ -150,26 +192,29 @@ def env_of(variant: Variant, settings: Settings) -> dict[str, str]:
 
 @contextlib.contextmanager
 def floors_alive(
-    planned: list[Planned], models: dict[str, FRAEConfig], settings: Settings, logs: Path
+    planned: list[Planned],
+    models: dict[str, FRAEConfig],
+    settings: Settings,
+    logs: Path,
+    on_record: Callable[[Record], None],
+    round_: int | None = None,
 ) -> Iterator[list[Floor]]:
-    """A worker of each floor that runs, alive while the block runs: every other variant's
-    measurements are timed in turn with them."""
-    floors, files = [], []
-    try:
-        for variant, points, skipped in planned:
-            if skipped is None and variant.role in FLOORS:
-                files.append((logs / f"{file_name(variant.name)}.in_turn.log").open("w"))
-                job, env = job_of(variant, models, settings), env_of(variant, settings)
-                worker = Worker.start(variant.name, job, env, files[-1])
-                floors.append(Floor(worker, points))
-        for floor in floors:
-            floor.worker.answer(ignore)  # its facts, then idle
-        yield floors
-    finally:
-        for floor in floors:
-            floor.worker.close()
-        for file in files:
-            file.close()
+    """A worker of each floor that runs, alive while the block runs: it makes the floor's
+    own measurements, and every other variant's are timed in turn with it. Each keeps its
+    models, which every variant measures at the same points."""
+    floors = [p for p in planned if p.skipped is None and p.variant.role in FLOORS]
+    keep, alive = marked(on_record, floors, round_), []
+    with contextlib.ExitStack() as files:
+        try:
+            for p in floors:
+                log = files.enter_context((logs / f"{file_name(p.variant.name)}.log").open("w"))
+                worker = start(p.variant, models, settings, log, keep, keeps_models=True)
+                alive.append(Floor(worker, p.points))
+            yield alive
+        finally:
+            codes = {floor.worker.name: floor.worker.close() for floor in alive}
+    for name, code in codes.items():
+        failed(name, code, False, logs, settings, keep)
 
 
 def listing(variant: Variant) -> Listing:
@@ -249,13 +294,12 @@ def run(
             tag = round_ if settings.rounds > 1 else None  # one round: records as before rounds
             logs = out / "logs" / ("" if tag is None else f"round{tag}")
             logs.mkdir(exist_ok=True)
-            with floors_alive(planned, models, settings, logs) as floors:
+            with floors_alive(planned, models, settings, logs, keep, tag) as floors:
                 for group in groups(planned):
                     before, begin = len(records), time.perf_counter()
                     shown = " + ".join(p.variant.name for p in group)
                     bar.set_description(shown if tag is None else f"{shown}, round {tag}")
-                    floored = group[0].variant.role not in FLOORS
-                    run_group(group, models, settings, logs, keep, tag, floors if floored else [])
+                    run_group(group, models, settings, logs, keep, tag, floors)
                     done = sum(1 for r in records[before:] if isinstance(r, ResultRecord))
                     bar.update(sum(len(units(p.points)) for p in group) - done)  # failed ones'
                     wall = time.perf_counter() - begin  # each one's worker ran all along

@@ -29,7 +29,7 @@ import resource
 import sys
 import time
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
 from typing import Any, NamedTuple, TextIO
@@ -55,6 +55,11 @@ from bench.records import (
 from bench.threads import apply, check, observed, pin
 
 MIN_SAMPLES = 3
+REWARM_BELOW_S = 0.02
+"""A sample taken in turn shorter than this is preceded by an untimed one: a call made after
+its process waited (a pipe's round trip, the others' turns) runs up to twice as long as one
+made straight after another, its caches cold, which would weigh most on the shortest
+calls, the floors'. Beyond it the cold start is under 1 % of the sample."""
 IDLE, READY, SAMPLE = "idle", "ready", "sample"
 """The kinds of the worker's answers that are not records (``bench.records``)."""
 
@@ -150,6 +155,20 @@ def sample(
             return samples
 
 
+SCHEDSTAT = Path("/proc/thread-self/schedstat")
+"""Linux's scheduler statistics of the calling thread: its time on a CPU, then its time
+waiting on a run queue, ready to run (ns)."""
+
+
+def waited_s() -> float | None:
+    """How long this thread has waited, ready to run, for a CPU another task held (``None``
+    where the platform does not say)."""
+    try:
+        return int(SCHEDSTAT.read_text().split()[1]) / 1e9
+    except (OSError, IndexError, ValueError):
+        return None
+
+
 def seconds_of(call: Callable[[], object]) -> float:
     """The seconds one call of ``call`` takes."""
     begin = time.perf_counter()
@@ -195,20 +214,27 @@ class Prepared:
     rule: Rule
     note: str | None = None
     seconds: list[list[float]] = field(default_factory=list)
+    waits: list[float | None] = field(default_factory=list)
     cpu_s: float = 0.0
     wall_s: float = 0.0
     error: str | None = None
 
-    def sample(self) -> list[float]:
-        """One sample, kept; the error of a failing one kept for the records."""
-        cpu, wall = time.process_time(), time.perf_counter()
+    def sample(self, rewarm: bool = False) -> list[float]:
+        """One sample, kept; the error of a failing one kept for the records. ``rewarm``:
+        a short sample (``REWARM_BELOW_S``) comes after an untimed one, for its process has
+        waited while others took their turns."""
         try:
+            if rewarm and (not self.seconds or sum(self.seconds[-1]) < REWARM_BELOW_S):
+                self.run()
+            cpu, wall, waited = time.process_time(), time.perf_counter(), waited_s()
             taken = self.run()
         except Exception as error:
             self.error = f"{type(error).__name__}: {error}"
             raise
         self.cpu_s += time.process_time() - cpu
         self.wall_s += time.perf_counter() - wall
+        after = waited_s()
+        self.waits.append(None if waited is None or after is None else after - waited)
         self.seconds.append(taken)
         return taken
 
@@ -219,9 +245,12 @@ class Prepared:
             return [row(first_call_s=first, error=why) for row, first in self.made()]
         busy = self.cpu_s / self.wall_s if self.wall_s else 0.0
         by_run = np.array(self.seconds).T
+        waited = [w for w in self.waits if w is not None]
+        waits = waited if len(self.rows) == 1 and len(waited) == len(self.waits) else None
+        timed = [Timed(times, self.per_call, self.note, busy) for times in by_run]
         return [
-            _record(row, first, Timed(times, self.per_call, self.note, busy))
-            for (row, first), times in zip(self.made(), by_run, strict=True)
+            replace(_record(row, first, each), waits_s=waits)
+            for (row, first), each in zip(self.made(), timed, strict=True)
         ]
 
     def made(self) -> list[tuple[Callable[..., ResultRecord], float]]:
@@ -271,42 +300,59 @@ def _warmed(
     return steady, per_call, note
 
 
+@dataclass
+class OnPoint:
+    """A point's model and input, and what is made of them once: the stream's codes and
+    the codec's runs (or why there are none)."""
+
+    model: Any
+    x: np.ndarray
+    failure: str | None
+    create_s: float
+    codes: Any = None
+    codec: dict[tuple[str, int], list[CodecRun]] | None = None
+    no_codec: dict[str, str] | None = None
+    """Why the point has no codec runs (``error`` or ``unsupported``)."""
+
+
 class Bench:
     """The worker's state: the job, and the model and input of the point it measures (fresh
-    for each point), with the stream's codes and the codec's runs made once a point."""
+    for each point), with the stream's codes and the codec's runs made once a point. A
+    floor measuring beside others (``Job.keeps_models``) keeps each point's model for the
+    next variant that measures there."""
 
     def __init__(self, job: Job) -> None:
         self.job = job
         self.point: Point | None = None
-        self.model: Any = None
-        self.failure: str | None = None
-        self.codes: Any = None
-        self.x: np.ndarray = np.zeros((0, 0, 0))
-        self.create_s = 0.0
-        self.codec: dict[tuple[str, int], list[CodecRun]] | None = None
-        self.no_codec: dict[str, str] | None = None
-        """Why the point has no codec runs (``error`` or ``unsupported``)."""
+        self.at = OnPoint(None, np.zeros((0, 0, 0)), None, 0.0)
+        self.kept: dict[Point, OnPoint] = {}
 
-    def on(self, point: Point) -> None:
-        """A fresh model and input for ``point``, unless it is the one measured."""
-        if point == self.point:
-            return
+    def on(self, point: Point) -> OnPoint:
+        """A fresh model and input for ``point``, unless it is the one measured (or kept)."""
+        if point != self.point:
+            self.point = point
+            found = self.kept.get(point)
+            self.at = found if found is not None else self._fresh(point)
+            if self.job.keeps_models:
+                self.kept[point] = self.at
+        return self.at
+
+    def _fresh(self, point: Point) -> OnPoint:
         import frae
         from frae.data import multi_sine
 
         config = self.job.config(point.model)
-        self.point, self.codes, self.codec, self.no_codec = point, None, None, None
-        self.x = multi_sine(batch=point.batch, steps=point.steps, features=config.input_dim, seed=0)
+        x = multi_sine(batch=point.batch, steps=point.steps, features=config.input_dim, seed=0)
         weights = codec_weights(config) if CODEC in point.operations else None
         start = time.perf_counter()
         try:
-            self.model = frae.create(
+            model = frae.create(
                 self.job.backend, config, seed=0, weights=weights, devices=self.job.devices
             )
-            self.failure = None
+            failure = None
         except Exception as error:  # reported on every operation's row
-            self.model, self.failure = None, f"{type(error).__name__}: {error}"
-        self.create_s = time.perf_counter() - start
+            model, failure = None, f"{type(error).__name__}: {error}"
+        return OnPoint(model, x, failure, time.perf_counter() - start)
 
     def row(self, unit: Unit) -> Callable[..., ResultRecord]:
         """The records of ``unit`` (its operation still to give, for the codec's runs)."""
@@ -319,38 +365,39 @@ class Bench:
             model=point.model,
             side=unit.side,
             chunk=unit.chunk,
-            create_s=self.create_s,
-            artifact_kib=getattr(self.model, "artifact_kib", None),
+            create_s=self.at.create_s,
+            artifact_kib=getattr(self.at.model, "artifact_kib", None),
         )
 
     def prepare(self, unit: Unit) -> Made:
         """``unit`` ready to be timed, or its records."""
-        self.on(unit.point)
+        at = self.on(unit.point)
         row = self.row(unit)
         if unit.operation == CODEC:
             return self._codec(unit, row)
         made = partial(row, unit.operation)
-        if self.failure is not None:
-            return [made(error=self.failure)]
+        if at.failure is not None:
+            return [made(error=at.failure)]
         if unit.operation == STREAM:
             return self._stream(unit, made)
-        calls = _calls(self.model, self.x, self.job.settings.train_steps)[unit.operation]
+        calls = _calls(at.model, at.x, self.job.settings.train_steps)[unit.operation]
         return prepare_calls(unit.operation, calls, self.job.settings, made)
 
     def _stream(self, unit: Unit, row: Callable[..., ResultRecord]) -> Made:
         """One side of the stream at one chunk length, on the codes of one whole ``encode``
         of the point's input; where they could not be made, its record says why."""
-        if self.codes is None:
+        at = self.at
+        if at.codes is None:
             try:
-                self.codes = self.model.encode(self.x)
+                at.codes = at.model.encode(at.x)
             except NotImplementedError as error:
-                self.codes = {"unsupported": str(error)}
+                at.codes = {"unsupported": str(error)}
             except Exception as error:  # reported on every side's row
-                self.codes = {"error": f"{type(error).__name__}: {error}"}
-        if isinstance(self.codes, dict):
-            return [row(**self.codes)]
+                at.codes = {"error": f"{type(error).__name__}: {error}"}
+        if isinstance(at.codes, dict):
+            return [row(**at.codes)]
         assert unit.side is not None and unit.chunk is not None
-        run = stream(self.model, self.x, self.codes, unit.side, unit.chunk)
+        run = stream(at.model, at.x, at.codes, unit.side, unit.chunk)
         calls = Calls(run, run, 1, warm_up=False)
         return prepare_calls(STREAM, calls, self.job.settings.for_stream(), row)
 
@@ -360,11 +407,12 @@ class Bench:
         sample of each a round, so that a drift of the machine falls on each alike (the
         coder's share is the difference of two of them); where they could not be made, every
         run's record says why."""
-        if self.codec is None and self.no_codec is None:
-            self.codec, self.no_codec = _codec_runs(self.model, self.x, self.failure)
-        if self.codec is None or unit.side is None or unit.chunk is None:
-            return [row(operation, **(self.no_codec or {})) for operation in CODING]
-        runs = self.codec[unit.side, unit.chunk]
+        at = self.at
+        if at.codec is None and at.no_codec is None:
+            at.codec, at.no_codec = _codec_runs(at.model, at.x, at.failure)
+        if at.codec is None or unit.side is None or unit.chunk is None:
+            return [row(operation, **(at.no_codec or {})) for operation in CODING]
+        runs = at.codec[unit.side, unit.chunk]
         settings = self.job.settings.for_stream()
         rows: list[Callable[..., ResultRecord]] = [
             partial(row, run.operation, threads=settings.threads) for run in runs
@@ -510,7 +558,7 @@ def serve(bench: Bench, commands: TextIO, say: Callable[[str], None]) -> None:
         command = json.loads(line)
         if command == SAMPLE and prepared is not None:
             try:
-                said: dict[str, Any] = {"kind": SAMPLE, "seconds": prepared.sample()}
+                said: dict[str, Any] = {"kind": SAMPLE, "seconds": prepared.sample(rewarm=True)}
             except Exception:  # the records say why
                 said = {"kind": SAMPLE, "error": prepared.error or "failed"}
             say(json.dumps(said))
