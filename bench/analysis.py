@@ -331,9 +331,9 @@ def floor_per_frame(costs: Iterable[StreamCost], pivot: Pivot) -> dict[str, floa
     return floor
 
 
-WAIT_LIMIT = 0.05
-"""A measurement whose calls waited for their CPU over this fraction of their time shared
-its core with another process: a reading to doubt (``ResultRecord.waits_s``)."""
+SHARED_LIMIT = 0.1
+"""A measurement timed alone while other processes took over this fraction of its calls'
+time on its CPUs shared its core: a reading to doubt (``ResultRecord.others_s``)."""
 SPREAD_LIMIT = 0.25
 """An interquartile range over this fraction of the median makes a reading to doubt."""
 BELOW_FLOOR = 0.5
@@ -344,9 +344,9 @@ slower than its whole (its lower quartile above the whole's upper one) contradic
 
 
 def flags(pivot: Pivot) -> dict[Key, list[str]]:
-    """Each measurement to doubt, with why: a wide spread, calls that waited for their CPU
-    (``WAIT_LIMIT``), a figure far below the floor's, or a part slower than its whole at
-    the same shape (``PARTS``)."""
+    """Each measurement to doubt, with why: a wide spread, a core shared with other
+    processes (``SHARED_LIMIT``), a figure far below the floor's, or a part slower than its
+    whole at the same shape (``PARTS``)."""
     found: dict[Key, list[str]] = {}
     for key, r in pivot.results.items():
         if r.median_s is None or r.q1_s is None or r.q3_s is None:
@@ -355,8 +355,8 @@ def flags(pivot: Pivot) -> dict[Key, list[str]]:
         spread = (r.q3_s - r.q1_s) / r.median_s
         if spread > SPREAD_LIMIT:
             why.append(f"spread: IQR {100 * spread:.0f}% of the median")
-        if r.waits_s and r.calls_s and (waited := sum(r.waits_s) / sum(r.calls_s)) > WAIT_LIMIT:
-            why.append(f"waited {100 * waited:.0f}% of its time for its CPU: a shared core")
+        if r.others_s and r.calls_s and (shared := r.others_s / sum(r.calls_s)) > SHARED_LIMIT:
+            why.append(f"other processes took {100 * shared:.0f}% of its CPU: a shared core")
         if (ratio := pivot.floor_ratio(key)) is not None and ratio < BELOW_FLOOR:
             why.append(f"{ratio:.2g}× the floor: the floor does not bound this model here")
         for part, whole in PARTS:

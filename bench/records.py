@@ -36,8 +36,8 @@ SIDES = (SENDER, RECEIVER)
 FORMAT = 3
 """The results file's format: 2 added every timed call (``ResultRecord.calls_s``), the
 threads, the busy cores and the rounds to format 1's medians and quartiles; 3 added the
-floors' calls taken in turn with each timed call (``ResultRecord.partners_s``) and each
-call's wait for its CPU (``ResultRecord.waits_s``)."""
+floors' calls taken in turn with each timed call (``ResultRecord.partners_s``) and what
+other processes took of its CPUs (``ResultRecord.others_s``)."""
 OVER_FLOOR = {"train_step": "loss_and_grads"}
 """What a ratio to the floor divides an operation by, where not the floor's same operation: a
 training step by the floor's forward + BPTT, which has no optimizer. The floors a variant is
@@ -206,9 +206,9 @@ class ResultRecord:
     q3_s: float | None = None
     calls_s: list[float] | None = None
     """Seconds of every timed call, in the order made."""
-    waits_s: list[float] | None = None
-    """Seconds each timed call's thread waited, ready to run, for its CPU (Linux's
-    ``schedstat``): time another process on the same core took from it."""
+    others_s: float | None = None
+    """CPU seconds other processes took on the worker's CPUs while it timed its calls alone
+    (Linux's ``/proc/stat``, to a clock tick): a core it shared (``bench.threads``)."""
     partners_s: dict[str, list[float]] | None = None
     """Each floor sampled in turn with this measurement (``bench.turns``): its seconds per step
     of the operation a ratio to the floor divides by (``OVER_FLOOR``), one per timed call of

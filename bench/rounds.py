@@ -37,7 +37,7 @@ def merged(rounds: list[ResultRecord]) -> ResultRecord:
     firsts = [r.first_call_s for r in rounds if r.first_call_s is not None]
     busy = [r.cores_busy for r in timed if r.cores_busy is not None]
     peaks = [r.peak_rss_mb for r in timed if r.peak_rss_mb is not None]
-    waits = [r.waits_s for r in timed]
+    others = [r.others_s for r in timed]
     partners = set.intersection(*(set(r.partners_s or {}) for r in timed))
     paired = {name: [s for r in timed for s in (r.partners_s or {})[name]] for name in partners}
     return replace(
@@ -50,7 +50,7 @@ def merged(rounds: list[ResultRecord]) -> ResultRecord:
         q3_s=float(q3),
         calls_s=calls.tolist(),
         partners_s=dict(sorted(paired.items())) or None,
-        waits_s=None if None in waits else [w for r in waits if r is not None for w in r],
+        others_s=None if None in others else sum(o for o in others if o is not None),
         first_call_s=float(np.median(firsts)) if firsts else None,
         cores_busy=float(np.mean(busy)) if busy else None,
         peak_rss_mb=max(peaks) if peaks else None,

@@ -33,7 +33,7 @@ from bench.records import (
     to_json,
 )
 from bench.roles import FLOORS
-from bench.threads import environment
+from bench.threads import environment, one_run_at_a_time
 from bench.turns import Floor, Worker, measure
 from bench.variant import Variant
 from bench.worker import Unit, units
@@ -258,23 +258,24 @@ def run(
 ) -> list[Record]:
     """Measure every variant over ``grid``, its points' models by label in ``models``; write
     ``out/results.jsonl`` (the run's record first, then each variant's facts or why it was
-    skipped and its measurements); return the records."""
+    skipped and its measurements); return the records. One run measures on this machine at
+    a time (``bench.threads.one_run_at_a_time``)."""
     (out / "logs").mkdir(parents=True, exist_ok=True)
     variants, grid = list(variants), list(grid)
     models = models or {DEFAULT_MODEL: FRAEConfig()}
-    first = _run_record(variants, grid, settings, models, out / "logs")
-    planned = plan(variants, grid, settings, models)
     from tqdm import tqdm  # type: ignore[import-untyped, unused-ignore]
 
-    bar = tqdm(
-        total=sum(p.measurements for p in planned if p.skipped is None) * settings.rounds,
-        unit="measurement",
-        file=sys.stderr,
-        dynamic_ncols=True,
-        disable=not progress,
-    )
     records: list[Record] = []
-    with (out / "results.jsonl").open("w") as results:
+    with one_run_at_a_time(), (out / "results.jsonl").open("w") as results:
+        first = _run_record(variants, grid, settings, models, out / "logs")
+        planned = plan(variants, grid, settings, models)
+        bar = tqdm(
+            total=sum(p.measurements for p in planned if p.skipped is None) * settings.rounds,
+            unit="measurement",
+            file=sys.stderr,
+            dynamic_ncols=True,
+            disable=not progress,
+        )
 
         def keep(record: Record) -> None:
             records.append(record)
@@ -292,22 +293,34 @@ def run(
                 keep(VariantRecord(variant.name, variant.role, skipped=skipped))
         for round_ in range(1, settings.rounds + 1):
             tag = round_ if settings.rounds > 1 else None  # one round: records as before rounds
-            logs = out / "logs" / ("" if tag is None else f"round{tag}")
-            logs.mkdir(exist_ok=True)
-            with floors_alive(planned, models, settings, logs, keep, tag) as floors:
-                for group in groups(planned):
-                    before, begin = len(records), time.perf_counter()
-                    shown = " + ".join(p.variant.name for p in group)
-                    bar.set_description(shown if tag is None else f"{shown}, round {tag}")
-                    run_group(group, models, settings, logs, keep, tag, floors)
-                    done = sum(1 for r in records[before:] if isinstance(r, ResultRecord))
-                    bar.update(sum(len(units(p.points)) for p in group) - done)  # failed ones'
-                    wall = time.perf_counter() - begin  # each one's worker ran all along
-                    for p in group:
-                        keep(DoneRecord(p.variant.name, wall, round=tag))
+            measure_round(planned, models, settings, out / "logs", keep, bar, tag)
         keep(EndRecord(time.perf_counter() - start))
     bar.close()
     return records
+
+
+def measure_round(
+    planned: list[Planned],
+    models: dict[str, FRAEConfig],
+    settings: Settings,
+    logs: Path,
+    keep: Callable[[Record], None],
+    bar: Any,
+    tag: int | None,
+) -> None:
+    """One round: the floors alive throughout, each group of variants in turn."""
+    logs = logs / ("" if tag is None else f"round{tag}")
+    logs.mkdir(exist_ok=True)
+    with floors_alive(planned, models, settings, logs, keep, tag) as floors:
+        for group in groups(planned):
+            before, begin = bar.n, time.perf_counter()
+            shown = " + ".join(p.variant.name for p in group)
+            bar.set_description(shown if tag is None else f"{shown}, round {tag}")
+            run_group(group, models, settings, logs, keep, tag, floors)
+            bar.update(sum(len(units(p.points)) for p in group) - (bar.n - before))  # failed
+            wall = time.perf_counter() - begin  # each one's worker ran all along
+            for p in group:
+                keep(DoneRecord(p.variant.name, wall, round=tag))
 
 
 def _run_record(

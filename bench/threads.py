@@ -13,7 +13,17 @@ from __future__ import annotations
 import contextlib
 import importlib
 import os
-from typing import Any
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, NamedTuple
+
+try:
+    import fcntl
+except ImportError:  # not on Windows
+    fcntl = None  # type: ignore[assignment]
 
 POOL_VARIABLES = (
     "OMP_NUM_THREADS",
@@ -57,6 +67,30 @@ def environment(threads: int) -> dict[str, str]:
     """The variables that size every library's pool to ``threads``, for the worker's
     environment (they are read as each library loads, before the worker can act)."""
     return dict.fromkeys(POOL_VARIABLES, str(threads))
+
+
+LOCK = Path(tempfile.gettempdir()) / "frae-bench.lock"
+"""The file whose lock a run holds while its workers measure (``one_run_at_a_time``)."""
+
+
+@contextlib.contextmanager
+def one_run_at_a_time() -> Iterator[None]:
+    """Hold this machine's benchmark lock while the block runs; a second run waits, saying
+    so. Every run pins its workers to the same last CPUs (``pin``): two at once would each
+    take half of the other's core, and every figure of both would double."""
+    if fcntl is None:  # no such lock where there is no fcntl: nothing is held
+        yield
+        return
+    with LOCK.open("a") as held:
+        try:
+            fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            print(f"waiting for another benchmark run on this machine ({LOCK})", file=sys.stderr)
+            fcntl.flock(held, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(held, fcntl.LOCK_UN)
 
 
 def pin(threads: int) -> list[int]:
@@ -108,6 +142,47 @@ def observed(frameworks: list[str]) -> dict[str, Any]:
         numba = importlib.import_module("numba")
         settings["numba_threads"] = numba.config.NUMBA_NUM_THREADS
     return settings
+
+
+PROC_STAT = Path("/proc/stat")
+BUSY_FIELDS = (0, 1, 2, 5, 6)
+"""The fields of a ``cpuN`` line of ``/proc/stat`` that count a CPU busy: user, nice,
+system, irq, softirq (idle, iowait, steal and the guests' are not)."""
+
+
+def busy_s(cpus: list[int]) -> float | None:
+    """Seconds ``cpus`` have been busy since boot, to a clock tick (``None`` where
+    ``/proc/stat`` is not)."""
+    try:
+        lines = PROC_STAT.read_text().splitlines()
+    except OSError:
+        return None
+    ticks, named = 0, {f"cpu{cpu}" for cpu in cpus}
+    for line in lines:
+        name, *fields = line.split()
+        if name in named:
+            ticks += sum(int(fields[i]) for i in BUSY_FIELDS)
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
+class Others(NamedTuple):
+    """Where this process's CPUs stood at a moment: their busy seconds and its own CPU time."""
+
+    busy: float | None
+    own: float
+
+    def since(self) -> float | None:
+        """CPU seconds other processes took on this process's CPUs since then (at least 0;
+        ``None`` where the platform does not say)."""
+        now = others_busy()
+        if self.busy is None or now.busy is None:
+            return None
+        return max(0.0, (now.busy - self.busy) - (now.own - self.own))
+
+
+def others_busy() -> Others:
+    """The moment ``Others.since`` counts from."""
+    return Others(busy_s(usable_cpus()), time.process_time())
 
 
 def check(threads: int, seen: dict[str, Any]) -> None:

@@ -52,7 +52,7 @@ from bench.records import (
     VariantRecord,
     to_json,
 )
-from bench.threads import apply, check, observed, pin
+from bench.threads import apply, check, observed, others_busy, pin
 
 MIN_SAMPLES = 3
 REWARM_BELOW_S = 0.02
@@ -155,20 +155,6 @@ def sample(
             return samples
 
 
-SCHEDSTAT = Path("/proc/thread-self/schedstat")
-"""Linux's scheduler statistics of the calling thread: its time on a CPU, then its time
-waiting on a run queue, ready to run (ns)."""
-
-
-def waited_s() -> float | None:
-    """How long this thread has waited, ready to run, for a CPU another task held (``None``
-    where the platform does not say)."""
-    try:
-        return int(SCHEDSTAT.read_text().split()[1]) / 1e9
-    except (OSError, IndexError, ValueError):
-        return None
-
-
 def seconds_of(call: Callable[[], object]) -> float:
     """The seconds one call of ``call`` takes."""
     begin = time.perf_counter()
@@ -214,7 +200,7 @@ class Prepared:
     rule: Rule
     note: str | None = None
     seconds: list[list[float]] = field(default_factory=list)
-    waits: list[float | None] = field(default_factory=list)
+    others_s: float | None = None
     cpu_s: float = 0.0
     wall_s: float = 0.0
     error: str | None = None
@@ -226,15 +212,13 @@ class Prepared:
         try:
             if rewarm and (not self.seconds or sum(self.seconds[-1]) < REWARM_BELOW_S):
                 self.run()
-            cpu, wall, waited = time.process_time(), time.perf_counter(), waited_s()
+            cpu, wall = time.process_time(), time.perf_counter()
             taken = self.run()
         except Exception as error:
             self.error = f"{type(error).__name__}: {error}"
             raise
         self.cpu_s += time.process_time() - cpu
         self.wall_s += time.perf_counter() - wall
-        after = waited_s()
-        self.waits.append(None if waited is None or after is None else after - waited)
         self.seconds.append(taken)
         return taken
 
@@ -245,11 +229,9 @@ class Prepared:
             return [row(first_call_s=first, error=why) for row, first in self.made()]
         busy = self.cpu_s / self.wall_s if self.wall_s else 0.0
         by_run = np.array(self.seconds).T
-        waited = [w for w in self.waits if w is not None]
-        waits = waited if len(self.rows) == 1 and len(waited) == len(self.waits) else None
         timed = [Timed(times, self.per_call, self.note, busy) for times in by_run]
         return [
-            replace(_record(row, first, each), waits_s=waits)
+            replace(_record(row, first, each), others_s=self.others_s)
             for (row, first), each in zip(self.made(), timed, strict=True)
         ]
 
@@ -262,9 +244,14 @@ Made = Prepared | list[ResultRecord]
 
 
 def prepare_calls(
-    operation: str, calls: Calls, settings: Settings, row: Callable[..., ResultRecord]
+    operation: str,
+    calls: Calls,
+    settings: Settings,
+    row: Callable[..., ResultRecord],
+    collect: bool = True,
 ) -> Made:
-    """One operation's first call, then its warm-up: ready to be timed, or its record."""
+    """One operation's first call, then its warm-up (and a full garbage collection, unless
+    not to ``collect``): ready to be timed, or its record."""
     first_call_s = None
     row = partial(row, threads=settings.threads)
     try:
@@ -275,7 +262,7 @@ def prepare_calls(
             long = f"first call {first_call_s:.0f} s > {settings.long_call_s:.0f} s"
             timed = _timed(calls.steady, calls.steps, f"{long}: one timed call, no warm-up")
             return [_record(row, first_call_s, timed)]
-        steady, per_call, note = _warmed(operation, calls, settings)
+        steady, per_call, note = _warmed(operation, calls, settings, collect)
     except NotImplementedError as error:
         return [row(first_call_s=first_call_s, unsupported=str(error))]
     except Exception as error:  # one failing operation must not hide the others
@@ -285,7 +272,7 @@ def prepare_calls(
 
 
 def _warmed(
-    operation: str, calls: Calls, settings: Settings
+    operation: str, calls: Calls, settings: Settings, collect: bool
 ) -> tuple[Callable[[], object], int, str | None]:
     """The warm-up, then the call to time, its optimizer steps, and why if not as usual."""
     steady, per_call, note = calls.steady, calls.steps, None
@@ -296,7 +283,8 @@ def _warmed(
         # a fit call's own cost, milliseconds, is under 1 % of such a step
         steady, per_call = calls.first, 1
         note = f"a step over {settings.long_step_s:g} s: fit(x, epochs=1) a sample"
-    gc.collect()
+    if collect:  # none falls due while timing; a floor beside the others makes little garbage
+        gc.collect()
     return steady, per_call, note
 
 
@@ -381,7 +369,8 @@ class Bench:
         if unit.operation == STREAM:
             return self._stream(unit, made)
         calls = _calls(at.model, at.x, self.job.settings.train_steps)[unit.operation]
-        return prepare_calls(unit.operation, calls, self.job.settings, made)
+        collect = not self.job.keeps_models
+        return prepare_calls(unit.operation, calls, self.job.settings, made, collect)
 
     def _stream(self, unit: Unit, row: Callable[..., ResultRecord]) -> Made:
         """One side of the stream at one chunk length, on the codes of one whole ``encode``
@@ -399,7 +388,8 @@ class Bench:
         assert unit.side is not None and unit.chunk is not None
         run = stream(at.model, at.x, at.codes, unit.side, unit.chunk)
         calls = Calls(run, run, 1, warm_up=False)
-        return prepare_calls(STREAM, calls, self.job.settings.for_stream(), row)
+        settings, collect = self.job.settings.for_stream(), not self.job.keeps_models
+        return prepare_calls(STREAM, calls, settings, row, collect)
 
     def _codec(self, unit: Unit, row: Callable[..., ResultRecord]) -> Made:
         """The codec's runs at one side and chunk length (``bench.codec_runs``): through
@@ -432,12 +422,13 @@ class Bench:
         made = self.prepare(unit)
         if isinstance(made, list):
             return made
-        start = time.perf_counter()
+        start, taken = time.perf_counter(), others_busy()
         try:
             while not made.rule.enough(len(made.seconds), time.perf_counter() - start):
                 made.sample()
         except Exception:  # the records say why
             pass
+        made.others_s = taken.since()
         return made.records()
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from bench import analysis, tables
@@ -148,3 +150,11 @@ def test_a_call_splits_into_its_cost_per_call_and_per_frame() -> None:
     assert fast.chunks == (1, 10)
     floor = costs["floor", RECEIVER]
     assert floor.per_call_us == pytest.approx(1.0) and floor.per_frame_us == pytest.approx(0.2)
+
+
+def test_a_measurement_that_shared_its_core_is_flagged() -> None:
+    shared = replace(measured("numba_floor", "floor", "predict", 1, 1000, 1.0), calls_s=[1e-3] * 4)
+    records = [replace(shared, others_s=1e-3), replace(shared, variant="x", others_s=0.0)]
+    found = analysis.flags(analysis.Pivot.of(records))
+    assert [key.variant for key in found] == ["numba_floor"], found
+    assert "25% of its CPU" in found[next(iter(found))][0]

@@ -3,12 +3,23 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
 
 from bench.records import ResultRecord, VariantRecord, read
-from bench.threads import POOL_VARIABLES, check, check_count, environment, usable_cpus
+from bench.threads import (
+    POOL_VARIABLES,
+    check,
+    check_count,
+    environment,
+    one_run_at_a_time,
+    others_busy,
+    usable_cpus,
+)
 from tests.processes import python
 
 USABLE = len(usable_cpus())
@@ -71,3 +82,34 @@ def test_tensorflow_and_torch_run_on_the_threads_asked(threads: int, tmp_path: P
     assert facts["torch_eager"]["torch_threads"] == threads
     results = [r for r in records if isinstance(r, ResultRecord)]
     assert len(results) == 2 and all(r.threads == threads for r in results), results
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="/proc/stat is Linux's")
+def test_what_another_process_takes_of_the_cpus_is_counted() -> None:
+    """A process spinning for half a second on this process's CPUs while it sleeps: most of
+    that half second is counted as the others'; this process's own work is not."""
+    taken = others_busy()
+    spin = "import time\nend = time.time() + 0.5\nwhile time.time() < end: pass"
+    subprocess.run([sys.executable, "-c", spin], check=True)
+    assert (others := taken.since()) is not None and others > 0.3, others
+    mine, end = others_busy(), time.perf_counter() + 0.3
+    while time.perf_counter() < end:
+        pass
+    assert (others := mine.since()) is not None and others < 0.2, others
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="no fcntl")
+def test_a_second_run_waits_for_the_first_to_end(tmp_path: Path) -> None:
+    held = (
+        "import time\nfrom bench.threads import one_run_at_a_time\n"
+        "with one_run_at_a_time():\n    print('held', flush=True)\n    time.sleep(1.5)\n"
+    )
+    first = subprocess.Popen([sys.executable, "-c", held], stdout=subprocess.PIPE, text=True)
+    try:
+        assert first.stdout is not None and first.stdout.readline().strip() == "held"
+        begin = time.perf_counter()
+        with one_run_at_a_time():
+            waited = time.perf_counter() - begin
+    finally:
+        first.wait()
+    assert waited > 0.8, waited
