@@ -193,6 +193,13 @@ class Pivot:
             if listing.twin_of is not None:
                 yield listing.twin_of, name
 
+    def defaults(self) -> Iterator[tuple[str, str]]:
+        """(route, defaults) for each variant run beside a route it is compared with
+        (``Variant.beside``: a framework's defaults)."""
+        for name, listing in self.listings.items():
+            if listing.beside is not None:
+                yield listing.beside, name
+
     def on_devices(self) -> Iterator[tuple[str, str, int]]:
         """(on one device, on N, N) for each data-parallel variant."""
         for name in self.named(Role.DEVICES):

@@ -139,6 +139,7 @@ class Listing:
     of: str | None = None
     no_stream: str | None = None
     no_code_step: str | None = None
+    beside: str | None = None
 
 
 @dataclass(frozen=True)

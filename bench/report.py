@@ -245,6 +245,14 @@ def autodiff_sections(pivot: Pivot) -> list[Section]:
     return [Section(title, tables.AUTODIFF_CAPTION, tables.AUTODIFF_HEADER, rows)]
 
 
+def routes_sections(pivot: Pivot) -> list[Section]:
+    """Each route beside its framework's defaults, where both ran."""
+    if not (rows := tables.routes_rows(pivot)):
+        return []
+    title = "What each route's settings buy"
+    return [Section(title, tables.ROUTES_CAPTION, tables.ROUTES_HEADER, rows)]
+
+
 def devices_sections(pivot: Pivot) -> list[Section]:
     """The devices axis, where a variant trained data-parallel."""
     if not (rows := tables.devices_rows(pivot)):
@@ -309,7 +317,7 @@ def sections(
     found += [Section(text=preamble.rstrip())] if preamble.strip() else []
     found += [summary_section(pivot), targets_section(pivot), call_cost_section(pivot)]
     found += stream_sections(pivot) + export_sections(pivot)
-    found += autodiff_sections(pivot) + devices_sections(pivot)
+    found += routes_sections(pivot) + autodiff_sections(pivot) + devices_sections(pivot)
     for other in models_of(records)[1:]:
         if not is_quantized(records, other):
             found += model_sections(Pivot.of(records, other))

@@ -57,8 +57,8 @@ def run_group(
     measurements are made by its worker alive for the round (``floors_alive``), alone. Each
     record goes to ``on_record``, marked with its variant's role and ``round_``. A worker
     that fails or times out yields a ``variant`` record with the error and its log's tail."""
-    keep = marked(on_record, group, round_)
     alive = {floor.worker.name: floor for floor in floors or [] if floor.worker.alive}
+    keep = marked(on_record, group, round_, next(iter(alive.values()), None))
     own = [p for p in group if p.variant.name not in alive]
     beside = [] if len(own) < len(group) else list(alive.values())
     with contextlib.ExitStack() as files:
@@ -99,14 +99,19 @@ def start(
 
 
 def marked(
-    on_record: Callable[[Record], None], group: list[Planned], round_: int | None
+    on_record: Callable[[Record], None],
+    group: list[Planned],
+    round_: int | None,
+    floor: Floor | None = None,
 ) -> Callable[[Record], None]:
     """``on_record`` for the records of ``group``'s variants, each marked with its
-    variant's role and ``round_``."""
+    variant's role and ``round_``; a floor's own measurements noted (``Floor.note``)."""
     roles = {planned.variant.name: planned.variant.role for planned in group}
 
     def keep(record: Record) -> None:
         if isinstance(record, VariantRecord | ResultRecord):
+            if floor is not None and roles[record.variant] in FLOORS:
+                floor.note(record)
             on_record(replace(record, role=roles[record.variant], round=round_))
 
     return keep
@@ -203,13 +208,14 @@ def floors_alive(
     own measurements, and every other variant's are timed in turn with it. Each keeps its
     models, which every variant measures at the same points."""
     floors = [p for p in planned if p.skipped is None and p.variant.role in FLOORS]
-    keep, alive = marked(on_record, floors, round_), []
+    keep, alive = marked(on_record, floors, round_), list[Floor]()
+    fastest: dict[tuple[Any, ...], tuple[float, str]] = {}
     with contextlib.ExitStack() as files:
         try:
             for p in floors:
                 log = files.enter_context((logs / f"{file_name(p.variant.name)}.log").open("w"))
                 worker = start(p.variant, models, settings, log, keep, keeps_models=True)
-                alive.append(Floor(worker, p.points))
+                alive.append(Floor(worker, p.points, fastest))
             yield alive
         finally:
             codes = {floor.worker.name: floor.worker.close() for floor in alive}

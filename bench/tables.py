@@ -169,6 +169,32 @@ def autodiff_rows(pivot: Pivot) -> Rows:
     return rows
 
 
+ROUTES_HEADER = ["route", "defaults", "operation", "B", "T", "route µs", "defaults µs"]
+ROUTES_HEADER += ["defaults / route"]
+ROUTES_CAPTION = (
+    "µs per time step, medians: each route (`frae.routes`) beside its framework's defaults "
+    "or Keras' own calls, the two measured together; defaults / route: the median of each "
+    "call's ratio to the route's call taken in turn with it, with its spread (above 1: the "
+    "route's settings buy that much)."
+)
+
+
+def routes_rows(pivot: Pivot) -> Rows:
+    """Per route and its defaults (``Pivot.defaults``): each measurement both made, the
+    two figures, and the defaults' calls over the route's in turn."""
+    rows = []
+    for route, defaults in pivot.defaults():
+        for key in pivot.results:
+            if key.variant != defaults or pivot.figure(key) is None:
+                continue
+            own = pivot.figure(key.of(route))
+            in_turn = pivot.in_turn(key, route)
+            cells = [fmt(own), fmt(pivot.figure(key)), in_turn_cell(in_turn)]
+            where = [label(key.operation, key.side, key.chunk), str(key.batch), str(key.steps)]
+            rows.append([route, defaults, *where, *cells])
+    return rows
+
+
 DEVICES_HEADER = ["variant", "devices", "B", "T", "1 device", "N devices", "N / 1"]
 DEVICES_CAPTION = (
     "A training step's µs per time step, medians: on one device (the variant's own row) and "

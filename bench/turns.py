@@ -94,21 +94,36 @@ class Worker:
 
 @dataclass
 class Floor:
-    """A floor's worker, alive for a round, and the points it measures (``bench.grid``)."""
+    """A floor's worker, alive for a round, the points it measures (``bench.grid``) and,
+    shared by every floor of the round, the fastest floor of each measurement the floors
+    have made on their own (``fastest``)."""
 
     worker: Worker
     points: list[Point]
+    fastest: dict[tuple[Any, ...], tuple[float, str]] = field(default_factory=dict)
 
     def unit_for(self, unit: Unit) -> Unit | None:
         """What this floor measures beside ``unit``: the operation a ratio to the floor
-        divides by, at the same model and shape, if the floor measures it there."""
+        divides by, at the same model and shape, if the floor measures it there and no
+        other floor measured it faster on its own (the ratio divides by the fastest)."""
         if unit.operation == CODEC or not self.worker.alive:
             return None
-        operation = OVER_FLOOR.get(unit.operation, unit.operation)
-        for own in self.points:
-            if own[:3] == unit.point[:3] and operation in own.operations:
-                return unit.doing(operation)
+        own = unit.doing(OVER_FLOOR.get(unit.operation, unit.operation))
+        fastest = self.fastest.get(own.measures)
+        if fastest is not None and fastest[1] != self.worker.name:
+            return None
+        for point in self.points:
+            if point[:3] == unit.point[:3] and own.operation in point.operations:
+                return own
         return None
+
+    def note(self, record: Record) -> None:
+        """Keep ``record``, one of a floor's own measurements, if the fastest of its kind."""
+        if isinstance(record, ResultRecord) and record.median_s is not None:
+            r = record
+            what = (r.model, r.batch, r.steps, r.operation, r.side, r.chunk)
+            if what not in self.fastest or record.median_s < self.fastest[what][0]:
+                self.fastest[what] = (record.median_s, record.variant)
 
 
 @dataclass

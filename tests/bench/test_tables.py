@@ -150,3 +150,23 @@ def test_what_did_not_stream_is_listed_with_why() -> None:
     pivot = analysis.Pivot.of([run, *STREAMS, *refused])
     assert tables.unstreamed(pivot) == ["- `check`: predict alone", "- `old`: no state"]
     assert tables.stream_rows(pivot)[-1][2:] == ["unsupported"] * 4
+
+
+def test_a_route_and_its_defaults_are_set_side_by_side_from_their_turns() -> None:
+    """The defaults' calls over the route's, taken in turn: the median of the ratios."""
+    from dataclasses import replace as replaced
+
+    from bench.analysis import Pivot
+    from bench.records import Listing
+    from tests.bench_cases import kept_calls, run_record
+
+    route = kept_calls([1.0, 1.0, 1.0], "tf_while", steps=1)
+    defaults = kept_calls(
+        [2.0, 3.0, 4.0], "tf_while[defaults]", partners_s={"tf_while": [1.0, 1.0, 2.0]}
+    )
+    run = run_record()
+    listed = {"tf_while[defaults]": Listing("tf_while", "baseline", "d", beside="tf_while")}
+    run = replaced(run, variants={**run.variants, **listed})
+    (row,) = tables.routes_rows(Pivot.of([run, route, defaults]))
+    assert row[:3] == ["tf_while", "tf_while[defaults]", "predict"]
+    assert row[-1].startswith("2×"), row

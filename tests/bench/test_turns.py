@@ -122,3 +122,17 @@ def test_real_workers_take_their_calls_in_turn(tmp_path: Path) -> None:
         assert r.calls_s is not None and r.partners_s is not None, r
         assert set(r.partners_s) == {"floor", "twin"} or set(r.partners_s) == {"floor", "reference"}
         assert all(len(calls) == len(r.calls_s) == 3 for calls in r.partners_s.values())
+
+
+def test_only_the_fastest_floor_on_its_own_takes_its_turn() -> None:
+    """The floors' own measurements name the fastest at each; a floor not the fastest there
+    sits out, and where none measured on its own, every floor that can takes its turn."""
+    point = Point("default", 1, 20, ("predict", "loss_and_grads"))
+    fastest: dict[tuple[Any, ...], tuple[float, str]] = {}
+    slow, fast = (Floor(Scripted(name, []), [point], fastest) for name in ("slow", "fast"))
+    predict = Unit(point, "predict")
+    assert slow.unit_for(predict) and fast.unit_for(predict)
+    for floor, median in ((slow, 2.0), (fast, 1.0)):
+        floor.note(ResultRecord(floor.worker.name, "predict", 1, 20, median_s=median))
+    assert slow.unit_for(predict) is None and fast.unit_for(predict) == predict
+    assert slow.unit_for(Unit(point, "train_step")) is not None, "its gradient: none on its own"
