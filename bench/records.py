@@ -20,7 +20,7 @@ from bench.machine import Machine
 OPERATIONS = ("predict", "loss_and_grads", "train_step")
 STREAM = "stream"
 """A sequence sent a chunk at a time, the state carried from call to call
-(``bench.worker.streams``)."""
+(``bench.operations.streams``)."""
 EVERY_OPERATION = (*OPERATIONS, STREAM)
 CODEC, CODER, BYPASSED = "codec", "coder", "bypassed"
 """A quantized model's stream as packets of bytes (``frae.codec.Encoder`` / ``Decoder``), the

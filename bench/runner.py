@@ -20,6 +20,7 @@ from bench.catalogue import frameworks, unavailable
 from bench.grid import model_points, points_for
 from bench.job import Job, Settings
 from bench.machine import machine_facts
+from bench.operations import Unit, units
 from bench.records import (
     DEFAULT_MODEL,
     DoneRecord,
@@ -36,7 +37,6 @@ from bench.roles import FLOORS
 from bench.threads import environment, one_run_at_a_time
 from bench.turns import Floor, Worker, measure
 from bench.variant import Variant
-from bench.worker import Unit, units
 from frae.config import FRAEConfig
 
 ROOT = Path(__file__).resolve().parents[1]

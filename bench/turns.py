@@ -25,8 +25,10 @@ from functools import partial
 from pathlib import Path
 from typing import IO, Any
 
+from bench.operations import Unit
 from bench.records import CODEC, OVER_FLOOR, Point, Record, ResultRecord, from_json
-from bench.worker import IDLE, READY, SAMPLE, Rule, Unit
+from bench.timing import Rule
+from bench.worker import IDLE, READY, SAMPLE
 
 ROOT = Path(__file__).resolve().parents[1]
 Keep = Callable[[Record], None]

@@ -14,6 +14,7 @@ from bench.codec_report import CODER_SHARE, codec_rows, verdicts
 from bench.codec_runs import codec_runs, codec_weights
 from bench.grid import STREAM_CHUNKS, quick_grid, wide_models, with_codec
 from bench.job import Job, Settings
+from bench.operations import measure_shape
 from bench.records import (
     BYPASSED,
     CODEC,
@@ -29,7 +30,6 @@ from bench.records import (
 from bench.roles import Role
 from bench.rounding import with_quantized
 from bench.variant import Variant
-from bench.worker import measure_shape
 from frae.data import multi_sine
 from tests.bench_cases import markdown, run_record, streamed
 

@@ -11,12 +11,13 @@ import pytest
 
 from bench.catalogue import VARIANTS
 from bench.job import Settings
+from bench.operations import Unit, units
 from bench.records import OVER_FLOOR, STREAM, Point, Record, ResultRecord
 from bench.roles import Role
 from bench.runner import Planned, env_of, groups, job_of, shared
+from bench.timing import Rule
 from bench.turns import Floor, Turn, Worker, in_turn, measure
 from bench.variant import Variant
-from bench.worker import Rule, Unit, units
 
 
 class Scripted(Worker):

@@ -10,8 +10,8 @@ import pytest
 import frae
 from bench.grid import STREAM_CHUNKS
 from bench.job import Job, Settings
+from bench.operations import measure_shape, pieces, streams
 from bench.records import RECEIVER, SENDER, STREAM, Point
-from bench.worker import measure_shape, pieces, streams
 from frae.data import multi_sine
 from impls.reference import ReferenceBackend
 from tests.processes import python
@@ -21,7 +21,7 @@ from tests.processes import python
 def test_a_workers_peak_memory_is_its_own() -> None:
     """Linux carries a parent's ``ru_maxrss`` into its child; the worker reports its own."""
     ballast = np.ones(2**25)  # 256 MiB resident in this process
-    probe = "from bench.worker import peak_rss_mb; print(peak_rss_mb())"
+    probe = "from bench.timing import peak_rss_mb; print(peak_rss_mb())"
     assert float(python("-c", probe, timeout=60).stdout) < ballast.nbytes / 2**20 / 2
 
 
