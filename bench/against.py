@@ -45,9 +45,13 @@ PASSTHROUGH = (
 )
 """The options each tree's command line is given as the user gave them: the grid and how it
 is measured; never ``--against``, ``--out``, ``--variants``, ``--rounds`` or ``--list``."""
-LEAST_ROUNDS = 2
+LEAST_ROUNDS = 3
 """The fewest rounds of a comparison: ``bench.change`` widens its margin by the spread
-between a run's rounds, which one round cannot show."""
+between a run's rounds, which one round cannot show, and the quick run's three calls of a
+stream a round need three rounds a side for the rank test to reach ``bench.change.ALPHA``."""
+MARGIN = 0.10
+"""The least change called one (asv's factor of 1.1): two processes of one commit differ
+by 5–10 % here in a call's time, more than ``bench.change.MIN_MARGIN``."""
 TREE_ALONE = (
     "import sys; sys.meta_path[:] = [finder for finder in sys.meta_path "
     "if not getattr(finder, '__module__', '').startswith('__editable__')]; "
@@ -276,7 +280,7 @@ def report(title: str, out: Path, failed: Mapping[Invocation, str]) -> str:
     from bench import diff
 
     old, new = diff.load(out / OLD, "OLD"), diff.load(out / NEW, "NEW")
-    pairs = diff.compare(old, new)
+    pairs = diff.compare(old, new, min_margin=MARGIN)
     failures = [f"- {s.variant}, round {s.round}, {s.tree}: {why}" for s, why in failed.items()]
     after = ["", "failed processes:", *failures] if failures else []
     markdown = [title, "", diff.render(old, new, pairs, markdown=True), *after]
@@ -317,5 +321,6 @@ def main(args: argparse.Namespace, options: argparse.ArgumentParser) -> None:
     print(report(title, out, failed))
     print(
         f"\nverdicts: {out / 'against.md'}; again with frae diff {out / OLD} {out / NEW} "
+        f"--min-margin {MARGIN} "
         f"({time.perf_counter() - start:.0f} s)"
     )

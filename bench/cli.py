@@ -187,7 +187,7 @@ def _measuring_options(add: Callable[..., object]) -> None:
         default=1,
         metavar="R",
         help="measure every variant R times, each in a fresh process, the variants taking "
-        "turns (default 1; with --against at least 2): what frae diff needs to tell a change "
+        "turns (default 1; with --against at least 3): what frae diff needs to tell a change "
         "from the spread between processes",
     )
 
