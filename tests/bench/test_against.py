@@ -228,7 +228,7 @@ def test_a_side_no_process_wrote_is_refused(tmp_path: Path) -> None:
 def test_a_comparison_end_to_end_on_processes_written_for_it(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """``--against HEAD --rounds 1`` measures two rounds, says what it compared on its first
+    """``--against HEAD --rounds 1`` measures three rounds, says what it compared on its first
     line, writes each tree's run and the verdicts, and removes its worktree."""
     ran: list[against.Invocation] = []
 
@@ -246,7 +246,7 @@ def test_a_comparison_end_to_end_on_processes_written_for_it(
     argv = ["--against", "HEAD", "--quick", "--variants", "numba_floor", "--rounds", "1"]
     main([*argv, "--out", str(out), "--no-progress"])
     assert worktrees() == before
-    assert max(step.round for step in ran) == 2
+    assert max(step.round for step in ran) == against.LEAST_ROUNDS == 3
     assert {step.root for step in ran if step.tree == against.NEW} == {against.ROOT}
     head = subprocess.run(
         ["git", "rev-parse", "--short", "HEAD"], cwd=against.ROOT, capture_output=True, text=True
@@ -257,4 +257,4 @@ def test_a_comparison_end_to_end_on_processes_written_for_it(
     assert (out / "against.md").read_text().startswith("HEAD (")
     for side in (against.OLD, against.NEW):
         run = read(out / side / "results.jsonl")[0]
-        assert isinstance(run, RunRecord) and run.settings.rounds == 2
+        assert isinstance(run, RunRecord) and run.settings.rounds == 3
