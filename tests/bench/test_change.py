@@ -38,6 +38,12 @@ def together(rounds: Sequence[ResultRecord]) -> ResultRecord:
 Case = tuple[ResultRecord, ResultRecord, Rounds, str]
 SPREAD_OLD, SPREAD_NEW = rounds_of([100, 140], 10), rounds_of([100, 138], 20)
 TIGHT_OLD, TIGHT_NEW = rounds_of([100, 101], 30), rounds_of([130, 131], 40)
+STATES_OLD = [timed(drawn(m, 50, 50 + i, 0.005), i + 1) for i, m in enumerate([150, 100, 150])]
+STATES_NEW = [timed(drawn(97.5, 50, 60 + i, 0.005), i + 1) for i in range(3)]
+"""Two of the old run's three processes in a slow state: the calls apart beyond the margin
+widened by the old run's spread, and yet a round of each run alike."""
+WIDE_OLD, WIDE_NEW = rounds_of([100, 150], 70), rounds_of([160, 170], 80)
+"""Every new round above every old one, by less than the old rounds differ."""
 ALONE: Rounds = ((), ())
 """No rounds: a measurement of one process."""
 CASES: dict[str, Case] = {
@@ -67,6 +73,18 @@ CASES: dict[str, Case] = {
         (SPREAD_OLD, SPREAD_NEW),
         NOISE,
     ),
+    "a slow state in two of three processes": (
+        together(STATES_OLD),
+        together(STATES_NEW),
+        (STATES_OLD, STATES_NEW),
+        NOISE,
+    ),
+    "rounds apart, within the old run's spread": (
+        together(WIDE_OLD),
+        together(WIDE_NEW),
+        (WIDE_OLD, WIDE_NEW),
+        NOISE,
+    ),
     "1.3× beyond tight rounds": (
         together(TIGHT_OLD),
         together(TIGHT_NEW),
@@ -90,7 +108,7 @@ def test_the_verdict_on_kept_calls_and_on_the_runs_swapped(
 
 
 def _rule(
-    rank_test: bool, margin: bool, rounds_margin: bool, count: bool
+    rank_test: bool, margin: bool, rounds_margin: bool, count: bool, apart: bool = True
 ) -> Callable[..., change.Change]:
     """The verdict with only the parts named."""
 
@@ -110,9 +128,12 @@ def _rule(
         from scipy.stats import mannwhitneyu
 
         p = float(mannwhitneyu(after, before).pvalue) if rank_test else 0.0
-        if p < alpha and ratio > 1 + delta:
+        medians = [change.round_medians(each) for each in rounds]
+        up = not apart or change.apart(medians[0], medians[1], min_margin)
+        down = not apart or change.apart(medians[1], medians[0], min_margin)
+        if p < alpha and ratio > 1 + delta and up:
             return change.Change(change.SLOWER, ratio, p, delta)
-        if p < alpha and 1 / ratio > 1 + delta:
+        if p < alpha and 1 / ratio > 1 + delta and down:
             return change.Change(change.FASTER, ratio, p, delta)
         return change.Change(change.NOISE, ratio, p, delta)
 
@@ -124,6 +145,9 @@ BROKEN_RULES = {
     "no margin": _rule(rank_test=True, margin=False, rounds_margin=True, count=True),
     "no spread between rounds": _rule(rank_test=True, margin=True, rounds_margin=False, count=True),
     "no count of calls": _rule(rank_test=True, margin=True, rounds_margin=True, count=False),
+    "no rounds apart": _rule(
+        rank_test=True, margin=True, rounds_margin=True, count=True, apart=False
+    ),
 }
 
 
