@@ -50,8 +50,8 @@ LEAST_ROUNDS = 3
 between a run's rounds, which one round cannot show, and the quick run's three calls of a
 stream a round need three rounds a side for the rank test to reach ``bench.change.ALPHA``."""
 MARGIN = 0.10
-"""The least change called one (asv's factor of 1.1): two processes of one commit differ
-by 5–10 % here in a call's time, more than ``bench.change.MIN_MARGIN``."""
+"""The least change called one (asv's factor of 1.1): two processes of one commit differ by
+more than ``bench.change.MIN_MARGIN`` in a call's time (docs/benchmark.md)."""
 TREE_ALONE = (
     "import sys; sys.meta_path[:] = [finder for finder in sys.meta_path "
     "if not getattr(finder, '__module__', '').startswith('__editable__')]; "

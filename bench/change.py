@@ -18,10 +18,9 @@ For the same measurement in two runs, with the time per step of every timed call
 with α = 0.002 (asv's threshold) and δ_min = 5 % by default. A rank test, for timings have
 long right tails that a t-test would mistake for a shift; a margin, for many calls make a
 trifling shift significant, and processes differ more than calls within one (``bench.rounds``);
-the rounds apart, for a process can run in one of two states for its whole life (Keras on
-TensorFlow predicted in 0.39 µs a step in two processes of one commit and 0.32 in a third),
-and the calls of two such processes against three of the other state are apart however the
-margin is widened.
+the rounds apart, for a process can run in a slow state for its whole life, and the calls
+of two such processes against three in the other state are apart however the margin is
+widened (docs/benchmark.md shows such an A/A run).
 Swapping OLD and NEW swaps ``slower`` and ``faster`` exactly.
 """
 

@@ -26,9 +26,10 @@ from bench.records import (
 MIN_SAMPLES = 3
 REWARM_BELOW_S = 0.02
 """A sample taken in turn shorter than this is preceded by an untimed one: a call made after
-its process waited (a pipe's round trip, the others' turns) runs up to twice as long as one
-made straight after another, its caches cold, which would weigh most on the shortest
-calls, the floors'. Beyond it the cold start is under 1 % of the sample."""
+its process waited (a pipe's round trip, the others' turns) runs slower than one made
+straight after another, its caches cold, which would weigh most on the shortest calls, the
+floors' (docs/benchmark.md, "Measured in turn"). Beyond it the cold start is a small part
+of the sample."""
 
 
 def peak_rss_mb() -> float:
