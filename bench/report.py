@@ -14,7 +14,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from bench import tables
+from bench import comparisons, tables
 from bench.analysis import Pivot, models_of, summary_shape
 from bench.codec_report import codec_sections
 from bench.export_section import export_sections
@@ -239,29 +239,29 @@ def call_cost_section(pivot: Pivot) -> Section:
 
 def autodiff_sections(pivot: Pivot) -> list[Section]:
     """The price of autodiff, where a backend ran beside its hand-written twin."""
-    if not (rows := tables.autodiff_rows(pivot)):
+    if not (rows := comparisons.autodiff_rows(pivot)):
         return []
-    title = f"The price of autodiff (T={tables.AUTODIFF_STEPS})"
-    return [Section(title, tables.AUTODIFF_CAPTION, tables.AUTODIFF_HEADER, rows)]
+    title = f"The price of autodiff (T={comparisons.AUTODIFF_STEPS})"
+    return [Section(title, comparisons.AUTODIFF_CAPTION, comparisons.AUTODIFF_HEADER, rows)]
 
 
 def routes_sections(pivot: Pivot) -> list[Section]:
     """Each route beside its framework's defaults, where both ran."""
-    if not (rows := tables.routes_rows(pivot)):
+    if not (rows := comparisons.routes_rows(pivot)):
         return []
     title = "What each route's settings buy"
-    return [Section(title, tables.ROUTES_CAPTION, tables.ROUTES_HEADER, rows)]
+    return [Section(title, comparisons.ROUTES_CAPTION, comparisons.ROUTES_HEADER, rows)]
 
 
 def devices_sections(pivot: Pivot) -> list[Section]:
     """The devices axis, where a variant trained data-parallel."""
-    if not (rows := tables.devices_rows(pivot)):
+    if not (rows := comparisons.devices_rows(pivot)):
         return []
     cores = pivot.run.machine.cpu_count if pivot.run else "?"
     title = "Data-parallel training: the devices axis"
-    caption = tables.DEVICES_CAPTION.format(cores=cores)
+    caption = comparisons.DEVICES_CAPTION.format(cores=cores)
     shown = "data-parallel training step, µs per step (on a CPU: the engine's cost):"
-    return [Section(title, caption, tables.DEVICES_HEADER, rows, brief=Brief(caption=shown))]
+    return [Section(title, caption, comparisons.DEVICES_HEADER, rows, brief=Brief(caption=shown))]
 
 
 def model_sections(pivot: Pivot) -> list[Section]:

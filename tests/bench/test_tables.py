@@ -6,8 +6,8 @@ from dataclasses import replace
 
 from bench import analysis, tables
 from bench.analysis import Pivot
+from bench.comparisons import autodiff_rows, devices_rows, routes_rows
 from bench.records import RECEIVER, SENDER, STREAM, Listing, ResultRecord, RunRecord
-from bench.tables import autodiff_rows, devices_rows
 from tests.bench_cases import STREAMS, measured, run_record
 
 
@@ -167,6 +167,6 @@ def test_a_route_and_its_defaults_are_set_side_by_side_from_their_turns() -> Non
     run = run_record()
     listed = {"tf_while[defaults]": Listing("tf_while", "baseline", "d", beside="tf_while")}
     run = replaced(run, variants={**run.variants, **listed})
-    (row,) = tables.routes_rows(Pivot.of([run, route, defaults]))
+    (row,) = routes_rows(Pivot.of([run, route, defaults]))
     assert row[:3] == ["tf_while", "tf_while[defaults]", "predict"]
     assert row[-1].startswith("2×"), row
