@@ -18,7 +18,7 @@ from frae.codec.coder import ESCAPE_BITS, decode_symbols, encode_symbols, inform
 from frae.codec.compression import compress, decompress, read
 from frae.codec.packets import Decoder, Encoder
 from frae.codec.prior import MAX_TABLE_SYMBOLS, PRECISION, Prior, fit_prior, prior_of_symbols
-from frae.codec.quantization import SYMBOL_LIMIT, passes_gradient, quantize, symbols, tie_margin
+from frae.quantization import SYMBOL_LIMIT, passes_gradient, quantize, symbols, tie_margin
 
 __all__ = [
     "ESCAPE_BITS",

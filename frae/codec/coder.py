@@ -17,7 +17,7 @@ import numpy as np
 import numpy.typing as npt
 
 from frae.codec.prior import Prior
-from frae.codec.quantization import SYMBOL_LIMIT
+from frae.quantization import SYMBOL_LIMIT
 
 CODER_PRECISION = 24
 """The fixed-point precision of constriction's categorical models."""

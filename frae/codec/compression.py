@@ -13,7 +13,7 @@ import numpy.typing as npt
 from frae.codec import byte_format
 from frae.codec.coder import decode_symbols, encode_symbols
 from frae.codec.prior import Prior
-from frae.codec.quantization import symbols
+from frae.quantization import symbols
 
 
 def check_pair(model: Any, prior: Prior) -> None:

@@ -14,7 +14,7 @@ from frae.codec import byte_format
 from frae.codec.coder import SymbolCoder
 from frae.codec.compression import check_model_digest, check_pair, check_prior_digest, header_of
 from frae.codec.prior import Prior
-from frae.codec.quantization import symbols
+from frae.quantization import symbols
 
 
 class _End:

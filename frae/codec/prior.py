@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from frae.codec.quantization import SYMBOL_LIMIT, symbols
+from frae.quantization import SYMBOL_LIMIT, symbols
 from frae.validation import check_code_step
 
 PRECISION = 24

@@ -22,8 +22,8 @@ from flax import nnx
 from flax.typing import PathParts
 
 from frae import gru_layout, routes
-from frae.codec import SYMBOL_LIMIT
 from frae.config import FUSED_PRODUCT_MAX_SIZE, GRU, FRAEConfig, Layer
+from frae.quantization import SYMBOL_LIMIT
 
 Array = jax.Array
 Params = dict[str, Array]

@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from frae import routes
-from frae.codec import SYMBOL_LIMIT
 from frae.config import FUSED_PRODUCT_MAX_SIZE, FRAEConfig, Layer
+from frae.quantization import SYMBOL_LIMIT
 from frae.quiet import import_quietly
 
 if TYPE_CHECKING:

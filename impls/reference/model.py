@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from frae import codec
+from frae import quantization
 from frae.config import GRU, FRAEConfig, Layer
 
 Array = npt.NDArray[np.floating[Any]]
@@ -102,7 +102,7 @@ def unroll(
     state: Array | None = None,
     traces: list[StepTraces] | None = None,
     cell: GRUCell = gru_step,
-    quantize: Callable[[Array, float], Array] = codec.quantize,
+    quantize: Callable[[Array, float], Array] = quantization.quantize,
 ) -> tuple[Array, Array, Array]:
     """Step the recurrence from ``state`` (zeros for ``None``) over x, or with ``codes_given``
     over the codes z for the decoder alone, each code quantized if the config says so;

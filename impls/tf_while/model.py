@@ -12,8 +12,8 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
 from frae import routes
-from frae.codec import SYMBOL_LIMIT
 from frae.config import FUSED_PRODUCT_MAX_SIZE, GRU, FRAEConfig, Layer
+from frae.quantization import SYMBOL_LIMIT
 from frae.quiet import import_quietly
 
 LOOP_FOLDING = routes.fold_xla_loops()

@@ -33,8 +33,8 @@ from torch import nn
 from torch._higher_order_ops.scan import scan
 
 from frae import gru_layout
-from frae.codec import SYMBOL_LIMIT
 from frae.config import FRAEConfig, Layer
+from frae.quantization import SYMBOL_LIMIT
 
 Step = tuple[torch.Tensor, tuple[torch.Tensor, torch.Tensor]]
 """A step's ``(carry, y)``: the new feedback, and ``(x̂_t, z_t)`` to stack over time."""
