@@ -16,6 +16,7 @@ import json
 import os
 import reprlib
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -55,13 +56,17 @@ def save_checkpoint(
     """Write ``weights``, ``training_state`` and ``prior`` to ``path``, one safetensors file,
     atomically (``frae.files.write_atomically``); returns the path.
 
-    ``config`` (default: the one the weights' shapes imply) is checked against the weights
-    and recorded in the metadata; ``prior`` must code its symbols. Every argument is checked
-    before anything is written.
+    ``config`` (default: the one the weights' shapes imply, its ``code_step`` the prior's
+    step where a prior is given) is checked against the weights and recorded in the metadata;
+    ``prior`` must code its symbols. Every argument is checked before anything is written.
     """
     from safetensors.numpy import save
 
-    layout = infer_config(weights) if config is None else validation.check_config(config)
+    if config is None:
+        inferred = infer_config(weights)
+        layout = inferred if prior is None else replace(inferred, code_step=prior.step)
+    else:
+        layout = validation.check_config(config)
     checked = validation.check_weights(weights, layout.parameter_shapes())
     tensors: dict[str, np.ndarray] = dict(checked)
     metadata = {

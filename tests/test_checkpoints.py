@@ -344,3 +344,16 @@ def test_a_tampered_prior_is_refused(tmp_path: Path) -> None:
     _tampered(path, lambda t: t.__setitem__("codec/prior/lo", t["codec/prior/lo"].astype(np.int64)))
     with pytest.raises(TypeError, match="must be I32"):
         frae.codec.load_prior(path)
+
+
+def test_a_prior_gives_the_config_the_weights_imply_its_step(tmp_path: Path) -> None:
+    """Shapes cannot tell ``code_step``; without ``config`` the prior's step is the step."""
+    _, prior, weights = _with_prior(tmp_path)
+    path = frae.save_checkpoint(tmp_path / "inferred.safetensors", weights, prior=prior)
+    assert frae.checkpoints.load_config(path) == PRIOR_CONFIG
+    assert frae.codec.load_prior(path) == prior
+    wider = frae.codec.prior_of_symbols(np.array([[0, 1, 2]]), 2**-6)
+    with pytest.raises(ValueError, match="the prior codes 3 symbols"):
+        frae.save_checkpoint(tmp_path / "wider.safetensors", weights, prior=wider)
+    assert not (tmp_path / "wider.safetensors").exists()
+
