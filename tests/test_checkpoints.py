@@ -357,3 +357,20 @@ def test_a_prior_gives_the_config_the_weights_imply_its_step(tmp_path: Path) -> 
         frae.save_checkpoint(tmp_path / "wider.safetensors", weights, prior=wider)
     assert not (tmp_path / "wider.safetensors").exists()
 
+
+BARE_FRAE = (
+    "import sys, types\n"
+    "sys.modules['frae'] = types.ModuleType('frae')\n"
+    "sys.modules['frae'].__path__ = ['frae']\n"
+)
+"""Code that makes ``frae`` a package whose ``__init__`` never runs, so that the order in
+which it imports its modules cannot hide a loop between two of them."""
+
+
+@pytest.mark.parametrize(
+    "modules", [("frae.checkpoints", "frae.codec.prior"), ("frae.codec.prior", "frae.checkpoints")]
+)
+def test_checkpoints_and_the_codec_import_in_either_order(modules: tuple[str, str]) -> None:
+    """``frae.checkpoints`` uses ``frae.codec.prior``; the codec imports no checkpoint module
+    when it is imported, so that neither has to come first."""
+    python("-c", f"{BARE_FRAE}import {', '.join(modules)}\nfrae.codec.load_prior")

@@ -6,7 +6,8 @@ coder: the ``codec`` extra, imported when it first codes), and a signal to bytes
 (``compression``, in the format of ``byte_format``), or a chunk at a time as packets
 (``packets``)."""
 
-from frae.checkpoints import load_prior
+import os
+
 from frae.codec.byte_format import (
     HEADER_BYTES,
     MAX_STREAM_SYMBOLS,
@@ -19,6 +20,16 @@ from frae.codec.compression import compress, decompress, read
 from frae.codec.packets import Decoder, Encoder
 from frae.codec.prior import MAX_TABLE_SYMBOLS, PRECISION, Prior, fit_prior, prior_of_symbols
 from frae.quantization import SYMBOL_LIMIT, passes_gradient, quantize, symbols, tie_margin
+
+
+def load_prior(path: str | os.PathLike[str]) -> Prior | None:
+    """The prior a checkpoint holds beside its weights, ``None`` if it holds none: checked
+    as ``frae.checkpoints.load_prior`` checks it, that module imported on the call, as the
+    checkpoints use this package and not the other way round."""
+    from frae.checkpoints import load_prior as read_prior
+
+    return read_prior(path)
+
 
 __all__ = [
     "ESCAPE_BITS",
