@@ -11,13 +11,22 @@ import os
 from frae.codec.byte_format import (
     HEADER_BYTES,
     MAX_STREAM_SYMBOLS,
+    OPENING_BYTES,
     PACKET_BYTES,
     SEQUENCE_BYTES,
     TRAILER_BYTES,
 )
-from frae.codec.coder import ESCAPE_BITS, decode_symbols, encode_symbols, information_bits
+from frae.codec.coder import (
+    ENDING_BITS,
+    ESCAPE_BITS,
+    ROUNDING_BITS,
+    decode_symbols,
+    encode_symbols,
+    information_bits,
+    size_bound_bits,
+)
 from frae.codec.compression import compress, decompress, read
-from frae.codec.packets import Decoder, Encoder
+from frae.codec.packets import CONCEALMENTS, REFRESH_STEP, Decoder, Encoder
 from frae.codec.prior import MAX_TABLE_SYMBOLS, PRECISION, Prior, fit_prior, prior_of_symbols
 from frae.quantization import SYMBOL_LIMIT, passes_gradient, quantize, symbols, tie_margin
 
@@ -32,12 +41,17 @@ def load_prior(path: str | os.PathLike[str]) -> Prior | None:
 
 
 __all__ = [
+    "CONCEALMENTS",
+    "ENDING_BITS",
     "ESCAPE_BITS",
     "HEADER_BYTES",
     "MAX_STREAM_SYMBOLS",
     "MAX_TABLE_SYMBOLS",
+    "OPENING_BYTES",
     "PACKET_BYTES",
     "PRECISION",
+    "REFRESH_STEP",
+    "ROUNDING_BITS",
     "SEQUENCE_BYTES",
     "SYMBOL_LIMIT",
     "TRAILER_BYTES",
@@ -55,6 +69,7 @@ __all__ = [
     "prior_of_symbols",
     "quantize",
     "read",
+    "size_bound_bits",
     "symbols",
     "tie_margin",
 ]

@@ -1,9 +1,8 @@
 """A signal to bytes and back (the contract's "Coding: the model as a codec"): the model's
-symbols, coded under the prior, in format 1 (``byte_format``)."""
+symbols, coded under the prior, in the whole-signal format of ``byte_format``."""
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from typing import Any
 
@@ -11,57 +10,17 @@ import numpy as np
 import numpy.typing as npt
 
 from frae.codec import byte_format
-from frae.codec.coder import decode_symbols, encode_symbols
+from frae.codec.checks import (
+    check_codes,
+    check_model_digest,
+    check_pair,
+    check_prior_digest,
+    checked_signal,
+    header_of,
+)
+from frae.codec.coder import SymbolCoder
 from frae.codec.prior import Prior
 from frae.quantization import symbols
-
-
-def check_pair(model: Any, prior: Prior) -> None:
-    """A ``ValueError`` unless ``prior`` codes the symbols of ``model``'s config."""
-    config = model.config
-    if config.code_step is None:
-        raise ValueError("a codec needs a model with code_step set")
-    if (config.code_step, config.latent_dim) != (prior.step, prior.latent_dim):
-        raise ValueError(
-            f"the prior codes {prior.latent_dim} symbols a step of {prior.step}, the model "
-            f"{config.latent_dim} a step of {config.code_step}"
-        )
-
-
-def header_of(
-    model: Any, prior: Prior, values: npt.NDArray[np.int32], *, one: bool
-) -> byte_format.Header:
-    """The header of symbols ``values`` (B, T, L) of ``model`` under ``prior``."""
-    return byte_format.Header(
-        code_exponent=-int(math.log2(prior.step)),
-        flags=byte_format.ONE_SEQUENCE if one else 0,
-        latent_dim=prior.latent_dim,
-        sequences=values.shape[0],
-        frames=values.shape[1],
-        model_digest=byte_format.model_digest(model.config, model.get_weights()),
-        prior_digest=byte_format.prior_digest(prior),
-    )
-
-
-def check_prior_digest(header: byte_format.Header, prior: Prior) -> None:
-    expected = byte_format.prior_digest(prior)
-    if header.prior_digest != expected:
-        raise ValueError(
-            f"the stream was coded under prior {header.prior_digest.hex()}, "
-            f"this prior is {expected.hex()}"
-        )
-    if (2.0**-header.code_exponent, header.latent_dim) != (prior.step, prior.latent_dim):
-        raise ValueError(f"the stream's header disagrees with its prior: {header}")
-
-
-def check_model_digest(header: byte_format.Header, model: Any) -> None:
-    expected = byte_format.model_digest(model.config, model.get_weights())
-    if header.model_digest != expected:
-        raise ValueError(
-            f"the stream was made by model {header.model_digest.hex()}, "
-            f"this model is {expected.hex()}"
-        )
-
 
 Progress = Callable[[int], object]
 """Called with the number of sequences each step of a long input finished."""
@@ -73,26 +32,26 @@ def compress(
     model: Any, prior: Prior, x: npt.ArrayLike, *, progress: Progress | None = None
 ) -> bytes:
     """``x`` (B, T, F) or one sequence (T, F) as bytes: ``model.encode``'s symbols under
-    ``prior``, each sequence's words apart; ``GROUP`` sequences encoded at a time."""
+    ``prior``, each sequence's coding apart; ``GROUP`` sequences encoded at a time. Codes
+    that are not finite are a ``ValueError`` naming the first such frame."""
     check_pair(model, prior)
-    one = np.ndim(x) == 2
-    sequences = np.asarray(x)[None] if one else np.asarray(x)
-    values, words = [], []
+    sequences, one = checked_signal(model, x)
+    coder, coded = SymbolCoder(prior), []
     for start in range(0, len(sequences), GROUP):
-        group = symbols(model.encode(sequences[start : start + GROUP]), prior.step)
-        values.append(group)
-        words += [encode_symbols(prior, sequence) for sequence in group]
+        codes = np.asarray(model.encode(sequences[start : start + GROUP]))
+        check_codes(codes)
+        coded += [coder.encode(sequence) for sequence in symbols(codes, prior.step)]
         if progress is not None:
-            progress(len(group))
-    header = header_of(model, prior, np.concatenate(values), one=one)
-    return byte_format.pack(header, words)
+            progress(len(codes))
+    header = header_of(model, prior, *sequences.shape[:2], one=one)
+    return byte_format.pack(header, coded)
 
 
 def _read(prior: Prior, data: bytes) -> tuple[byte_format.Header, npt.NDArray[np.int32]]:
-    header, sequences = byte_format.unpack(bytes(data))
-    check_prior_digest(header, prior)
-    decoded = [decode_symbols(prior, words, header.frames) for words in sequences]
-    return header, np.stack(decoded)
+    stream = byte_format.unpack(bytes(data))
+    check_prior_digest(stream.header, prior)
+    coder, frames = SymbolCoder(prior), stream.header.frames
+    return stream.header, np.stack([stream.decode(coder, one, frames) for one in stream.sequences])
 
 
 def read(prior: Prior, data: bytes) -> npt.NDArray[np.int32]:

@@ -1,26 +1,48 @@
 """A signal sent as it comes, a chunk at a time (the contract's "Coding: the model as a codec"
 and "Streaming"): each chunk's symbols a packet, the feedback carried from packet to packet on
-both sides, so that any split decodes to what one call would."""
+both sides, so that any split decodes to what one call would.
+
+Loss: a receiver told of a lost packet (a gap in the packets' numbers, or ``Decoder.lost``)
+conceals its frames by decoding a stand-in code in their place (``CONCEALMENTS``), and goes
+on from the state that leaves, no longer the sender's. A sender made with ``refresh=N`` sends,
+at the first packet N frames or more after the last refresh (or the opening), its feedback
+state on the grid of ``REFRESH_STEP``, and adopts that state itself, as the receiver does: from
+a refresh on the two hold the same state again, whatever was lost before it."""
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
+from frae import validation
 from frae.codec import byte_format
-from frae.codec.coder import SymbolCoder
-from frae.codec.compression import check_model_digest, check_pair, check_prior_digest, header_of
+from frae.codec.byte_format import FRAMES, OPENING, REFRESH
+from frae.codec.checks import (
+    check_codes,
+    check_model_digest,
+    check_pair,
+    check_prior_digest,
+    checked_signal,
+    header_of,
+)
+from frae.codec.coder import SymbolCoder, ended, opened, start
 from frae.codec.prior import Prior
-from frae.quantization import symbols
+from frae.quantization import SYMBOL_LIMIT, symbols
+
+REFRESH_STEP = 2**-10
+"""The grid of a refresh's state: each value ``clip(rint(s / step), −Q, Q)``, coded in 16 bits
+as an escaped symbol's value is (states within ±32 are kept to 2^−11)."""
+CONCEALMENTS = ("mode", "repeat")
+"""What a receiver decodes in place of a lost frame: each dimension's most probable symbol under
+the prior (``mode``: the code the prior expects, which a trained model's decoder has seen
+most), or the last code it received (``repeat``)."""
 
 
 class _End:
     """One end of a stream: the model, the prior and its coder (built once), the feedback the
-    last packet left, the stream's header once the first packet has passed, and the packets
-    so far."""
+    last packet left, the stream's opening once it has passed, and the next packet's number."""
 
     def __init__(self, model: Any, prior: Prior) -> None:
         check_pair(model, prior)
@@ -29,49 +51,134 @@ class _End:
         self.header: byte_format.Header | None = None
         self.packets = 0
 
+    def _state_of(self, values: npt.NDArray[np.int32], one: bool) -> npt.NDArray[Any]:
+        """A refresh's state values on the grid, in the model's state dtype and the layout."""
+        template = self.model.initial_state(batch=None if one else len(values))
+        return (values * REFRESH_STEP).reshape(template.shape).astype(template.dtype)
+
 
 class Encoder(_End):
     """The sender: ``push(chunk)`` encodes frames (t, F), or (B, t, F) for B sequences, from
     the feedback the previous chunk left, and returns their packet; the first opens the
-    stream, and every later chunk keeps its layout and B."""
+    stream, and every later chunk keeps its layout and B. With ``refresh=N``, a refresh
+    every N frames or more."""
+
+    def __init__(self, model: Any, prior: Prior, *, refresh: int | None = None) -> None:
+        super().__init__(model, prior)
+        self.refresh = None if refresh is None else validation.check_int(refresh, "refresh")
+        self.since = 0
+        self.frames = 0
 
     def push(self, chunk: npt.ArrayLike) -> bytes:
-        frames = np.asarray(chunk)
-        one = frames.ndim == 2
-        layout = (one, 1 if one else len(frames))
-        if self.header is not None and layout != (bool(self.header.flags), self.header.sequences):
+        sequences, one = checked_signal(self.model, chunk)
+        layout = (one, len(sequences))
+        opening = self.header
+        if opening is None:
+            opening = header_of(self.model, self.prior, len(sequences), 0, one=one)
+        elif layout != (bool(opening.flags), opening.sequences):
             raise ValueError(
-                f"a chunk of shape {frames.shape} in a stream of {self.header.sequences} "
-                f"sequences{' without a batch axis' if self.header.flags else ''}"
+                f"a chunk of shape {np.shape(chunk)} in a stream of {opening.sequences} "
+                f"sequences{' without a batch axis' if opening.flags else ''}"
             )
-        codes, state = self.model.encode(frames, state=self.state, return_state=True)
-        values = symbols(codes[None] if one else codes, self.prior.step)
-        opening = None
-        if self.header is None:
-            header = header_of(self.model, self.prior, values, one=one)
-            self.header = opening = dataclasses.replace(header, frames=0)
-        words = [self.coder.encode(sequence) for sequence in values]
-        packet = byte_format.pack_packet(opening, self.packets, values.shape[1], words)
-        self.state, self.packets = state, self.packets + 1
+        kind, state, encoder = self._kind(), self.state, start()
+        if kind == REFRESH:
+            assert state is not None
+            values = np.clip(np.rint(state / REFRESH_STEP), -SYMBOL_LIMIT, SYMBOL_LIMIT)
+            self.coder.write_values(encoder, values.astype(np.int32))
+            state = self._state_of(values.astype(np.int32), one)
+        codes, state = self.model.encode(chunk, state=state, return_state=True)
+        codes = np.asarray(codes)[None] if one else np.asarray(codes)
+        check_codes(codes, self.frames)
+        for sequence in symbols(codes, self.prior.step):
+            self.coder.write(encoder, sequence)
+        frames = codes.shape[1]
+        packet = byte_format.pack_packet(kind, self.packets, frames, ended(encoder), opening)
+        self.header, self.state, self.packets = opening, state, self.packets + 1
+        self.frames += frames
+        self.since = frames if kind != FRAMES else self.since + frames
         return packet
+
+    def _kind(self) -> int:
+        if self.header is None:
+            return OPENING
+        due = self.refresh is not None and self.since >= self.refresh
+        return REFRESH if due else FRAMES
 
 
 class Decoder(_End):
     """The receiver: ``push(packet)`` returns the packet's frames in the layout they were
-    sent, decoded from the feedback the previous packet left; packets must come in order."""
+    sent, decoded from the feedback the previous packet left; after a gap in the packets'
+    numbers, the frames of the packets missed (as many a packet as this one carries),
+    concealed, come first. ``lost(frames)`` conceals frames the caller knows were lost."""
+
+    def __init__(self, model: Any, prior: Prior, *, concealment: str = "mode") -> None:
+        super().__init__(model, prior)
+        self.concealment = validation.check_choice(concealment, "concealment", CONCEALMENTS)
+        self.last: npt.NDArray[np.float32] | None = None
 
     def push(self, packet: bytes) -> npt.NDArray[Any]:
-        header, index, frames, words = byte_format.unpack_packet(bytes(packet), self.header)
-        if index != self.packets:
-            raise ValueError(f"packet {index} arrived where packet {self.packets} was due")
+        data = bytes(packet)
+        head = byte_format.unpack_packet(data)
+        header = self._opened(head)
+        one, width = bool(header.flags), self.model.initial_state().shape[-1]
+        gap = (head.number - self.packets) % byte_format.NUMBERS if self.header else 0
+        hidden, state = self._concealed(gap * head.frames, self.state, header)
+        decoder = opened(data[head.start :])
+        if head.kind == REFRESH:
+            values = self.coder.read_values(decoder, header.sequences * width)
+            state = self._state_of(values.reshape(header.sequences, width), one)
+        read = [self.coder.read(decoder, head.frames) for _ in range(header.sequences)]
+        codes = (np.stack(read) * self.prior.step).astype(np.float32)
+        sent = codes[0] if one else codes
+        outputs, state = self.model.decode(sent, state=state, return_state=True)
+        self.header, self.state, self.last = header, state, codes[:, -1]
+        self.packets = (head.number + 1) % byte_format.NUMBERS
+        return np.asarray(outputs) if hidden is None else np.concatenate([hidden, outputs], -2)
+
+    def lost(self, frames: int, packets: int = 1) -> npt.NDArray[Any]:
+        """``frames`` frames of ``packets`` packets lost, concealed: a stand-in code decoded in
+        their place (``concealment``), the state carried on."""
+        frames = validation.check_int(frames, "frames")
+        packets = validation.check_int(packets, "packets")
         if self.header is None:
-            check_prior_digest(header, self.prior)
-            check_model_digest(header, self.model)
-        values = np.stack([self.coder.decode(sequence, frames) for sequence in words])
-        one = header.flags & byte_format.ONE_SEQUENCE
-        codes = (values * self.prior.step).astype(np.float32)
-        outputs, state = self.model.decode(
-            codes[0] if one else codes, state=self.state, return_state=True
-        )
-        self.header, self.state, self.packets = header, state, self.packets + 1
-        return np.asarray(outputs)
+            raise ValueError("no stream is open: its opening packet must arrive first")
+        hidden, self.state = self._concealed(frames, self.state, self.header)
+        self.packets = (self.packets + packets) % byte_format.NUMBERS
+        assert hidden is not None
+        return hidden
+
+    def _opened(self, head: byte_format.PacketHead) -> byte_format.Header:
+        """The stream's opening: this packet's if it is the first, else the one kept."""
+        if self.header is not None:
+            if head.kind == OPENING:
+                raise ValueError("a second opening packet in one stream")
+            return self.header
+        if head.opening is None:
+            kind = byte_format.KINDS[head.kind]
+            raise ValueError(f"a stream opens with its opening packet, got a {kind} packet")
+        check_prior_digest(head.opening, self.prior)
+        check_model_digest(head.opening, self.model)
+        return head.opening
+
+    def _concealed(
+        self, frames: int, state: npt.NDArray[Any] | None, header: byte_format.Header
+    ) -> tuple[npt.NDArray[Any] | None, npt.NDArray[Any] | None]:
+        """``frames`` frames decoded from stand-in codes, and the state they leave."""
+        if not frames:
+            return None, state
+        one, batch = bool(header.flags), header.sequences
+        stand_in = self._stand_in(batch)
+        codes = np.broadcast_to(stand_in[:, None], (batch, frames, stand_in.shape[-1]))
+        codes = np.ascontiguousarray(codes[0] if one else codes)
+        outputs, state = self.model.decode(codes, state=state, return_state=True)
+        return np.asarray(outputs), state
+
+    def _stand_in(self, batch: int) -> npt.NDArray[np.float32]:
+        """Each sequence's stand-in code (B, L)."""
+        if self.concealment == "repeat":
+            if self.last is not None:
+                return self.last
+            return np.zeros((batch, self.prior.latent_dim), np.float32)
+        table = self.prior.frequencies[:, : self.prior.escape]
+        mode = (np.argmax(table, axis=1) + self.prior.lo) * self.prior.step
+        return np.tile(mode.astype(np.float32), (batch, 1))

@@ -8,6 +8,8 @@ import zlib
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import frae
 from frae import codec
@@ -72,11 +74,11 @@ def test_every_flipped_bit_is_refused(coded: tuple[frae.Backend, codec.Prior, by
 
 HOSTILE = {
     "magic": ({"magic": b"RIFF"}, "not an FRAE stream: magic b'RIFF'"),
-    "version": ({"version": 2}, "format 2: this version reads format 1"),
+    "version": ({"version": 3}, r"format 3: this version reads \[1, 2\]"),
     "two-to-the-40-symbols": ({"sequences": 2**20, "frames": 2**20}, "declares 2199023255552"),
     "sequences-past-the-bytes": ({"sequences": 1000}, "declares 1000 sequences"),
-    "more-frames": ({"frames": 21}, "do not end with the 21 frames declared"),
-    "fewer-frames": ({"frames": 19}, "do not end with the 19 frames declared"),
+    "more-frames": ({"frames": 21}, "not the shortest coding of 21 frames"),
+    "fewer-frames": ({"frames": 19}, "not the shortest coding of 19 frames"),
     "latent-dim": ({"latent_dim": 3}, "disagrees with its prior"),
     "step": ({"code_exponent": 7}, "disagrees with its prior"),
     "flags": ({"flags": 6}, "malformed"),
@@ -171,3 +173,50 @@ def test_hostile_headers_are_refused_in_bounded_time_and_memory() -> None:
         assert message != "accepted", name
         assert seconds < 1.0, (name, seconds)
     assert found["grown_kib"] < 16 * 1024, found
+
+
+FORMAT_1 = (
+    "4652414301060002000200000006000000737ddacb9ba2c99023109ee2d77756626c4878f70b416d3723d03a"
+    "d774487da4040000001e45152e04000000dcc5744141355585"
+)
+"""Two sequences of six frames, written by format 1's writer (commit 097b092) with the model of
+``large_weights(41)`` and the prior fitted on ``multi_sine(2, 6, seed=5)``."""
+FORMAT_1_SYMBOLS = [
+    [[-13, 35], [-17, 38], [0, 36], [0, 29], [0, 29], [0, 29]],
+    [[-10, 34], [-17, 37], [-1, 38], [0, 33], [0, 33], [0, 33]],
+]
+
+
+def test_format_1_still_reads() -> None:
+    """Format 1's bytes (whole 32-bit words, little-endian) through its entry in READERS: the
+    symbols it held, and today's model decodes them."""
+    model = frae.create("reference", CONFIG, weights=large_weights(41))
+    x = frae.data.multi_sine(2, 6, seed=5)
+    prior = codec.fit_prior(model, x)
+    data = bytes.fromhex(FORMAT_1)
+    np.testing.assert_array_equal(codec.read(prior, data), FORMAT_1_SYMBOLS)
+    np.testing.assert_array_equal(FORMAT_1_SYMBOLS, codec.symbols(model.encode(x), prior.step))
+    expected = model.decode(np.asarray(FORMAT_1_SYMBOLS) * prior.step)
+    np.testing.assert_allclose(codec.decompress(model, prior, data), expected)
+    assert codec.compress(model, prior, x)[4] == codec.byte_format.VERSION == 2
+
+
+@settings(max_examples=200, deadline=None, database=None)
+@given(data=st.binary(max_size=200), at=st.integers(0, 2**16 - 1), resealed_too=st.booleans())
+def test_any_bytes_read_to_symbols_or_a_value_error(
+    coded: tuple[frae.Backend, codec.Prior, bytes], data: bytes, at: int, resealed_too: bool
+) -> None:
+    """Random bytes; and the stream with a byte changed, its CRC made to match where
+    ``resealed_too`` (forged words under a valid header and CRC): frames or a ValueError. A
+    forged T may decode: bytes ended at their shortest can stand for more frames than were
+    coded (the frame count is the header's, which the CRC guards against damage alone)."""
+    model, prior, valid = coded
+    mutated = bytearray(valid[:-4])
+    mutated[at % len(mutated)] ^= at >> 8 or 1
+    forged = resealed(bytes(mutated)) if resealed_too else bytes(mutated) + valid[-4:]
+    for candidate in (data, forged):
+        try:
+            frames = codec.decompress(model, prior, candidate)
+        except ValueError:
+            continue
+        assert frames.shape[-1] == CONFIG.input_dim and np.isfinite(frames).all()

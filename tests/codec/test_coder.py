@@ -1,5 +1,7 @@
 """``frae.codec.coder``: symbols round-trip through constriction's range coder, within the
-contract's size bound, and fixed symbols under a fixed table make committed bytes."""
+contract's size bound (at 10^6 symbols too), the bytes end at the shortest length that decodes,
+bytes no encoder makes are a ``ValueError``, and fixed symbols under a fixed table make
+committed bytes."""
 
 from __future__ import annotations
 
@@ -30,13 +32,52 @@ def test_symbols_round_trip_escapes_and_both_limits_included(spread: float) -> N
     np.testing.assert_array_equal(codec.decode_symbols(prior, data, len(symbols)), symbols)
 
 
+def _bound(prior: Prior, symbols: np.ndarray) -> float:
+    escaped = int((prior.indices(symbols) == prior.escape).sum())
+    return codec.size_bound_bits(codec.information_bits(prior, symbols), symbols.size + escaped)
+
+
 @pytest.mark.parametrize("spread", SPREADS)
-def test_the_words_stay_within_the_information_plus_64_bits(spread: float) -> None:
+def test_the_bytes_stay_within_the_stated_bound(spread: float) -> None:
     prior = codec.prior_of_symbols(_symbols(3, spread), STEP)
     for seed, frames in ((4, 1), (5, 40), (6, 3000)):
         symbols = _symbols(seed, spread, frames)
-        bits = 8 * len(codec.encode_symbols(prior, symbols))
-        assert bits <= codec.information_bits(prior, symbols) + 64, (seed, frames)
+        assert 8 * len(codec.encode_symbols(prior, symbols)) <= _bound(prior, symbols), seed
+
+
+def test_the_bound_holds_for_a_million_symbols_in_one_sequence() -> None:
+    """The coder's rounding grows with the symbols (some 130 bits over 10^6): the bound's
+    per-value term covers it, where a constant alone would not."""
+    prior = codec.prior_of_symbols(_symbols(1, 3.0, frames=3000)[:, :1], STEP)
+    symbols = _symbols(8, 3.0, frames=10**6)[:, :1]
+    data = codec.encode_symbols(prior, symbols)
+    assert 8 * len(data) <= _bound(prior, symbols)
+    assert 8 * len(data) > codec.information_bits(prior, symbols) + 64
+    np.testing.assert_array_equal(codec.decode_symbols(prior, data, len(symbols)), symbols)
+
+
+@pytest.mark.parametrize("spread", SPREADS)
+def test_the_bytes_end_at_the_shortest_length_that_decodes(spread: float) -> None:
+    """Cut one byte more and some symbol decodes otherwise; the last byte is never zero."""
+    prior = codec.prior_of_symbols(_symbols(1, spread), STEP)
+    for seed in range(10, 60):
+        symbols = _symbols(seed, spread, frames=1 + seed % 7)
+        data = codec.encode_symbols(prior, symbols)
+        if not data:
+            continue
+        assert data[-1] != 0
+        try:
+            shorter = codec.decode_symbols(prior, data[:-1], len(symbols))
+        except ValueError:
+            continue
+        assert not np.array_equal(shorter, symbols), seed
+
+
+def test_bytes_no_encoder_makes_are_a_value_error() -> None:
+    """constriction asserts on a point outside every slot; the codec says ValueError."""
+    prior = Prior(STEP, np.array([0]), np.array([[2**23, 2**23 - 2, 1, 1]]))
+    with pytest.raises(ValueError, match="not a coding under this prior"):
+        codec.decode_symbols(prior, b"\xff" * 12, 40)
 
 
 @pytest.mark.parametrize("spread", SPREADS)
@@ -65,8 +106,10 @@ def test_fixed_symbols_under_a_fixed_table_make_the_committed_bytes() -> None:
     assert codec.encode_symbols(prior, symbols).hex() == GOLDEN
 
 
-GOLDEN = "7b010060fd2644fdc300000033bd12cf98a5045f"
-"""Made by constriction 0.5.0 (constraints.txt)."""
+GOLDEN = "6000017bfd4426fd000000c3cf12bd335f05"
+"""Made by constriction 0.5.0 (constraints.txt), ended at the shortest length. Format 1 held
+the same symbols as constriction's sealed words, little-endian:
+7b010060 fd2644fd c3000000 33bd12cf 98a5045f; read big-endian they begin with these bytes."""
 
 
 def test_symbols_of_another_shape_or_beyond_q_are_refused() -> None:
@@ -75,4 +118,4 @@ def test_symbols_of_another_shape_or_beyond_q_are_refused() -> None:
         with pytest.raises(ValueError, match="symbols must"):
             codec.encode_symbols(prior, bad)
     with pytest.raises(ValueError, match="32-bit words"):
-        codec.decode_symbols(prior, b"\x00" * 6, 2)
+        coder.decode_words(coder.SymbolCoder(prior), b"\x00" * 6, 2)
