@@ -4,7 +4,7 @@ kept in checkpoints beside the weights: ``load_prior``),
 the entropy coder that turns symbols into words and back (``coder``, constriction's range
 coder: the ``codec`` extra, imported when it first codes), and a signal to bytes and back
 (``compression``, in the format of ``byte_format``), or a chunk at a time as packets
-(``packets``)."""
+(``packets``), which survive the losses of ``loss``."""
 
 import os
 
@@ -26,6 +26,7 @@ from frae.codec.coder import (
     size_bound_bits,
 )
 from frae.codec.compression import compress, decompress, read
+from frae.codec.loss import gilbert_elliott
 from frae.codec.packets import CONCEALMENTS, REFRESH_STEP, Decoder, Encoder
 from frae.codec.prior import MAX_TABLE_SYMBOLS, PRECISION, Prior, fit_prior, prior_of_symbols
 from frae.quantization import SYMBOL_LIMIT, passes_gradient, quantize, symbols, tie_margin
@@ -63,6 +64,7 @@ __all__ = [
     "decompress",
     "encode_symbols",
     "fit_prior",
+    "gilbert_elliott",
     "information_bits",
     "load_prior",
     "passes_gradient",
