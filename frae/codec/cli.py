@@ -1,6 +1,7 @@
 """``frae codec``: a prior fitted, and a signal compressed and decompressed, from the command
 line (the contract's "Coding: the model as a codec"): the model and its prior from one
-checkpoint, signals as ``.npy`` files, progress on long inputs."""
+checkpoint, signals as ``.npy`` files, progress on long inputs; each output written whole or
+not at all, at exactly the path given, never over an input."""
 
 from __future__ import annotations
 
@@ -37,43 +38,64 @@ def parser(prog: str) -> argparse.ArgumentParser:
 
 
 @contextlib.contextmanager
-def progress(total: int, unit: str) -> Iterator[Any]:
-    """tqdm's bar on stderr where tqdm is installed and the input is long, else nothing."""
+def progress(total: int | None, unit: str) -> Iterator[Any]:
+    """tqdm's bar on stderr where tqdm is installed, shown once the work has taken a second (a
+    long input), else nothing; ``total`` ``None``: a count with no end known."""
     try:
         from tqdm import tqdm  # type: ignore[import-untyped, unused-ignore]
     except ImportError:
         yield None
         return
-    with tqdm(total=total, unit=unit, disable=total < 256, file=sys.stderr) as bar:
+    with tqdm(total=total, unit=unit, delay=1.0, file=sys.stderr) as bar:
         yield bar.update
 
 
-def run(args: argparse.Namespace) -> str:
-    """One verb; what it wrote."""
-    import frae
+def refuse_overwriting(args: argparse.Namespace) -> None:
+    """``--out`` may not be a file the verb reads; fit-prior rewrites its checkpoint, by
+    default, as it is meant to."""
+    inputs = {"input": args.input, "checkpoint": args.checkpoint}
+    if args.verb == "fit-prior":
+        del inputs["checkpoint"]
+    for role, path in inputs.items():
+        if args.out is not None and _same_file(args.out, path):
+            raise ValueError(f"--out {args.out} is the {role}: it would be overwritten")
 
+
+def _same_file(a: Path, b: Path) -> bool:
+    try:
+        return a.samefile(b)
+    except OSError:  # either is missing: nothing to overwrite, or nothing to read
+        return False
+
+
+def run(args: argparse.Namespace) -> Path:
+    """One verb, its input read and checked before the model is made; the path it wrote, each
+    output written whole or not at all."""
+    import frae
+    from frae.files import write_atomically
+
+    refuse_overwriting(args)
     config = frae.checkpoints.load_config(args.checkpoint)
     weights, state = frae.load_checkpoint(args.checkpoint)
-    model = frae.create(args.backend, config, weights=weights)
     if args.verb == "fit-prior":
+        x = np.load(args.input)
+        fitted = frae.codec.fit_prior(frae.create(args.backend, config, weights=weights), x)
         out = args.out or args.checkpoint
-        fitted = frae.codec.fit_prior(model, np.load(args.input))
-        frae.save_checkpoint(out, weights, state, config=config, prior=fitted)
-        return str(out)
+        return frae.save_checkpoint(out, weights, state, config=config, prior=fitted)
     prior = frae.codec.load_prior(args.checkpoint)
     if prior is None:
         raise ValueError(f"{args.checkpoint} holds no prior: frae codec fit-prior first")
     if args.verb == "compress":
         x = np.load(args.input)
+        model = frae.create(args.backend, config, weights=weights)
         with progress(1 if x.ndim == 2 else len(x), "sequence") as update:
             data = frae.codec.compress(model, prior, x, progress=update)
-        args.out.write_bytes(data)
-    else:
-        data = args.input.read_bytes()
-        header, _ = frae.codec.byte_format.unpack(data)
-        with progress(header.sequences, "sequence") as update:
-            np.save(args.out, frae.codec.decompress(model, prior, data, progress=update))
-    return str(args.out)
+        return write_atomically(args.out, lambda stream: stream.write(data))
+    data = args.input.read_bytes()
+    model = frae.create(args.backend, config, weights=weights)
+    with progress(None, "sequence") as update:
+        rebuilt = frae.codec.decompress(model, prior, data, progress=update)
+    return write_atomically(args.out, lambda stream: np.save(stream, rebuilt))
 
 
 def main(argv: list[str], prog: str = "frae codec") -> None:

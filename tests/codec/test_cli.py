@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -10,6 +11,7 @@ import pytest
 import frae
 from frae.cli import main
 from tests.codec.test_byte_format import CONFIG, large_weights
+from tests.processes import python
 
 pytest.importorskip("constriction")
 
@@ -48,3 +50,94 @@ def test_a_checkpoint_without_a_prior_exits_saying_so(
         main([*command, "--out", str(tmp_path / "x.frac")])
     assert exited.value.code == 2
     assert "holds no prior: frae codec fit-prior first" in capsys.readouterr().err
+
+
+def frae_codec(*command: object) -> None:
+    """``frae codec *command``, each argument as its ``str``."""
+    main(["codec", *map(str, command)])
+
+
+@pytest.fixture
+def fitted(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> dict[str, Path]:
+    """``files``, the checkpoint holding its prior, and ``x.frac``, ``x.npy`` compressed."""
+    paths = files(tmp_path)
+    checkpoint, paths["x.frac"] = paths["m.safetensors"], tmp_path / "x.frac"
+    frae_codec("fit-prior", checkpoint, paths["train.npy"])
+    frae_codec("compress", checkpoint, paths["x.npy"], "--out", paths["x.frac"])
+    capsys.readouterr()
+    return paths
+
+
+def refused(capsys: pytest.CaptureFixture[str], *command: object) -> str:
+    """The error ``frae codec *command`` exits 2 with: argparse's usage and one line (no
+    traceback, no progress bar), nothing on stdout."""
+    with pytest.raises(SystemExit) as exited:
+        frae_codec(*command)
+    out, err = capsys.readouterr()
+    assert (exited.value.code, out) == (2, "")
+    usage, error = err.splitlines()
+    assert usage.startswith("usage: frae codec") and error.startswith("frae codec: error: ")
+    return error
+
+
+def test_decompress_writes_the_path_given_and_prints_it(
+    fitted: dict[str, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = fitted["x.frac"].with_name("rebuilt")
+    frae_codec("decompress", fitted["m.safetensors"], fitted["x.frac"], "--out", out)
+    assert capsys.readouterr().out == f"{out}\n"
+    assert np.load(out).shape == (3, 20, 2)
+    assert not out.with_name("rebuilt.npy").exists()
+
+
+@pytest.mark.parametrize(
+    ("verb", "given", "out"),
+    [
+        ("compress", "x.npy", "x.npy"),
+        ("compress", "x.npy", "m.safetensors"),
+        ("decompress", "x.frac", "x.frac"),
+        ("decompress", "x.frac", "m.safetensors"),
+        ("fit-prior", "train.npy", "train.npy"),
+    ],
+)
+def test_an_output_over_an_input_is_refused_before_anything_is_written(
+    fitted: dict[str, Path], capsys: pytest.CaptureFixture[str], verb: str, given: str, out: str
+) -> None:
+    before = {path: path.read_bytes() for path in fitted.values()}
+    elsewhere = fitted[out].parent / "elsewhere"
+    elsewhere.mkdir()
+    spelled = elsewhere / ".." / out  # another spelling of the same file
+    error = refused(capsys, verb, fitted["m.safetensors"], fitted[given], "--out", spelled)
+    role = "checkpoint" if out == "m.safetensors" else "input"
+    assert f"--out {spelled} is the {role}: it would be overwritten" in error
+    assert {path: path.read_bytes() for path in fitted.values()} == before
+
+
+FILES_UP_TO_16_BYTES = """
+import resource, signal, sys
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails, EFBIG
+resource.setrlimit(resource.RLIMIT_FSIZE, (16, 16))
+from frae.cli import main
+main(sys.argv[1:])
+"""
+"""``frae`` run in a process that cannot write a file past 16 bytes: every output fails
+midway."""
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="RLIMIT_FSIZE and EFBIG as Linux has them")
+@pytest.mark.parametrize(
+    ("verb", "given"),
+    [("compress", "x.npy"), ("decompress", "x.frac"), ("fit-prior", "train.npy")],
+)
+def test_a_write_that_fails_midway_leaves_the_old_file(
+    fitted: dict[str, Path], verb: str, given: str
+) -> None:
+    out = fitted["x.npy"].with_name("out")
+    out.write_bytes(b"old")
+    command = [verb, str(fitted["m.safetensors"]), str(fitted[given]), "--out", str(out)]
+    done = python("-c", FILES_UP_TO_16_BYTES, "codec", *command, check=False)
+    assert done.returncode == 2 and "File too large" in done.stderr, done.stderr
+    assert out.read_bytes() == b"old"
+    assert sorted(path.name for path in out.parent.iterdir()) == sorted(
+        ["out", *(path.name for path in fitted.values())]
+    )
