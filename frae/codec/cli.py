@@ -50,6 +50,23 @@ def progress(total: int | None, unit: str) -> Iterator[Any]:
         yield bar.update
 
 
+def read_signal(path: Path, features: int) -> np.ndarray:
+    """The signal a ``.npy`` file holds: numbers (T, F) or (B, T, F), F = ``features``."""
+    with open(path, "rb") as stream:
+        try:
+            x = np.load(stream, allow_pickle=False)
+        except (ValueError, EOFError) as error:
+            raise ValueError(f"{path} is not a .npy array file") from error
+    if not isinstance(x, np.ndarray):  # an .npz archive of arrays
+        raise ValueError(f"{path} is not a .npy array file")
+    if x.dtype.kind not in "iuf" or x.ndim not in (2, 3) or x.shape[-1] != features:
+        raise ValueError(
+            f"{path} must hold a signal (T, F) or (B, T, F) with F = {features} (the model's "
+            f"features), got {x.dtype} {x.shape}"
+        )
+    return x
+
+
 def refuse_overwriting(args: argparse.Namespace) -> None:
     """``--out`` may not be a file the verb reads; fit-prior rewrites its checkpoint, by
     default, as it is meant to."""
@@ -78,7 +95,7 @@ def run(args: argparse.Namespace) -> Path:
     config = frae.checkpoints.load_config(args.checkpoint)
     weights, state = frae.load_checkpoint(args.checkpoint)
     if args.verb == "fit-prior":
-        x = np.load(args.input)
+        x = read_signal(args.input, config.input_dim)
         fitted = frae.codec.fit_prior(frae.create(args.backend, config, weights=weights), x)
         out = args.out or args.checkpoint
         return frae.save_checkpoint(out, weights, state, config=config, prior=fitted)
@@ -86,7 +103,7 @@ def run(args: argparse.Namespace) -> Path:
     if prior is None:
         raise ValueError(f"{args.checkpoint} holds no prior: frae codec fit-prior first")
     if args.verb == "compress":
-        x = np.load(args.input)
+        x = read_signal(args.input, config.input_dim)
         model = frae.create(args.backend, config, weights=weights)
         with progress(1 if x.ndim == 2 else len(x), "sequence") as update:
             data = frae.codec.compress(model, prior, x, progress=update)

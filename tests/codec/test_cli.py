@@ -80,6 +80,42 @@ def refused(capsys: pytest.CaptureFixture[str], *command: object) -> str:
     return error
 
 
+@pytest.mark.parametrize(("verb", "shape"), [("compress", (300,)), ("fit-prior", (20, 5))])
+def test_a_signal_of_another_shape_is_refused_before_anything_runs(
+    fitted: dict[str, Path], capsys: pytest.CaptureFixture[str], verb: str, shape: tuple[int, ...]
+) -> None:
+    signal, out = fitted["x.npy"].with_name("flat.npy"), fitted["x.npy"].with_name("out")
+    np.save(signal, np.zeros(shape, np.float32))
+    error = refused(capsys, verb, fitted["m.safetensors"], signal, "--out", out)
+    assert f"{signal} must hold a signal (T, F) or (B, T, F) with F = 2" in error
+    assert f"got float32 {shape}" in error
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("kind", ["empty", "text", "compressed", "npz"])
+def test_an_input_that_is_not_a_npy_array_is_refused_naming_it(
+    fitted: dict[str, Path], capsys: pytest.CaptureFixture[str], kind: str
+) -> None:
+    given = fitted["x.npy"].with_name(f"given.{kind}")
+    contents = {"empty": b"", "text": b"0.5, 1.5\n", "compressed": fitted["x.frac"].read_bytes()}
+    if kind == "npz":
+        np.savez(given, x=np.load(fitted["x.npy"]))  # named .npz: np.savez adds nothing
+    else:
+        given.write_bytes(contents[kind])
+    for verb in ("compress", "fit-prior"):
+        command = [verb, fitted["m.safetensors"], given, "--out", given.with_name("out")]
+        assert f"{verb}: {given} is not a .npy array file" in refused(capsys, *command)
+    assert not given.with_name("out").exists()
+
+
+def test_an_empty_stream_is_refused(
+    fitted: dict[str, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    empty = fitted["x.frac"].with_name("empty.frac")
+    empty.write_bytes(b"")
+    refused(capsys, "decompress", fitted["m.safetensors"], empty, "--out", empty.with_name("o"))
+
+
 def test_decompress_writes_the_path_given_and_prints_it(
     fitted: dict[str, Path], capsys: pytest.CaptureFixture[str]
 ) -> None:
