@@ -14,15 +14,22 @@ from unittest import mock
 import numpy as np
 
 from frae import codec
-from frae.codec import byte_format, coder, compression
+from frae.codec import byte_format, coder, compression, packets
 from parity_tests.mutants import Float32Reference
 
 Patch = tuple[Any, str, Any]
 """(module, attribute, replacement) while a call of the mutant codec lasts."""
+READING = ("decompress", "read")
+"""The calls of the receiving side."""
 
 
-def codec_with(*patches: Patch, decoder: type = codec.Decoder) -> SimpleNamespace:
-    """``frae.codec``'s calls, each made with ``patches`` in place."""
+def codec_with(
+    *patches: Patch,
+    calls: tuple[str, ...] = ("compress", *READING),
+    encoder: type = codec.Encoder,
+    decoder: type = codec.Decoder,
+) -> SimpleNamespace:
+    """``frae.codec``'s calls, ``calls`` among them each made with ``patches`` in place."""
 
     @contextlib.contextmanager
     def patched() -> Iterator[None]:
@@ -39,24 +46,22 @@ def codec_with(*patches: Patch, decoder: type = codec.Decoder) -> SimpleNamespac
 
         return call
 
-    calls = {name: wrap(getattr(codec, name)) for name in ("compress", "decompress", "read")}
-    return SimpleNamespace(**calls, Encoder=codec.Encoder, Decoder=decoder)
+    made = {name: getattr(codec, name) for name in ("compress", *READING)}
+    made |= {name: wrap(made[name]) for name in calls}
+    return SimpleNamespace(**made, Encoder=encoder, Decoder=decoder)
 
 
-def _float_models(prior: codec.Prior) -> tuple[list[Any], Any]:
+class _FloatModels(coder.SymbolCoder):
     """Each table's model from its probabilities f / 2^P, as floats: constriction quantizes
     them again, to slots that are not the table's."""
-    import constriction
 
-    model = constriction.stream.model
-    probabilities = prior.frequencies / float(2**prior.precision)
-    tables = [model.Categorical(row, perfect=False) for row in probabilities]
-    return tables, model.Uniform(2**codec.ESCAPE_BITS)
+    def __init__(self, prior: codec.Prior) -> None:
+        super().__init__(prior)
+        import constriction
 
-
-def _decode_from_floats(prior: codec.Prior, data: bytes, frames: int) -> np.ndarray:
-    with mock.patch.object(coder, "_models", _float_models):
-        return coder.decode_symbols(prior, data, frames)
+        probabilities = prior.frequencies / float(2**prior.precision)
+        model = constriction.stream.model
+        self.tables = [model.Categorical(row, perfect=False) for row in probabilities]
 
 
 class PriorRebuiltFromFloats(Float32Reference):
@@ -64,20 +69,19 @@ class PriorRebuiltFromFloats(Float32Reference):
     the sender from its integers: the two coders part at the first symbol."""
 
     breaks = "coding"
-    codec = codec_with((compression, "decode_symbols", _decode_from_floats))
+    codec = codec_with((compression, "SymbolCoder", _FloatModels), calls=READING)
 
 
-def _opened_without_crc(data: bytes, least: int) -> None:
-    if len(data) < least:
-        raise ValueError(f"an FRAE stream is at least {least} bytes, got {len(data)}")
+def _crc_unchecked(data: bytes) -> None:
+    """The CRC-32 read and never compared."""
 
 
 class CrcUnchecked(Float32Reference):
-    """The CRC-32 is written but never read: a flipped bit in the words decodes silently to
-    other symbols."""
+    """The CRC-32 is written but never read: a flipped bit in the coded bytes decodes
+    silently to other symbols."""
 
     breaks = "hostile_bytes"
-    codec = codec_with((byte_format, "_opened", _opened_without_crc))
+    codec = codec_with((byte_format, "check_crc", _crc_unchecked))
 
 
 class ModelDigestUnchecked(Float32Reference):
@@ -88,23 +92,22 @@ class ModelDigestUnchecked(Float32Reference):
     codec = codec_with((compression, "check_model_digest", lambda header, model: None))
 
 
-def _swapped(data: bytes) -> bytes:
-    return np.frombuffer(data, "<u4").byteswap().tobytes()
+class _LittleEndian(coder.SymbolCoder):
+    """The coder's number written and read lowest byte first."""
+
+    def encode(self, values: Any) -> bytes:
+        return super().encode(values)[::-1]
+
+    def decode(self, data: bytes, frames: int) -> Any:
+        return super().decode(bytes(data)[::-1], frames)
 
 
-class BigEndianWords(Float32Reference):
-    """The coder's 32-bit words written and read big-endian: its own bytes round-trip, and
-    no other implementation reads them."""
+class EndingWrittenLittleEndian(Float32Reference):
+    """The coder's bytes, a big-endian number, written lowest byte first (and read so): its
+    own bytes round-trip, and no other implementation reads them."""
 
     breaks = "coding_matrix"
-    codec = codec_with(
-        (compression, "encode_symbols", lambda *args: _swapped(coder.encode_symbols(*args))),
-        (
-            compression,
-            "decode_symbols",
-            lambda p, data, t: coder.decode_symbols(p, _swapped(data), t),
-        ),
-    )
+    codec = codec_with((compression, "SymbolCoder", _LittleEndian))
 
 
 class _Forgetful(codec.Decoder):
@@ -122,10 +125,61 @@ class PacketStateDropped(Float32Reference):
     codec = codec_with(decoder=_Forgetful)
 
 
+def _whole_words(encoder: Any) -> bytes:
+    """constriction's own seal: whole 32-bit words, big-endian, open for more words."""
+    return encoder.get_compressed().astype(">u4").tobytes()
+
+
+class _WholeWordsEncoder(codec.Encoder):
+    def push(self, chunk: Any) -> bytes:
+        with mock.patch.object(packets, "ended", _whole_words):
+            return super().push(chunk)
+
+
+class SealedInWholeWords(Float32Reference):
+    """Packets end with the coder's seal of one or two whole words, which decodes just as
+    well: some 17 bits of ending a packet where the shortest takes about 3."""
+
+    breaks = "packet_overhead"
+    codec = codec_with(encoder=_WholeWordsEncoder)
+
+
+class _GapRefused(codec.Decoder):
+    def push(self, packet: bytes) -> np.ndarray:
+        number = byte_format.unpack_packet(bytes(packet)).number
+        if self.header is not None and number != self.packets:
+            raise ValueError(f"packet {number} arrived where packet {self.packets} was due")
+        return super().push(packet)
+
+
+class GapRefused(Float32Reference):
+    """The receiver refuses a packet out of order: after one lost packet, no packet is ever
+    decoded again."""
+
+    breaks = "concealment"
+    codec = codec_with(decoder=_GapRefused)
+
+
+class _RefreshIgnored(codec.Decoder):
+    def _state_of(self, values: Any, one: bool) -> Any:
+        return self.state
+
+
+class RefreshIgnored(Float32Reference):
+    """The receiver reads a refresh's state and keeps its own: after a loss it never comes
+    back in step with the sender."""
+
+    breaks = "refresh"
+    codec = codec_with(decoder=_RefreshIgnored)
+
+
 MUTANTS = [
     PriorRebuiltFromFloats,
     CrcUnchecked,
     ModelDigestUnchecked,
-    BigEndianWords,
+    EndingWrittenLittleEndian,
     PacketStateDropped,
+    SealedInWholeWords,
+    GapRefused,
+    RefreshIgnored,
 ]

@@ -94,7 +94,8 @@ PROPERTIES = {
         "with a prior of the reference's symbols, compress's bytes read back to the reference's "
         "symbols exactly and decompress to its decode of them, one sequence without a batch "
         "axis; on inputs at least 1e-4 steps of Δ from a tie every backend makes the "
-        "reference's bytes, each sequence within its information under the prior plus 64 bits",
+        "reference's bytes, each sequence within its information under the prior plus the "
+        "coder's bound (ROUNDING_BITS a coded value, ENDING_BITS)",
         (
             "test_compressed_bytes_round_trip",
             "test_the_bytes_are_the_references_and_within_the_bound",
@@ -111,7 +112,7 @@ PROPERTIES = {
     "hostile_bytes": Property(
         "hostile bytes",
         "every cut and every flipped bit of a stream, and another model's weights, are each a "
-        "ValueError",
+        "ValueError; coded bytes forged under a valid CRC read to symbols or a ValueError",
         ("test_damaged_bytes_and_another_model_are_refused",),
     ),
     "packets": Property(
@@ -120,6 +121,26 @@ PROPERTIES = {
         "decodes to what decompress of the whole gives, for a batch and one sequence",
         ("test_any_split_into_packets_decodes_to_the_one_shot_result",),
         ("self",),
+    ),
+    "packet_overhead": Property(
+        "packets that cost what they carry",
+        "a sequence sent a frame a packet at B = 1: the packets' bits less their symbols' "
+        "information under the prior, the opening packet apart, at most 16 on average",
+        ("test_a_one_frame_packet_costs_at_most_16_bits_over_its_information",),
+    ),
+    "concealment": Property(
+        "a stream that survives a lost packet",
+        "packets lost (a gap in their numbers) or frames lost (Decoder.lost): the receiver "
+        "conceals them and goes on, a frame for every frame sent, all finite",
+        ("test_a_receiver_that_lost_packets_goes_on",),
+    ),
+    "refresh": Property(
+        "a refresh brings the receiver back in step",
+        "sent with a refresh every 4 frames, received on each partner with two packets lost: "
+        "from the refresh on, the frames are a lossless receiver's, and the receiver's state "
+        "ends equal to the sender's",
+        ("test_a_refresh_brings_the_receiver_back_in_step",),
+        ("self", "outputs"),
     ),
     "stateless": Property(
         "no state kept between calls",

@@ -174,15 +174,20 @@ def unpack(data: bytes) -> Stream:
         raise ValueError(f"not an FRAE stream: magic {magic!r}, expected {MAGIC!r}")
     if version not in READERS:
         raise ValueError(f"FRAE stream format {version}: this version reads {sorted(READERS)}")
-    (stored,) = _CRC.unpack_from(data, len(data) - TRAILER_BYTES)
-    if zlib.crc32(data[:-TRAILER_BYTES]) != stored:
-        raise ValueError("the CRC-32 does not match: the bytes are damaged or cut")
+    check_crc(data)
     header = Header(*_HEADER.unpack_from(data)[2:])
     _check_header(header)
     room = (len(data) - HEADER_BYTES - TRAILER_BYTES) // SEQUENCE_BYTES
     if header.sequences > room:
         raise ValueError(f"the stream declares {header.sequences} sequences in {len(data)} bytes")
     return Stream(header, _sequences(data, header.sequences), READERS[version])
+
+
+def check_crc(data: bytes) -> None:
+    """A ``ValueError`` unless the stream's last 4 bytes are the CRC-32 of the others."""
+    (stored,) = _CRC.unpack_from(data, len(data) - TRAILER_BYTES)
+    if zlib.crc32(data[:-TRAILER_BYTES]) != stored:
+        raise ValueError("the CRC-32 does not match: the bytes are damaged or cut")
 
 
 def _sequences(data: bytes, count: int) -> list[bytes]:
