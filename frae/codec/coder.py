@@ -71,14 +71,16 @@ def start() -> Any:
 def ended(encoder: Any) -> bytes:
     """``encoder``'s bytes, big-endian, ended at the shortest length whose value, padded with
     zero bytes, lies in its final interval: the lower end rounded up to a whole byte."""
-    words = encoder.get_compressed()
     written, (lower, width) = encoder.pos()
     if written == 0 and width == 2**64 - 1:
         return b""  # nothing coded
-    before = int.from_bytes(np.asarray(words[:written], ">u4").tobytes(), "big")
-    if lower + 2**32 - 1 >= 2**64:
-        before -= 1  # the seal carried into the words it had held back
-    low = (before << 64) + lower
+    before = 0
+    if written:  # words held back wait for a carry: then the interval's lower end passed 2^64
+        words = encoder.get_compressed()[:written]
+        before = int.from_bytes(np.asarray(words, ">u4").tobytes(), "big")
+        if lower + 2**32 - 1 >= 2**64:
+            before -= 1  # the seal carried into the words it had held back
+    low: int = (before << 64) + lower
     high, size = low + width, 4 * written + 8
     shared = size - ((low ^ (high - 1)).bit_length() + 7) // 8
     exact = size - ((low & -low).bit_length() - 1) // 8 if low else 0
@@ -112,7 +114,7 @@ BEYOND = f"symbols must be integers within ±{SYMBOL_LIMIT}"
 
 def _sequence(prior: Prior, values: npt.ArrayLike) -> npt.NDArray[np.integer[Any]]:
     """``values`` as an array of integers (T, L); their range is checked where they are read
-    (``_within``, or ``SymbolCoder._write_few``)."""
+    (``_within``, or ``SymbolCoder.write_rows``)."""
     array = np.asarray(values)
     if array.ndim != 2 or array.shape[1] != prior.latent_dim:
         raise ValueError(f"symbols must be (T, {prior.latent_dim}), got {array.shape}")
@@ -158,16 +160,16 @@ class SymbolCoder:
         """One sequence's symbols (T, L) into ``encoder``."""
         array = _sequence(self.prior, values)
         if array.size <= FEW_SYMBOLS:
-            self._write_few(encoder, array.T.tolist())
+            self.write_rows(encoder, array.T.tolist())
         else:
             self._write_many(encoder, _within(array))
 
     def read(self, decoder: Any, frames: int) -> npt.NDArray[np.int32]:
         """The ``frames`` × L symbols ``write`` put into the decoder's bytes."""
+        if frames * len(self.lo) <= FEW_SYMBOLS:
+            rows = self.read_rows(decoder, frames)
+            return np.array(rows, np.int32).reshape(len(self.lo), frames).T
         with refusing_invalid_bytes():
-            if frames * len(self.lo) <= FEW_SYMBOLS:
-                rows = self._read_few(decoder, frames)
-                return np.array(rows, np.int32).reshape(len(self.lo), frames).T
             return self._read_many(decoder, frames)
 
     def write_values(self, encoder: Any, values: npt.NDArray[np.integer[Any]]) -> None:
@@ -189,9 +191,9 @@ class SymbolCoder:
                 escaped = values[escapes[:, dimension], dimension]
                 encoder.encode(escaped + np.int32(SYMBOL_LIMIT), self.uniform)
 
-    def _write_few(self, encoder: Any, rows: list[list[int]]) -> None:
-        """``_write_many``'s symbols in its order, ``rows`` the symbols of each dimension,
-        each checked within ±Q as it comes."""
+    def write_rows(self, encoder: Any, rows: list[list[int]]) -> None:
+        """``write``'s symbols in its order, ``rows`` the symbols of each dimension (L lists of
+        T Python ints), each checked within ±Q as it comes: a few symbols' fast way."""
         escape, limit = self.escape, SYMBOL_LIMIT
         for row, lo, table in zip(rows, self.lo, self.tables, strict=True):
             escaped = []
@@ -217,8 +219,12 @@ class SymbolCoder:
                 decoded[escaped, dimension] = _checked(values - SYMBOL_LIMIT)
         return decoded
 
-    def _read_few(self, decoder: Any, frames: int) -> list[list[int]]:
-        """``_read_many``'s symbols, each dimension's as a list."""
+    def read_rows(self, decoder: Any, frames: int) -> list[list[int]]:
+        """``read``'s symbols, each dimension's as a list: a few symbols' fast way."""
+        with refusing_invalid_bytes():
+            return self._read_rows(decoder, frames)
+
+    def _read_rows(self, decoder: Any, frames: int) -> list[list[int]]:
         rows = []
         for lo, table in zip(self.lo, self.tables, strict=True):
             row = [decoder.decode(table) + lo for _ in range(frames)]

@@ -27,9 +27,9 @@ from frae.codec.checks import (
     checked_signal,
     header_of,
 )
-from frae.codec.coder import SymbolCoder, ended, opened, start
+from frae.codec.coder import FEW_SYMBOLS, SymbolCoder, ended, opened, start
 from frae.codec.prior import Prior
-from frae.quantization import SYMBOL_LIMIT, symbols
+from frae.quantization import SYMBOL_LIMIT, symbol_rows, symbols
 
 REFRESH_STEP = 2**-10
 """The grid of a refresh's state: each value ``clip(rint(s / step), −Q, Q)``, coded in 16 bits
@@ -70,14 +70,15 @@ class Encoder(_End):
         self.frames = 0
 
     def push(self, chunk: npt.ArrayLike) -> bytes:
-        sequences, one = checked_signal(self.model, chunk)
-        layout = (one, len(sequences))
+        frames = chunk if isinstance(chunk, np.ndarray) else np.asarray(chunk)
+        one = frames.ndim == 2
         opening = self.header
         if opening is None:
-            opening = header_of(self.model, self.prior, len(sequences), 0, one=one)
-        elif layout != (bool(opening.flags), opening.sequences):
+            sequences = len(checked_signal(self.model, frames)[0])
+            opening = header_of(self.model, self.prior, sequences, 0, one=one)
+        elif (one, 1 if one else len(frames)) != (bool(opening.flags), opening.sequences):
             raise ValueError(
-                f"a chunk of shape {np.shape(chunk)} in a stream of {opening.sequences} "
+                f"a chunk of shape {frames.shape} in a stream of {opening.sequences} "
                 f"sequences{' without a batch axis' if opening.flags else ''}"
             )
         kind, state, encoder = self._kind(), self.state, start()
@@ -86,17 +87,32 @@ class Encoder(_End):
             values = np.clip(np.rint(state / REFRESH_STEP), -SYMBOL_LIMIT, SYMBOL_LIMIT)
             self.coder.write_values(encoder, values.astype(np.int32))
             state = self._state_of(values.astype(np.int32), one)
-        codes, state = self.model.encode(chunk, state=state, return_state=True)
+        codes, state = self.model.encode(frames, state=state, return_state=True)
         codes = np.asarray(codes)[None] if one else np.asarray(codes)
-        check_codes(codes, self.frames)
-        for sequence in symbols(codes, self.prior.step):
-            self.coder.write(encoder, sequence)
-        frames = codes.shape[1]
-        packet = byte_format.pack_packet(kind, self.packets, frames, ended(encoder), opening)
+        self._write(encoder, codes)
+        count = codes.shape[1]
+        packet = byte_format.pack_packet(kind, self.packets, count, ended(encoder), opening)
         self.header, self.state, self.packets = opening, state, self.packets + 1
-        self.frames += frames
-        self.since = frames if kind != FRAMES else self.since + frames
+        self.frames += count
+        self.since = count if kind != FRAMES else self.since + count
         return packet
+
+    def _write(self, encoder: Any, codes: npt.NDArray[Any]) -> None:
+        """The symbols of codes (B, t, L) into ``encoder``, a sequence after another; codes
+        that are not finite a ``ValueError`` naming the first such frame of the stream."""
+        step = self.prior.step
+        if codes.size <= FEW_SYMBOLS:
+            try:
+                rows = [symbol_rows(sequence, step) for sequence in codes]
+            except ValueError:
+                check_codes(codes, self.frames)
+                raise
+            for sequence_rows in rows:
+                self.coder.write_rows(encoder, sequence_rows)
+            return
+        check_codes(codes, self.frames)
+        for sequence in symbols(codes, step):
+            self.coder.write(encoder, sequence)
 
     def _kind(self) -> int:
         if self.header is None:
@@ -120,20 +136,28 @@ class Decoder(_End):
         data = bytes(packet)
         head = byte_format.unpack_packet(data)
         header = self._opened(head)
-        one, width = bool(header.flags), self.model.initial_state().shape[-1]
+        one, width = bool(header.flags), self.model.config.feedback_dim
         gap = (head.number - self.packets) % byte_format.NUMBERS if self.header else 0
         hidden, state = self._concealed(gap * head.frames, self.state, header)
         decoder = opened(data[head.start :])
         if head.kind == REFRESH:
             values = self.coder.read_values(decoder, header.sequences * width)
             state = self._state_of(values.reshape(header.sequences, width), one)
-        read = [self.coder.read(decoder, head.frames) for _ in range(header.sequences)]
-        codes = (np.stack(read) * self.prior.step).astype(np.float32)
+        codes = self._read(decoder, head.frames, header.sequences)
         sent = codes[0] if one else codes
         outputs, state = self.model.decode(sent, state=state, return_state=True)
         self.header, self.state, self.last = header, state, codes[:, -1]
         self.packets = (head.number + 1) % byte_format.NUMBERS
         return np.asarray(outputs) if hidden is None else np.concatenate([hidden, outputs], -2)
+
+    def _read(self, decoder: Any, frames: int, sequences: int) -> npt.NDArray[np.float32]:
+        """The codes (B, t, L) of the packet's symbols."""
+        if frames * self.prior.latent_dim <= FEW_SYMBOLS:
+            rows = [self.coder.read_rows(decoder, frames) for _ in range(sequences)]
+            values = np.array(rows, np.float32).transpose(0, 2, 1)
+        else:
+            values = np.stack([self.coder.read(decoder, frames) for _ in range(sequences)])
+        return (values * np.float32(self.prior.step)).astype(np.float32, copy=False)
 
     def lost(self, frames: int, packets: int = 1) -> npt.NDArray[Any]:
         """``frames`` frames of ``packets`` packets lost, concealed: a stand-in code decoded in
