@@ -71,7 +71,8 @@ def start() -> Any:
 def ended(encoder: Any) -> bytes:
     """``encoder``'s bytes, big-endian, ended at the shortest length whose value, padded with
     zero bytes, lies in its final interval: the lower end rounded up to a whole byte."""
-    written, (lower, width) = encoder.pos()
+    position: tuple[int, tuple[int, int]] = encoder.pos()
+    written, (lower, width) = position
     if written == 0 and width == 2**64 - 1:
         return b""  # nothing coded
     before = 0
