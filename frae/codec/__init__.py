@@ -13,6 +13,7 @@ from frae.codec.byte_format import (
     MAX_STREAM_SYMBOLS,
     OPENING_BYTES,
     PACKET_BYTES,
+    REFRESH_STEP,
     SEQUENCE_BYTES,
     TRAILER_BYTES,
 )
@@ -27,7 +28,7 @@ from frae.codec.coder import (
 )
 from frae.codec.compression import compress, decompress, read
 from frae.codec.loss import gilbert_elliott
-from frae.codec.packets import CONCEALMENTS, REFRESH_STEP, Decoder, Encoder
+from frae.codec.packets import CONCEALMENTS, Decoder, Encoder
 from frae.codec.prior import MAX_TABLE_SYMBOLS, PRECISION, Prior, fit_prior, prior_of_symbols
 from frae.quantization import SYMBOL_LIMIT, passes_gradient, quantize, symbols, tie_margin
 

@@ -66,6 +66,9 @@ OPENING_BYTES = _OPENING.size
 """The stream's parameters an opening packet carries after its first byte."""
 MAX_PACKET_FRAMES = 2**12
 """The most frames one packet carries."""
+REFRESH_STEP = 2**-10
+"""The grid of a refresh's state: each value ``clip(rint(s / step), −Q, Q)``, coded in 16 bits
+as an escaped symbol's value is (states within ±32 are kept to 2^−11)."""
 _FRAMES_IN_BYTE = 3
 """Frame counts 1 to 3 are held in the first byte; a code of 3 means a count follows."""
 

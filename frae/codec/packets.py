@@ -18,7 +18,7 @@ import numpy.typing as npt
 
 from frae import validation
 from frae.codec import byte_format
-from frae.codec.byte_format import FRAMES, OPENING, REFRESH
+from frae.codec.byte_format import FRAMES, OPENING, REFRESH, REFRESH_STEP
 from frae.codec.checks import (
     check_codes,
     check_model_digest,
@@ -31,9 +31,6 @@ from frae.codec.coder import FEW_SYMBOLS, SymbolCoder, ended, opened, start
 from frae.codec.prior import Prior
 from frae.quantization import SYMBOL_LIMIT, symbol_rows, symbols
 
-REFRESH_STEP = 2**-10
-"""The grid of a refresh's state: each value ``clip(rint(s / step), −Q, Q)``, coded in 16 bits
-as an escaped symbol's value is (states within ±32 are kept to 2^−11)."""
 CONCEALMENTS = ("mode", "repeat")
 """What a receiver decodes in place of a lost frame: each dimension's most probable symbol under
 the prior (``mode``: the code the prior expects, which a trained model's decoder has seen
