@@ -66,6 +66,9 @@ OPENING_BYTES = _OPENING.size
 """The stream's parameters an opening packet carries after its first byte."""
 MAX_PACKET_FRAMES = 2**12
 """The most frames one packet carries."""
+MAX_PACKET_SYMBOLS = 2**16
+"""The most symbols (B·t·L) one packet carries: a packet's work, and a gap's (at most 15 such
+packets concealed), stays bounded whatever the opening declared."""
 REFRESH_STEP = 2**-10
 """The grid of a refresh's state: each value ``clip(rint(s / step), −Q, Q)``, coded in 16 bits
 as an escaped symbol's value is (states within ±32 are kept to 2^−11)."""
@@ -180,6 +183,8 @@ def unpack(data: bytes) -> Stream:
     check_crc(data)
     header = Header(*_HEADER.unpack_from(data)[2:])
     _check_header(header)
+    if header.frames < 1:
+        raise ValueError("the stream declares no frames (T = 0)")
     room = (len(data) - HEADER_BYTES - TRAILER_BYTES) // SEQUENCE_BYTES
     if header.sequences > room:
         raise ValueError(f"the stream declares {header.sequences} sequences in {len(data)} bytes")
@@ -268,6 +273,17 @@ def unpack_packet(data: bytes) -> PacketHead:
         _check_header(opening)
         start += OPENING_BYTES
     return PacketHead(kind, number, frames, opening, start)
+
+
+def check_packet_symbols(opening: Header, frames: int) -> None:
+    """A ``ValueError`` where ``frames`` frames of the stream's B sequences of L symbols pass
+    ``MAX_PACKET_SYMBOLS``."""
+    symbols = opening.sequences * frames * opening.latent_dim
+    if symbols > MAX_PACKET_SYMBOLS:
+        raise ValueError(
+            f"a packet of {frames} frames of {opening.sequences} sequences holds {symbols} "
+            f"symbols, beyond {MAX_PACKET_SYMBOLS}"
+        )
 
 
 def _leb128(value: int) -> bytes:

@@ -68,6 +68,8 @@ class Encoder(_End):
 
     def push(self, chunk: npt.ArrayLike) -> bytes:
         frames = chunk if isinstance(chunk, np.ndarray) else np.asarray(chunk)
+        if frames.ndim not in (2, 3):
+            raise ValueError(f"a chunk is (t, F) or (B, t, F), got shape {frames.shape}")
         one = frames.ndim == 2
         opening = self.header
         if opening is None:
@@ -78,6 +80,7 @@ class Encoder(_End):
                 f"a chunk of shape {frames.shape} in a stream of {opening.sequences} "
                 f"sequences{' without a batch axis' if opening.flags else ''}"
             )
+        byte_format.check_packet_symbols(opening, frames.shape[-2])
         kind, state, encoder = self._kind(), self.state, start()
         if kind == REFRESH:
             assert state is not None
@@ -133,6 +136,7 @@ class Decoder(_End):
         data = bytes(packet)
         head = byte_format.unpack_packet(data)
         header = self._opened(head)
+        byte_format.check_packet_symbols(header, head.frames)
         one, width = bool(header.flags), self.model.config.feedback_dim
         gap = (head.number - self.packets) % byte_format.NUMBERS if self.header else 0
         hidden, state = self._concealed(gap * head.frames, self.state, header)

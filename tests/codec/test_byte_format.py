@@ -83,6 +83,7 @@ HOSTILE = {
     "step": ({"code_exponent": 7}, "disagrees with its prior"),
     "flags": ({"flags": 6}, "malformed"),
     "one-sequence-of-three": ({"flags": 1}, "one-sequence stream declares 3"),
+    "no-frames": ({"frames": 0}, r"declares no frames \(T = 0\)"),
 }
 
 

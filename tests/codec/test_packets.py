@@ -147,6 +147,26 @@ def test_a_chunk_of_another_layout_is_refused_before_it_is_encoded() -> None:
     assert_close("self", rebuilt, WHOLE)
 
 
+def test_a_packet_beyond_the_symbol_limit_is_refused_at_both_ends() -> None:
+    """An opening that declares 65535 sequences: its own frame already passes 2^16 symbols,
+    refused before anything is decoded; a sender refuses to make such a packet."""
+    opening = codec.byte_format.Header(
+        code_exponent=6, flags=0, latent_dim=2, sequences=65535, frames=0,
+        model_digest=codec.byte_format.model_digest(CONFIG, MODEL.get_weights()),
+        prior_digest=codec.byte_format.prior_digest(PRIOR),
+    )  # fmt: skip
+    packet = codec.byte_format.pack_packet(codec.byte_format.OPENING, 0, 1, b"", opening)
+    with pytest.raises(ValueError, match="131070 symbols, beyond 65536"):
+        codec.Decoder(MODEL, PRIOR).push(packet)
+    sender = codec.Encoder(MODEL, PRIOR)
+    sender.push(np.zeros((9, 1, CONFIG.input_dim), np.float32))
+    with pytest.raises(ValueError, match="72000 symbols, beyond 65536"):
+        sender.push(np.zeros((9, 4000, CONFIG.input_dim), np.float32))
+    with pytest.raises(ValueError, match=r"got shape \(6,\)"):
+        sender.push(np.zeros(6, np.float32))
+    assert sender.packets == 1
+
+
 def test_a_packet_for_another_model_is_refused() -> None:
     packets, _ = sent([X])
     other = frae.create("reference", CONFIG, weights=large_weights(42))
