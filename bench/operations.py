@@ -206,7 +206,8 @@ class Bench:
         runs = at.codec[unit.side, unit.chunk]
         settings = self.job.settings.for_stream()
         rows: list[Callable[..., ResultRecord]] = [
-            partial(row, run.operation, threads=settings.threads) for run in runs
+            partial(row, run.operation, threads=settings.threads, **(run.sizes or {}))
+            for run in runs
         ]
 
         def each_once() -> list[float]:

@@ -220,6 +220,12 @@ class ResultRecord:
     peak_rss_mb: float | None = None
     artifact_kib: float | None = None
     """An exported model's size (its ``create_s`` holds the export)."""
+    packet_bits: float | None = None
+    """The codec sender's mean bits a packet past the stream's opening (``bench.codec_runs``);
+    absent from the files written before it, as from every other measurement."""
+    information_bits: float | None = None
+    """Those packets' symbols' mean information under the prior: ``packet_bits`` less this
+    is what a packet spends beyond its symbols."""
     error: str | None = None
     unsupported: str | None = None
     round: int | None = None
