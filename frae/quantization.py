@@ -23,15 +23,16 @@ def symbols(codes: npt.ArrayLike, code_step: float) -> npt.NDArray[np.int32]:
     return np.clip(scaled, -SYMBOL_LIMIT, SYMBOL_LIMIT).astype(np.int32)
 
 
-def symbol_rows(codes: npt.NDArray[Any], code_step: float) -> list[list[int]]:
-    """``symbols(codes, Δ)`` of codes (T, L), each dimension's as a list of Python ints, by the
-    same rule in Python (``round`` is half to even; z / Δ is exact, Δ a power of two): cheaper
-    than NumPy's calls for a few codes. A code that is not finite is a ``ValueError``."""
+def symbol_rows(codes: list[list[float]], code_step: float) -> list[list[int]]:
+    """``symbols`` of one sequence's codes given as Python lists (T lists of L floats), each
+    dimension's symbols as a list of ints, by the same rule in Python (``round`` is half to
+    even; z / Δ is exact, Δ a power of two): cheaper than NumPy's calls for a few codes. A
+    code that is not finite is a ``ValueError``."""
     limit = SYMBOL_LIMIT
     try:
         return [
             [max(-limit, min(limit, round(code / code_step))) for code in row]
-            for row in codes.T.tolist()
+            for row in zip(*codes, strict=True)
         ]
     except OverflowError as error:
         raise ValueError("a code is infinite") from error

@@ -27,7 +27,7 @@ import struct
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -217,8 +217,7 @@ def _sequences(data: bytes, count: int) -> list[bytes]:
 # Packets.
 
 
-@dataclass(frozen=True)
-class PacketHead:
+class PacketHead(NamedTuple):
     """What a packet's first bytes say: its kind, number (modulo ``NUMBERS``) and frame
     count, the stream's parameters in an opening packet, and where its coder's bytes begin."""
 

@@ -44,6 +44,10 @@ ENDING_BITS = 8
 within any interval at least a byte's unit wide."""
 
 
+_QUEUE: Any = None
+"""constriction's ``stream.queue`` module, once imported."""
+
+
 def _constriction() -> Any:
     try:
         import constriction
@@ -52,6 +56,13 @@ def _constriction() -> Any:
             "frae.codec codes with constriction: pip install 'frae[codec]'"
         ) from error
     return constriction
+
+
+def _queue() -> Any:
+    global _QUEUE
+    if _QUEUE is None:
+        _QUEUE = _constriction().stream.queue
+    return _QUEUE
 
 
 def _models(prior: Prior) -> tuple[list[Any], Any]:
@@ -65,7 +76,7 @@ def _models(prior: Prior) -> tuple[list[Any], Any]:
 
 def start() -> Any:
     """An empty range encoder."""
-    return _constriction().stream.queue.RangeEncoder()
+    return _queue().RangeEncoder()
 
 
 def ended(encoder: Any) -> bytes:
@@ -95,9 +106,8 @@ def ended(encoder: Any) -> bytes:
 
 def opened(data: bytes) -> Any:
     """A range decoder over ``data``, padded with zero bytes to whole 32-bit words."""
-    padded = bytes(data) + bytes(-len(data) % 4)
-    words = np.frombuffer(padded, ">u4").astype(np.uint32)
-    return _constriction().stream.queue.RangeDecoder(words)
+    padded = data + bytes(-len(data) % 4)
+    return _queue().RangeDecoder(np.frombuffer(padded, ">u4").astype(np.uint32))
 
 
 @contextlib.contextmanager
@@ -222,8 +232,12 @@ class SymbolCoder:
 
     def read_rows(self, decoder: Any, frames: int) -> list[list[int]]:
         """``read``'s symbols, each dimension's as a list: a few symbols' fast way."""
-        with refusing_invalid_bytes():
+        try:
             return self._read_rows(decoder, frames)
+        except AssertionError as error:
+            raise ValueError(
+                f"the coded bytes are not a coding under this prior: {error}"
+            ) from None
 
     def _read_rows(self, decoder: Any, frames: int) -> list[list[int]]:
         rows = []
@@ -252,7 +266,7 @@ def decode_words(coder: SymbolCoder, data: bytes, frames: int) -> npt.NDArray[np
     if len(data) % 4:
         raise ValueError(f"format 1 codes symbols as 32-bit words, got {len(data)} bytes")
     words = np.frombuffer(data, "<u4").astype(np.uint32)
-    decoder = _constriction().stream.queue.RangeDecoder(words)
+    decoder = _queue().RangeDecoder(words)
     decoded = coder.read(decoder, frames)
     if not decoder.maybe_exhausted():
         raise ValueError(f"the coded words do not end with the {frames} frames declared")

@@ -103,7 +103,7 @@ class Encoder(_End):
         step = self.prior.step
         if codes.size <= FEW_SYMBOLS:
             try:
-                rows = [symbol_rows(sequence, step) for sequence in codes]
+                rows = [symbol_rows(sequence, step) for sequence in codes.tolist()]
             except ValueError:
                 check_codes(codes, self.frames)
                 raise
@@ -131,34 +131,42 @@ class Decoder(_End):
         super().__init__(model, prior)
         self.concealment = validation.check_choice(concealment, "concealment", CONCEALMENTS)
         self.last: npt.NDArray[np.float32] | None = None
+        """The codes (B, t, L) of the last packet decoded."""
 
     def push(self, packet: bytes) -> npt.NDArray[Any]:
-        data = bytes(packet)
+        data = packet if type(packet) is bytes else bytes(packet)
         head = byte_format.unpack_packet(data)
-        header = self._opened(head)
+        header = self.header
+        if header is None or head.kind == OPENING:
+            header = self._opened(head)
         byte_format.check_packet_symbols(header, head.frames)
-        one, width = bool(header.flags), self.model.config.feedback_dim
-        gap = (head.number - self.packets) % byte_format.NUMBERS if self.header else 0
-        hidden, state = self._concealed(gap * head.frames, self.state, header)
+        state, hidden = self.state, None
+        if self.header is not None and head.number != self.packets:
+            gap = (head.number - self.packets) % byte_format.NUMBERS
+            hidden, state = self._concealed(gap * head.frames, state, header)
         decoder = opened(data[head.start :])
+        one = bool(header.flags)
         if head.kind == REFRESH:
+            width = self.model.config.feedback_dim
             values = self.coder.read_values(decoder, header.sequences * width)
             state = self._state_of(values.reshape(header.sequences, width), one)
         codes = self._read(decoder, head.frames, header.sequences)
-        sent = codes[0] if one else codes
-        outputs, state = self.model.decode(sent, state=state, return_state=True)
-        self.header, self.state, self.last = header, state, codes[:, -1]
+        outputs, state = self.model.decode(
+            codes[0] if one else codes, state=state, return_state=True
+        )
+        self.header, self.state, self.last = header, state, codes
         self.packets = (head.number + 1) % byte_format.NUMBERS
-        return np.asarray(outputs) if hidden is None else np.concatenate([hidden, outputs], -2)
+        return outputs if hidden is None else np.concatenate([hidden, outputs], -2)
 
     def _read(self, decoder: Any, frames: int, sequences: int) -> npt.NDArray[np.float32]:
         """The codes (B, t, L) of the packet's symbols."""
-        if frames * self.prior.latent_dim <= FEW_SYMBOLS:
-            rows = [self.coder.read_rows(decoder, frames) for _ in range(sequences)]
-            values = np.array(rows, np.float32).transpose(0, 2, 1)
-        else:
-            values = np.stack([self.coder.read(decoder, frames) for _ in range(sequences)])
-        return (values * np.float32(self.prior.step)).astype(np.float32, copy=False)
+        latent, step = self.prior.latent_dim, self.prior.step
+        if frames * latent <= FEW_SYMBOLS:
+            read = [self.coder.read_rows(decoder, frames) for _ in range(sequences)]
+            frames_of = [zip(*rows, strict=True) for rows in read]
+            return np.array([[[q * step for q in f] for f in one] for one in frames_of], np.float32)
+        values = np.stack([self.coder.read(decoder, frames) for _ in range(sequences)])
+        return (values * np.float32(step)).astype(np.float32, copy=False)
 
     def lost(self, frames: int, packets: int = 1) -> npt.NDArray[Any]:
         """``frames`` frames of ``packets`` packets lost, concealed: a stand-in code decoded in
@@ -173,7 +181,7 @@ class Decoder(_End):
         return hidden
 
     def _opened(self, head: byte_format.PacketHead) -> byte_format.Header:
-        """The stream's opening: this packet's if it is the first, else the one kept."""
+        """The stream's opening, from its first packet: a second one is refused."""
         if self.header is not None:
             if head.kind == OPENING:
                 raise ValueError("a second opening packet in one stream")
@@ -202,7 +210,7 @@ class Decoder(_End):
         """Each sequence's stand-in code (B, L)."""
         if self.concealment == "repeat":
             if self.last is not None:
-                return self.last
+                return self.last[:, -1]
             return np.zeros((batch, self.prior.latent_dim), np.float32)
         table = self.prior.frequencies[:, : self.prior.escape]
         mode = (np.argmax(table, axis=1) + self.prior.lo) * self.prior.step
