@@ -76,7 +76,28 @@ def test_a_rate_point_is_the_quantized_models_own(model: str) -> None:
     assert point.stream_bits == 8 * len(data) / 15
     information = sum(codec.information_bits(prior, sequence) for sequence in symbols)
     assert point.prior_bits == pytest.approx(information / 15)
-    assert point.packet_bits > point.stream_bits  # five packets, each sealed
+
+
+def test_a_rate_points_packets_are_of_one_frame_past_the_opening() -> None:
+    """The windows end to end sent a frame a packet: the mean bits of the 14 packets after the
+    opening, and of their frames' information; each packet's first byte and the coder's
+    ending and rounding (the contract's bound) are all it adds."""
+    config = dataclasses.replace(settings.MODELS["state"], code_step=2**-4)
+    backend = frae.create("reference", config, seed=3)
+    rng = np.random.default_rng(1)
+    x, train = (rng.normal(size=(b, 5, config.input_dim)).astype(np.float32) for b in (3, 6))
+    point = rate_distortion.rate_point(backend, x, train)
+    prior = codec.fit_prior(backend, train)
+    sequence = x.reshape(15, config.input_dim)
+    sender = codec.Encoder(backend, prior)
+    packets = [sender.push(sequence[t : t + 1]) for t in range(15)]
+    assert point.packet_bits == 8 * sum(map(len, packets[1:])) / 14
+    symbols = codec.symbols(backend.encode(sequence), 2**-4)
+    information = codec.information_bits(prior, symbols[1:]) / 14
+    assert point.packet_overhead == pytest.approx(point.packet_bits - information)
+    values = 2 * config.latent_dim  # each symbol, and an escape's value where it escaped
+    most = 8 * codec.PACKET_BYTES + codec.ENDING_BITS + values * codec.ROUNDING_BITS
+    assert 0 < point.packet_overhead <= most
 
 
 def test_quantized_after_training_runs_each_step_in_the_backends_model() -> None:

@@ -10,6 +10,9 @@ receiver) run by a backend on the held-out windows: its symbols from ``encode``,
 dimensions, in bits per frame (``bits_per_frame``). Two ways to a quantized model: the float
 model's trained weights quantized after training (``quantized_after_training``), and a model
 trained with Δ set, straight through (the worker's).
+
+A live signal is one long sequence: the held-out windows end to end (``end_to_end``) stand
+for it where the bytes of packets, one frame each, are counted.
 """
 
 from __future__ import annotations
@@ -33,6 +36,9 @@ codes are tanh outputs in (−1, 1), so Δ = 1 leaves three symbols and 1/256 ab
 dimension."""
 TRAINED_CODE_STEPS = (2**-2, 2**-4)
 """The grid steps each backend also trains both models with, straight through."""
+PACKET_FRAMES = 350
+"""The frames sent a packet each for a rate point's packet bits: the first 50 held-out
+windows end to end (a packet a frame costs each backend a call of its model)."""
 
 
 def snr_db(signal: npt.NDArray[Any], reconstruction: npt.NDArray[Any]) -> float:
@@ -58,11 +64,19 @@ Keep = Callable[[bytes, codec.Prior], None]
 """What a rate point hands its stream to: its bytes and their prior."""
 
 
+def end_to_end(windows: npt.NDArray[Any], frames: int | None = None) -> npt.NDArray[Any]:
+    """The first ``frames`` frames (default: all) of ``windows`` (N, T, F) end to end as one
+    sequence, (frames, F)."""
+    return windows.reshape(-1, windows.shape[-1])[:frames]
+
+
 @dataclass(frozen=True)
 class RatePoint:
     """A quantized model on the held-out windows: its Δ, rate in bits per frame (the symbols'
-    entropy; their information under the prior; the bytes of one stream, and of packets a
-    frame each, everything counted), SNR of the stream decompressed, how far the words of the
+    entropy; their information under the prior; the bytes of one stream, everything counted),
+    SNR of the stream decompressed, the mean bits of a packet of one frame, past the stream's
+    opening, and how far they exceed the information of the frame they carry (of the first
+    ``PACKET_FRAMES`` frames end to end, sent a frame a packet), how far the words of the
     windows end to end as one sequence exceed their information (a fraction), and digests of
     its symbols and bytes (equal digests: the same, to the last one)."""
 
@@ -73,6 +87,7 @@ class RatePoint:
     prior_bits: float
     stream_bits: float
     packet_bits: float
+    packet_overhead: float
     payload_excess: float
     bytes: str
 
@@ -97,10 +112,9 @@ def rate_point(
     data = codec.compress(model, prior, x)
     if keep is not None:
         keep(data, prior)
-    sender = codec.Encoder(model, prior)
-    packets = sum(len(sender.push(x[:, t : t + 1])) for t in range(x.shape[1]))
     frames = symbols.shape[0] * symbols.shape[1]
     information = sum(codec.information_bits(prior, sequence) for sequence in symbols)
+    packet_bits, packet_information = one_frame_packets(model, prior, end_to_end(x, PACKET_FRAMES))
     return RatePoint(
         step,
         bits_per_frame(symbols),
@@ -108,16 +122,31 @@ def rate_point(
         digest(symbols.tobytes()),
         prior_bits=information / frames,
         stream_bits=8 * len(data) / frames,
-        packet_bits=8 * packets / frames,
+        packet_bits=packet_bits,
+        packet_overhead=packet_bits - packet_information,
         payload_excess=payload_excess(model, prior, x),
         bytes=digest(data),
     )
 
 
+def one_frame_packets(
+    model: frae.Backend, prior: codec.Prior, sequence: npt.NDArray[Any]
+) -> tuple[float, float]:
+    """``sequence`` (T, F) sent a frame a packet: the mean bits of the packets past the
+    opening, and the mean information of the frames they carry under ``prior``."""
+    sender = codec.Encoder(model, prior)
+    later = [sender.push(sequence[t : t + 1]) for t in range(len(sequence))][1:]
+    assert later, "a frame past the opening"
+    assert model.config.code_step is not None, "a quantized model"
+    symbols = codec.symbols(model.encode(sequence), model.config.code_step)
+    information = codec.information_bits(prior, symbols[1:])
+    return 8 * sum(map(len, later)) / len(later), information / len(later)
+
+
 def payload_excess(model: frae.Backend, prior: codec.Prior, x: npt.NDArray[Any]) -> float:
     """The windows end to end as one sequence, compressed: its words over their information
     under ``prior``, less 1 (the header, length and CRC apart)."""
-    data = codec.compress(model, prior, x.reshape(-1, x.shape[-1]))
+    data = codec.compress(model, prior, end_to_end(x))
     fixed = codec.HEADER_BYTES + codec.SEQUENCE_BYTES + codec.TRAILER_BYTES
     information = codec.information_bits(prior, codec.read(prior, data)[0])
     return 8 * (len(data) - fixed) / information - 1 if information else float("nan")

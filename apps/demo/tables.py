@@ -109,6 +109,7 @@ BYTES_HEADERS = [
     "prior's information",
     "one stream, all bytes",
     "packets of a frame",
+    "packets: bits beyond information",
     "one sequence: words beyond information",
     "backends with these bytes",
     "decoded, sender × receiver: SNR dB",
@@ -118,8 +119,9 @@ BYTES_HEADERS = [
 def bytes_rows(results: dict[str, dict[str, Any]], model: str) -> list[list[Any]]:
     """Per Δ, the float weights quantized after training, in real bytes (the first backend's):
     the symbols' entropy, their information under the training windows' prior, the bytes of
-    one stream and of packets a frame each, all counted; the words of the windows end to end
-    as one sequence against their information; how many backends made the same bytes; and
+    one stream, all counted, and of a packet of one frame past the opening, and how far these
+    exceed the frame's information; the words of the windows end to end as one sequence
+    against their information; how many backends made the same bytes; and
     every backend's bytes decoded on every backend (``crossing.pair_snrs``): the ordered
     pairs decoded of all, and their SNR."""
     after = list(points_of(results, model, "after_training").values())
@@ -130,7 +132,7 @@ def bytes_rows(results: dict[str, dict[str, Any]], model: str) -> list[list[Any]
             continue
         first = points[0]
         same = sum(point["bytes"] == first["bytes"] for point in points)
-        fields = ("bits", "prior_bits", "stream_bits", "packet_bits")
+        fields = ("bits", "prior_bits", "stream_bits", "packet_bits", "packet_overhead")
         excess = f"{100 * first['payload_excess']:+.2f} %"
         crossed = _crossed(crossing.pair_snrs(results, model, index), len(points))
         agreed = f"{same}/{len(points)}"
