@@ -5,13 +5,14 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import importlib.util
+import json
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 import frae
-from apps.demo import data, rate_distortion, settings, worker
+from apps.demo import data, packet_loss, rate_distortion, settings, worker
 from frae import codec
 
 needs_sktime = pytest.mark.skipif(
@@ -138,7 +139,8 @@ def test_keras_runs_once_per_installed_keras_backend() -> None:
 @needs_sktime
 def test_demo_runs_end_to_end_on_the_reference(tmp_path: Path) -> None:
     """One epoch, the reference alone: two Adam steps a model (float, and with each trained
-    Δ), the sweep of Δ after training, the tables and plots."""
+    Δ), the sweep of Δ after training, the long stream through lost packets, the tables and
+    plots, and the records."""
     pytest.importorskip("matplotlib")
     from apps.demo import tables  # its tables need tabulate, the demo extra's
     from apps.demo.cli import run_demo
@@ -154,8 +156,15 @@ def test_demo_runs_end_to_end_on_the_reference(tmp_path: Path) -> None:
         assert [p["step"] for p in trained] == list(rate_distortion.TRAINED_CODE_STEPS)
         rows = tables.rate_rows(results, model)
         assert len(rows) == len(rate_distortion.CODE_STEPS) and rows[0][3] == "1/1"
+        sweep = outcome["packet_loss"]
+        assert sweep["frames"] == packet_loss.STREAM_FRAMES
+        loss_rows, _ = tables.loss_rows(results, model)
+        assert len(loss_rows) == len(packet_loss.REFRESH_INTERVALS)
     assert {p.name for p in tmp_path.glob("*.png")} == {
         "loss.png",
         "reconstruction.png",
         "rate_distortion.png",
+        "packet_loss.png",
     }
+    assert json.loads((tmp_path / "results.json").read_text()) == results
+    assert "through lost packets" in (tmp_path / "tables.txt").read_text()

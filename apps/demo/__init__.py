@@ -9,8 +9,10 @@ small enough to train on in seconds in every backend; and it ships inside sktime
 
 One job per module: ``settings`` (the models and their training), ``data`` (the windows),
 ``worker`` (one backend's training, in a process of its own), ``rate_distortion`` (the
-held-out SNR and the closed-loop quantiser's rate), ``tables`` and ``plots`` (what is
-shown), ``cli`` (the command, ``run_demo``).
+held-out SNR and the closed-loop quantiser's rate), ``crossing`` (each backend's bytes
+decoded on every other), ``packet_loss`` (the SNR through lost packets, with and without
+refreshes of the sender's state), ``tables`` and ``plots`` (what is shown), ``cli`` (the
+command, ``run_demo``, which writes ``results.json`` and ``tables.txt`` beside the plots).
 
     frae demo [--out reports/demo] [--backends NAME ...] [--epochs N] [--jobs N]
 """

@@ -4,6 +4,7 @@ the plots (``run_demo``)."""
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import tempfile
 import time
@@ -17,6 +18,7 @@ import numpy as np
 import frae
 from apps.demo import crossing, plots, tables
 from apps.demo.data import Signal, load_signal
+from apps.demo.rate_distortion import step_label
 from apps.demo.settings import BATCH_SIZE, CHANNELS, EPOCHS, LEARNING_RATE, MODELS, SEED, WINDOW
 from apps.demo.worker import Variant, run_variant, variants
 
@@ -121,19 +123,38 @@ def run_variants(
 
 def report(out: Path, signal: Signal, results: Results) -> None:
     """The SNR table; each model's rate table, quantized after training and trained
-    quantized; the plots, in ``out``."""
-    print()
-    print(tables.snr_table(results))
+    quantized, and its tables of lost packets; printed, and written to ``out`` as
+    ``tables.txt`` beside every variant's results (``results.json``) and the plots."""
+    sections = [tables.snr_table(results)]
     for model in MODELS:
-        print(f"\n{model} feedback, quantized (bits per frame, held-out SNR)")
-        print(tables.rate_table(results, model))
-        print(f"\n{model} feedback in real bytes (frae.codec), quantized after training:")
-        print(tables.bytes_table(results, model))
+        sections += [
+            f"{model} feedback, quantized (bits per frame, held-out SNR)",
+            tables.rate_table(results, model),
+            f"{model} feedback in real bytes (frae.codec), quantized after training:",
+            tables.bytes_table(results, model),
+        ]
+        if sweeps := tables.loss_sweeps(results, model):
+            sections += [
+                f"{model} feedback through lost packets (held-out SNR dB): {sweeps[0]['frames']} "
+                f"held-out frames end to end, a packet each, at Δ = "
+                f"{step_label(sweeps[0]['step'])} after training; losses in bursts of "
+                f"{sweeps[0]['burst']:g} on average, the opening packet never lost",
+                tables.loss_table(results, model),
+                f"{model} feedback: each concealment (held-out SNR dB, of every frame and of the "
+                "lost frames alone)",
+                tables.concealment_table(results, model),
+                tables.stand_in_line(sweeps[0]),
+            ]
+    text = "\n\n".join(sections)
+    print(f"\n{text}")
+    (out / "tables.txt").write_text(text + "\n")
+    (out / "results.json").write_text(json.dumps(results, indent=1) + "\n")
     weights = {model: frae.load_weights(path) for model, path in first_weights(results).items()}
     drawn = [
         plots.plot_losses(out / "loss.png", results),
         plots.plot_reconstruction(out / "reconstruction.png", signal, weights),
         plots.plot_rate_distortion(out / "rate_distortion.png", results),
+        plots.plot_packet_loss(out / "packet_loss.png", results),
     ]
     print(f"\nplots: {', '.join(str(path) for path in drawn)}")
 

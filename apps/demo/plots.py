@@ -1,5 +1,6 @@
 """The demo's plots, by matplotlib on its Agg backend (files only, no display needed): the
-training losses, a reconstruction, and the rate–distortion curves."""
+training losses, a reconstruction, the rate–distortion curves, and the SNR through lost
+packets."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import frae
 from apps.demo.data import Signal, cut_windows
 from apps.demo.rate_distortion import CODE_STEPS, step_label
 from apps.demo.settings import CHANNELS, MODELS, WINDOW
-from apps.demo.tables import points_of
+from apps.demo.tables import loss_sweeps, points_of
 from frae.params import Weights
 
 PLOTTED_CHANNELS = (0, 1, 2)
@@ -106,6 +107,57 @@ def plot_rate_distortion(path: Path, results: dict[str, dict[str, Any]]) -> Path
     axis.legend(fontsize="small")
     axis.grid(alpha=0.3)
     return _save(figure, path)
+
+
+def plot_packet_loss(path: Path, results: dict[str, dict[str, Any]]) -> Path:
+    """Each model's held-out SNR against the packets lost (as many as each rate's draw lost),
+    a line per refresh interval, of the first backend that measured it; the other backends'
+    points in the line's colour, faint; the other concealment where it was measured
+    (crosses); and the held-out windows' SNR at the same Δ, without loss (dotted)."""
+    plt = _pyplot()
+    figure, axes = plt.subplots(1, len(MODELS), figsize=(11, 4), sharey=True)
+    for axis, model in zip(axes, MODELS, strict=True):
+        sweeps = loss_sweeps(results, model)
+        if not sweeps:
+            continue
+        for index, cost in enumerate(sweeps[0]["costs"]):
+            refresh, colour = cost["refresh"], f"C{index}"
+            label = "no refresh" if refresh is None else f"a refresh every {refresh} frames"
+            label += f": {cost['stream_bits']:.1f} bits/frame"
+            for rank, sweep in enumerate(sweeps):
+                rates, snrs = _loss_curve(sweep, refresh, "mode")
+                style = {"alpha": 0.3} if rank else {"label": label}
+                axis.plot(rates, snrs, "o" if rank else "o-", color=colour, **style)
+            rates, snrs = _loss_curve(sweeps[0], refresh, "repeat")
+            if rates:
+                axis.plot(rates, snrs, "x", color=colour, markersize=9, label="repeat concealment")
+        windows = [
+            point["snr_db"]
+            for point in next(iter(points_of(results, model, "after_training").values()), [])
+            if point["step"] == sweeps[0]["step"]
+        ]
+        for snr in windows:
+            axis.axhline(snr, linestyle=":", color="0.4", label="the windows of 7, no loss")
+        burst = sweeps[0]["burst"]
+        axis.set(
+            title=f"{model} feedback",
+            xlabel=f"packets lost (% of {sweeps[0]['frames']}), in bursts of {burst:g} on average",
+        )
+        axis.grid(alpha=0.3)
+        axis.legend(fontsize="small")
+    axes[0].set_ylabel("held-out SNR (dB)")
+    return _save(figure, path)
+
+
+def _loss_curve(
+    sweep: dict[str, Any], refresh: int | None, concealment: str
+) -> tuple[list[float], list[float]]:
+    """The packets lost (% of the stream's, as drawn) and SNRs of ``sweep``'s points at
+    ``refresh`` and ``concealment``."""
+    points = [
+        p for p in sweep["points"] if (p["refresh"], p["concealment"]) == (refresh, concealment)
+    ]
+    return [100 * p["lost"] / sweep["frames"] for p in points], [p["snr_db"] for p in points]
 
 
 def _save(figure: Any, path: Path) -> Path:

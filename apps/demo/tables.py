@@ -1,8 +1,9 @@
-"""What the demo prints: each worker's progress line, the SNR table and each model's
-rate–distortion table (rendered by ``tabulate``)."""
+"""What the demo prints: each worker's progress line, the SNR table, each model's
+rate–distortion tables and its tables of lost packets (rendered by ``tabulate``)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from tabulate import tabulate
@@ -138,6 +139,111 @@ def bytes_rows(results: dict[str, dict[str, Any]], model: str) -> list[list[Any]
         agreed = f"{same}/{len(points)}"
         rows.append([step_label(step), *(first[f] for f in fields), excess, agreed, crossed])
     return rows
+
+
+def loss_table(results: dict[str, dict[str, Any]], model: str) -> str:
+    rows, headers = loss_rows(results, model)
+    return tabulate(rows, headers=headers, floatfmt=".2f")
+
+
+def concealment_table(results: dict[str, dict[str, Any]], model: str) -> str:
+    return tabulate(concealment_rows(results, model), headers=CONCEALMENT_HEADERS, floatfmt=".2f")
+
+
+def loss_rows(results: dict[str, dict[str, Any]], model: str) -> tuple[list[list[Any]], list[str]]:
+    """Per refresh interval, of the first backend's stream: its bits a frame, every packet
+    counted, and the bits a refresh adds to a plain packet; then at each loss rate (its
+    header: the packets lost) the held-out SNR with the default concealment, every backend's
+    (one figure where they all round alike, else their span); and how many backends made
+    every SNR of the row alike. The headers come with the rows."""
+    sweeps = loss_sweeps(results, model)
+    if not sweeps:
+        return [], []
+    first = sweeps[0]
+    rates = sorted({point["rate"] for point in first["points"]})
+    lost = {p["rate"]: p["lost"] for p in first["points"] if p["refresh"] is None}
+    headers = ["refresh", "bits/frame, every packet", "bits a refresh adds"]
+    headers += [f"{100 * rate:g} % lost ({lost.get(rate, '?')} packets)" for rate in rates]
+    rows = []
+    for cost in first["costs"]:
+        refresh = cost["refresh"]
+        snrs = [
+            [_point(sweep, rate, refresh, "mode")["snr_db"] for rate in rates] for sweep in sweeps
+        ]
+        alike = sum(_rounded(row) == _rounded(snrs[0]) for row in snrs)
+        every = "none" if refresh is None else f"every {refresh} frames"
+        added = "" if cost["refresh_bits"] is None else cost["refresh_bits"]
+        cells = [_spread([row[index] for row in snrs]) for index in range(len(rates))]
+        rows.append([every, cost["stream_bits"], added, *cells, f"{alike}/{len(sweeps)}"])
+    return rows, [*headers, "backends alike"]
+
+
+CONCEALMENT_HEADERS = [
+    "lost",
+    "refresh",
+    "mode: SNR dB",
+    "repeat: SNR dB",
+    "mode: lost frames' SNR dB",
+    "repeat: lost frames' SNR dB",
+]
+
+
+def concealment_rows(results: dict[str, dict[str, Any]], model: str) -> list[list[Any]]:
+    """Per loss rate and refresh where both concealments ran: each one's held-out SNR, of every
+    frame and of the lost frames alone, every backend's (one figure, or their span)."""
+    sweeps = loss_sweeps(results, model)
+    if not sweeps:
+        return []
+    compared = sorted(
+        {(p["rate"], p["refresh"]) for p in sweeps[0]["points"] if p["concealment"] != "mode"}
+    )
+    rows = []
+    for rate, refresh in compared:
+        cells = [
+            _spread([_point(sweep, rate, refresh, concealment)[field] for sweep in sweeps])
+            for field in ("snr_db", "lost_snr_db")
+            for concealment in ("mode", "repeat")
+        ]
+        rows.append([f"{100 * rate:g} %", f"every {refresh} frames", *cells])
+    return rows
+
+
+def stand_in_line(sweep: dict[str, Any]) -> str:
+    """The codes' distances from each concealment's stand-in (``packet_loss``), in words."""
+    distances = sweep["stand_in_distances"]
+    return (
+        f"the stream's codes, root mean square distance from the frame before's (repeat): "
+        f"{distances['repeat']:.3f}; from the prior's mode (mode): {distances['mode']:.3f}"
+    )
+
+
+def loss_sweeps(results: dict[str, dict[str, Any]], model: str) -> list[dict[str, Any]]:
+    """Each variant's measurement of ``model`` through lost packets, where it made one."""
+    outcomes = (result["models"].get(model, {}) for result in results.values())
+    return [outcome["packet_loss"] for outcome in outcomes if "packet_loss" in outcome]
+
+
+def _point(
+    sweep: dict[str, Any], rate: float, refresh: int | None, concealment: str
+) -> dict[str, Any]:
+    """The one point of ``sweep`` at ``rate``, ``refresh`` and ``concealment``."""
+    key = (rate, refresh, concealment)
+    found: list[dict[str, Any]] = sweep["points"]
+    (point,) = (p for p in found if (p["rate"], p["refresh"], p["concealment"]) == key)
+    return point
+
+
+def _rounded(values: list[float]) -> list[str]:
+    return [f"{value:.2f}" for value in values]
+
+
+def _spread(values: Sequence[float | None]) -> str:
+    """One value to 0.01 where every one rounds alike, else "least to most"."""
+    known = [value for value in values if value is not None]
+    if not known:
+        return ""
+    low, high = (f"{value:.2f}" for value in (min(known), max(known)))
+    return low if low == high else f"{low} to {high}"
 
 
 def _crossed(pairs: dict[tuple[str, str], float], backends: int) -> str:

@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 import frae
+from apps.demo import packet_loss
 from apps.demo.crossing import decode_in_this_process, keep_stream
 from apps.demo.rate_distortion import (
     TRAINED_CODE_STEPS,
@@ -127,7 +128,8 @@ def _fitted(
 def quantize_in_this_process(job: dict[str, Any]) -> dict[str, Any]:
     """The worker's sweep: each model's float weights (``job["trained"]``, one backend's)
     quantized after training at each of ``CODE_STEPS`` by this backend's quantized model, each
-    stream kept in ``job["streams"]`` (``apps.demo.crossing``)."""
+    stream kept in ``job["streams"]`` (``apps.demo.crossing``); then sent as one long stream
+    and received through lost packets (``apps.demo.packet_loss``)."""
     with np.load(job["data"]) as data:
         train, test = data["train"], data["test"]
     results: dict[str, Any] = {}
@@ -137,7 +139,10 @@ def quantize_in_this_process(job: dict[str, Any]) -> dict[str, Any]:
             keep = partial(keep_stream, Path(job["streams"]) / model)
             config = FRAEConfig.from_dict(fields)
             points = quantized_after_training(job["backend"], config, weights, test, train, keep)
-            results[model] = {"after_training": [asdict(point) for point in points]}
+            results[model] = {
+                "after_training": [asdict(point) for point in points],
+                "packet_loss": packet_loss.measured(job["backend"], config, weights, test, train),
+            }
         except Exception as error:  # reported in the table, the other model still runs
             results[model] = {"error": f"{type(error).__name__}: {error}".splitlines()[0]}
     return {"models": results, "cpu_seconds": _cpu_seconds()}
