@@ -1,6 +1,7 @@
 # make compare:   the cross-framework comparison on the default model (the main job).
 # make demo:      both models on a real signal (Japanese Vowels) in every installed backend:
-#                 held-out SNR, closed-loop rate–distortion, plots in reports/demo/.
+#                 held-out SNR, closed-loop rate–distortion, SNR through lost packets,
+#                 plots in reports/demo/.
 # make test:      the conformance kit (parity_tests/) over every installed backend and the
 #                 project's own tests (tests/): what CI runs.
 # make test-fast: the same without the tests that rerun the kit or the main job in a
