@@ -33,8 +33,10 @@ from frae.quantization import SYMBOL_LIMIT, symbol_rows, symbols
 
 CONCEALMENTS = ("mode", "repeat")
 """What a receiver decodes in place of a lost frame: each dimension's most probable symbol under
-the prior (``mode``: the code the prior expects, which a trained model's decoder has seen
-most), or the last code it received (``repeat``)."""
+the prior (``mode``: the code the prior expects, which needs nothing received), or the last
+code it received (``repeat``). docs/demo.md measures both: ``mode`` is the better for output
+feedback with refreshes, ``repeat`` for state feedback, whose codes change slowly from frame to
+frame."""
 
 
 class _End:
