@@ -35,7 +35,7 @@ def test_one_seed_loses_the_same_packets_and_no_rate_none() -> None:
         (1.0, 2.0, "rate must lie"),
         (-0.1, 2.0, "rate must lie"),
         (0.1, 0.5, "burst must be"),
-        (0.9, 1.0, "needs bursts longer"),
+        (0.8, 1.0, "needs bursts longer"),
     ],
 )
 def test_an_impossible_model_is_refused(rate: float, burst: float, message: str) -> None:
