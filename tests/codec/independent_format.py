@@ -32,7 +32,7 @@ REFRESH_STEP = 2**-10
 Symbols = npt.NDArray[np.int64]
 
 
-# Section 2: digests.
+# format.md, "What both ends share": digests.
 
 
 def digest(*parts: bytes) -> bytes:
@@ -44,7 +44,7 @@ def digest(*parts: bytes) -> bytes:
 
 
 def parameter_names(config: dict[str, Any]) -> list[str]:
-    """The canonical weights' names in the contract's section 2 order."""
+    """The canonical weights' names in the order of the contract's "Canonical parameters"."""
     layers = [f"encoder/dense_{i}" for i in range(len(config["encoder_units"]))]
     layers.append("encoder/latent")
     names = [f"{layer}/{part}" for layer in layers for part in ("kernel", "bias")]
@@ -90,7 +90,7 @@ def read_safetensors(data: bytes) -> dict[str, npt.NDArray[Any]]:
     return tensors
 
 
-# Section 3: the range coder.
+# format.md, "The range coder".
 
 
 class Table:
@@ -140,7 +140,7 @@ class Encoder:
 
 
 class Decoder:
-    """The decoder of section 3 over ``data`` followed by zeros."""
+    """The decoder of format.md's "The range coder" over ``data`` followed by zeros."""
 
     def __init__(self, data: bytes) -> None:
         self.data, self.position = data, 8
@@ -171,7 +171,7 @@ class Decoder:
 UNIFORM_TABLE = Table([UNIFORM] * 2**16)
 
 
-# Section 4: a sequence's symbols.
+# format.md, "A sequence's symbols in the coder".
 
 
 class Prior:
@@ -231,7 +231,7 @@ def code(prior: Prior, sequence: npt.ArrayLike) -> bytes:
 
 
 def check_header(header: dict[str, Any]) -> None:
-    """The limits of section 5's check 5, shared by the opening packet."""
+    """The limits of format.md's "A whole signal", check 5, shared by the opening packet."""
     if header["k"] > MAX_CODE_EXPONENT or header["L"] < 1 or header["B"] < 1:
         raise ValueError(f"a malformed header: {header}")
     if header["flags"] & ~1 or (header["flags"] & 1 and header["B"] != 1):
@@ -275,7 +275,8 @@ READERS = {1: read_words, 2: read_shortest}
 
 
 def read_stream(data: bytes, prior: Prior) -> tuple[dict[str, Any], Symbols]:
-    """A whole signal's header and symbols (B, T, L), every check of section 5 in its order."""
+    """A whole signal's header and symbols (B, T, L), every check of format.md's "A whole
+    signal" in its order."""
     if len(data) < HEADER.size + 4:
         raise ValueError("too short")
     if data[:4] != MAGIC:
@@ -309,7 +310,7 @@ def read_stream(data: bytes, prior: Prior) -> tuple[dict[str, Any], Symbols]:
     return header, np.array(symbols, np.int64).reshape(header["B"], header["T"], header["L"])
 
 
-# Section 7: packets.
+# format.md, "Packets".
 
 
 def write_packet(

@@ -291,8 +291,9 @@ def with_first_sequence(sequence: bytes, frames: int = 8) -> bytes:
 
 
 def escaping(symbols: np.ndarray, forced: tuple[int, int]) -> bytes:
-    """A sequence (T, L) coded as docs/format.md's section 4 codes it, save that the symbol
-    at ``forced`` (frame, dimension) is escaped too, though its table holds it."""
+    """A sequence (T, L) coded as docs/format.md's "A sequence's symbols in the coder" codes
+    it, save that the symbol at ``forced`` (frame, dimension) is escaped too, though its table
+    holds it."""
     prior, encoder = independent_prior(), independent.Encoder()
     for dimension, (lo, table) in enumerate(zip(prior.lo, prior.tables, strict=True)):
         escaped = []
