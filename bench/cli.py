@@ -103,7 +103,7 @@ positive_int.__name__ = "whole number ≥ 1"  # argparse names the type in its m
 
 def parser(prog: str) -> argparse.ArgumentParser:
     """The benchmark's options."""
-    from frae.cli import version
+    from frae.version import version
 
     options = argparse.ArgumentParser(
         prog=prog, description=__doc__.splitlines()[0] if __doc__ else None

@@ -10,6 +10,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from frae.version import version
+
 
 def main(argv: list[str] | None = None) -> None:
     arguments = sys.argv[1:] if argv is None else argv
@@ -86,17 +88,6 @@ def run_export(parser: argparse.ArgumentParser, args: argparse.Namespace) -> Non
         print(frae.export(model, args.out, format=args.format))
     except (ValueError, TypeError, OSError, ImportError) as error:
         parser.error(f"export: {error}")
-
-
-def version() -> str:
-    """The installed distribution's version."""
-    from importlib.metadata import PackageNotFoundError
-    from importlib.metadata import version as installed
-
-    try:
-        return installed("frae")
-    except PackageNotFoundError:  # run from a checkout that was never installed
-        return "(not installed)"
 
 
 def run_compare(out: Path | None, benchmark: bool) -> None:
