@@ -92,6 +92,11 @@ CRASH_CONFIG = frae.FRAEConfig(encoder_units=(128,), decoder_units=(128,))
 land mid-write too."""
 
 
+KILLED_WRITERS_FILE = re.compile(r"\.run\.safetensors\.[0-9a-f]{16}\.tmp")
+"""What a writer killed while saving ``run.safetensors`` leaves (the contract's "Training
+state"): its temporary file, hidden, beside the target."""
+
+
 def _numbered(n: int) -> tuple[dict[str, np.ndarray], frae.TrainingState]:
     """Checkpoint version n: every weight n, Adam's m n + 0.5 and v n + 0.25, step n."""
     shapes = CRASH_CONFIG.parameter_shapes()
@@ -133,8 +138,9 @@ def kill_writers(folder: Path, kills: int, seed: int) -> dict[str, object]:
     """Each round forks a writer that saves checkpoints to ``folder/run.safetensors`` in a
     loop, numbering them on from the file's own and telling the parent through a pipe each
     one it finished; the parent sends it SIGKILL after a random pause and reads the file.
-    The kills, the versions read after them, and every round where the file was not the last
-    version finished or the one after it (torn, mixed or unreadable). Run in a process of its
+    The kills, the versions read after them, every round where the file was not the last
+    version finished or the one after it (torn, mixed or unreadable), and the names of the
+    files left in ``folder`` beside the checkpoint. Run in a process of its
     own (this module as a script), which imports only NumPy, safetensors, pytest and
     ``frae``, so that forking is safe."""
     rng = random.Random(seed)
@@ -166,18 +172,23 @@ def kill_writers(folder: Path, kills: int, seed: int) -> dict[str, object]:
             bad.append({"round": round_, "last": last, "found": found, "error": reason[:300]})
         current = max(found, last)
         seen.append(found)
-    leftovers = sorted(p.name for p in folder.iterdir() if p.name.endswith(".tmp"))
-    return {"kills": kills, "seen": seen, "bad": bad, "temporary_files_left": len(leftovers)}
+    left = sorted(p.name for p in folder.iterdir() if p != path)
+    return {"kills": kills, "seen": seen, "bad": bad, "left": left}
 
 
 def test_a_writer_killed_at_random_points_leaves_the_old_checkpoint_or_the_new(
     tmp_path: Path,
 ) -> None:
     """200 SIGKILLs of a process saving checkpoints in a loop (``kill_writers``): after each,
-    the file holds the last checkpoint finished or the one being written, whole."""
+    the file holds the last checkpoint finished or the one being written, whole; beside it,
+    at most a temporary file (``.<name>.<random>.tmp``) of each killed writer, none of a
+    save that finished."""
     report = last_json(python("-m", "tests.test_checkpoints", str(tmp_path), "200", "7"))
     assert report["kills"] == 200 and report["bad"] == [], report["bad"]
     assert max(report["seen"]) > 20, "the writer finished too few checkpoints to be tested"
+    left = report["left"]
+    assert all(KILLED_WRITERS_FILE.fullmatch(name) for name in left), left[:5]
+    assert len(left) <= report["kills"], f"{len(left)} files left by 200 kills"
 
 
 def _valid_file(tmp_path: Path) -> bytes:
