@@ -65,15 +65,7 @@ def training_only_backends(config: pytest.Config) -> list[str]:
     return [spec for spec in config.getini(TRAINING_ONLY) if spec not in selected]
 
 
-PROCESSES, SLOW = "processes", "slow"
-"""The markers a quick run leaves out: the data-parallel workers, and the random configs."""
-
-
 def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line(
-        "markers", f"{PROCESSES}: starts framework processes of its own (minutes)"
-    )
-    config.addinivalue_line("markers", f"{SLOW}: compiles configs no other test shares")
     # as `python -m pytest` does, and as the `pythonpath` ini option does for the project root
     started_in = str(config.invocation_params.dir)
     if started_in not in sys.path:
