@@ -3,8 +3,8 @@
     python -m bench [--quick] [--variants NAME_OR_PATH ...] [--config JSON_OR_FILE]
                     [--steps T ...] [--batch B ...] [--operations OP ...] [--out DIR]
 
-Each variant (``bench.catalogue``) runs in a fresh process (``bench.worker``, started by
-``bench.runner``) over the grid (``bench.grid``); its records are written to
+Each variant (``bench.catalogue``) runs in a fresh process (``bench.measuring.worker``, started by
+``bench.measuring.runner``) over the grid (``bench.grid``); its records are written to
 ``results.jsonl`` and ``bench.report`` turns them into ``report.md`` and plots. One's own
 port beside the floor, on a wider model:
 
@@ -24,12 +24,12 @@ from pathlib import Path
 
 from bench.catalogue import TARGETED, VARIANTS, unavailable
 from bench.grid import BATCHES, STEPS, choose_grid, read_config, with_codec
-from bench.job import QUICK_SETTINGS, Settings
+from bench.measuring.job import QUICK_SETTINGS, Settings
+from bench.measuring.runner import default_out, run
+from bench.measuring.threads import check_count
 from bench.records import EVERY_OPERATION, OPERATIONS, Record
+from bench.reporting.sections.rounding import with_quantized
 from bench.roles import Role
-from bench.rounding import with_quantized
-from bench.runner import default_out, run
-from bench.threads import check_count
 from bench.variant import Variant
 from frae.config import FRAEConfig
 from frae.validation import check_code_step
@@ -155,7 +155,7 @@ def parser(prog: str) -> argparse.ArgumentParser:
         metavar="REV",
         help="also measure the git revision REV (a commit, a branch, a tag), checked out in a "
         "temporary worktree, and judge the working tree against it: both trees' command lines "
-        "in turn, one process a variant and round (bench.against)",
+        "in turn, one process a variant and round (bench.comparing.against)",
     )
     add("--out", type=Path, help="report folder (default reports/<timestamp>)")
     add("--no-progress", action="store_true", help="no progress bar on standard error")
@@ -230,7 +230,7 @@ def main(argv: list[str] | None = None, prog: str = "python -m bench") -> None:
     except ValueError as error:
         options.error(f"--{error}")
     if args.against is not None:
-        from bench import against
+        from bench.comparing import against
 
         against.main(args, options)
         return

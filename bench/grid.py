@@ -10,7 +10,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from bench.job import Settings
+from bench.measuring.job import Settings
 from bench.records import CODEC, DEFAULT_MODEL, OPERATIONS, STREAM, Point, Shape
 from frae.config import FRAEConfig
 
@@ -52,7 +52,7 @@ QUICK_SHAPES = (
 batch (the batching target); the stream. A variant's compiles take most of its minute, so
 the gradient and the training step are compiled at the targets' shape alone."""
 ROOFLINE_WIDTH = 256
-"""The width-axis model whose steps the roofline's targets hold (``bench.targets``), which
+"""The width-axis model whose steps the roofline's targets hold (``bench.reporting.targets``), which
 ``--quick`` measures too."""
 
 
@@ -126,7 +126,8 @@ def choose_grid(
 
 def with_codec(grid: list[Point], models: dict[str, FRAEConfig]) -> list[Point]:
     """``grid`` and, for each point streaming a quantized model, the codec at the same B and T
-    (``CODEC``): a point of its own, whose fresh model holds ``bench.codec_runs.codec_weights``."""
+    (``CODEC``): a point of its own, whose fresh model holds
+    ``bench.measuring.codec_runs.codec_weights``."""
     coded = [
         Point(point.model, point.batch, point.steps, (CODEC,))
         for point in grid

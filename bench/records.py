@@ -15,17 +15,17 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, ClassVar, NamedTuple
 
-from bench.machine import Machine
+from bench.measuring.machine import Machine
 
 OPERATIONS = ("predict", "loss_and_grads", "train_step")
 STREAM = "stream"
 """A sequence sent a chunk at a time, the state carried from call to call
-(``bench.operations.streams``)."""
+(``bench.measuring.operations.streams``)."""
 EVERY_OPERATION = (*OPERATIONS, STREAM)
 CODEC, CODER, BYPASSED = "codec", "coder", "bypassed"
 """A quantized model's stream as packets of bytes (``frae.codec.Encoder`` / ``Decoder``), the
 entropy coder alone on the same symbols, and the codec with its coder bypassed
-(``bench.codec_runs``): measured wherever the streamed model is quantized
+(``bench.measuring.codec_runs``): measured wherever the streamed model is quantized
 (``bench.grid.with_codec``)."""
 CODING = (CODEC, CODER, BYPASSED)
 OFFERED = (*EVERY_OPERATION, CODEC)
@@ -41,7 +41,7 @@ other processes took of its CPUs (``ResultRecord.others_s``)."""
 OVER_FLOOR = {"train_step": "loss_and_grads"}
 """What a ratio to the floor divides an operation by, where not the floor's same operation: a
 training step by the floor's forward + BPTT, which has no optimizer. The floors a variant is
-sampled in turn with (``bench.turns``) measure this operation beside it."""
+sampled in turn with (``bench.measuring.turns``) measure this operation beside it."""
 DEFAULT_MODEL = "default"
 """The label of the model a run measures unless told otherwise (``bench.grid``)."""
 
@@ -55,7 +55,8 @@ class Shape(NamedTuple):
 
 class Key(NamedTuple):
     """What one measurement is, whatever its round or its run: it pairs the rounds
-    (``bench.rounds``) and the runs (``bench.diff``) and indexes a ``bench.analysis.Pivot``."""
+    (``bench.comparing.rounds``) and the runs (``bench.comparing.diff``) and indexes a
+    ``bench.reporting.analysis.Pivot``."""
 
     variant: str
     operation: str
@@ -91,7 +92,8 @@ class Point(NamedTuple):
 
 @dataclass(frozen=True)
 class Settings:
-    """How long each measurement runs (``bench.worker``), and which part of the grid a slow
+    """How long each measurement runs (``bench.measuring.worker``), and which part of the grid a
+    slow
     variant gets."""
 
     repeats: int = 7
@@ -116,9 +118,10 @@ class Settings:
     stream_repeats: int | None = None
     """The least timed samples of the stream (``None``: ``repeats``)."""
     threads: int = 1
-    """The cores and threads every variant runs on (``bench.threads``)."""
+    """The cores and threads every variant runs on (``bench.measuring.threads``)."""
     rounds: int = 1
-    """How many times the run measures every variant, each in a fresh process (``bench.rounds``)."""
+    """How many times the run measures every variant, each in a fresh process
+    (``bench.comparing.rounds``)."""
 
     def for_stream(self) -> Settings:
         """These settings with the stream's least number of samples."""
@@ -177,7 +180,7 @@ class VariantRecord:
     skipped: str | None = None
     error: str | None = None
     round: int | None = None
-    """Which of the run's rounds (``bench.rounds``) it was; ``None``: the only one."""
+    """Which of the run's rounds (``bench.comparing.rounds``) it was; ``None``: the only one."""
 
 
 @dataclass(frozen=True)
@@ -209,9 +212,10 @@ class ResultRecord:
     """Seconds of every timed call, in the order made."""
     others_s: float | None = None
     """CPU seconds other processes took on the worker's CPUs while it timed its calls alone
-    (Linux's ``/proc/stat``, to a clock tick): a core it shared (``bench.threads``)."""
+    (Linux's ``/proc/stat``, to a clock tick): a core it shared (``bench.measuring.threads``)."""
     partners_s: dict[str, list[float]] | None = None
-    """Each floor sampled in turn with this measurement (``bench.turns``): its seconds per step
+    """Each floor sampled in turn with this measurement (``bench.measuring.turns``): its seconds
+    per step
     of the operation a ratio to the floor divides by (``OVER_FLOOR``), one per timed call of
     ``calls_s``, each taken next to it, in the same order."""
     threads: int | None = None
@@ -221,7 +225,8 @@ class ResultRecord:
     artifact_kib: float | None = None
     """An exported model's size (its ``create_s`` holds the export)."""
     packet_bits: float | None = None
-    """The codec sender's mean bits a packet past the stream's opening (``bench.codec_runs``);
+    """The codec sender's mean bits a packet past the stream's opening
+    (``bench.measuring.codec_runs``);
     absent from the files written before it, as from every other measurement."""
     information_bits: float | None = None
     """Those packets' symbols' mean information under the prior: ``packet_bits`` less this

@@ -1,6 +1,6 @@
 """The benchmark's report, from the records a run writes (``bench.records``): one list of
 sections (``sections``), drawn in full as Markdown and abridged for the terminal
-(``bench.render``), with the plots (``bench.plots``).
+(``bench.reporting.render``), with the plots (``bench.reporting.plots``).
 
     python -m bench.report RESULTS.jsonl [--out FOLDER]
 
@@ -14,18 +14,17 @@ from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from bench import comparisons, tables
-from bench.analysis import Pivot, models_of, summary_shape
-from bench.codec_report import codec_sections
-from bench.export_section import export_sections
-from bench.plots import plots
+from bench.measuring.runner import file_name
 from bench.records import DEFAULT_MODEL, Point, Record, RunRecord, VariantRecord, read
-from bench.render import Brief, Layout, Section, markdown, terminal
-from bench.roles import Role
-from bench.roofline import describe, peak_of
-from bench.rounding import is_quantized, rounding_sections
-from bench.runner import file_name
-from bench.targets import (
+from bench.reporting import tables
+from bench.reporting.analysis import Pivot, models_of, summary_shape
+from bench.reporting.plots import plots
+from bench.reporting.render import Brief, Layout, Section, markdown, terminal
+from bench.reporting.sections import comparisons
+from bench.reporting.sections.coding import codec_sections
+from bench.reporting.sections.exports import export_sections
+from bench.reporting.sections.rounding import is_quantized, rounding_sections
+from bench.reporting.targets import (
     EXPORT_TARGETS,
     EXPORT_TARGETS_ORIGIN,
     ROOFLINE_TARGETS_ORIGIN,
@@ -33,7 +32,9 @@ from bench.targets import (
     STREAM_TARGETS_ORIGIN,
     origin_of,
 )
-from bench.verdicts import Outcome, measured_targets, roofline_targets, targets
+from bench.reporting.verdicts import Outcome, measured_targets, roofline_targets, targets
+from bench.roles import Role
+from bench.roofline import describe, peak_of
 
 ROLES = {
     Role.FLOOR: "scalar loops; a ×floor divides by the fastest floor at its shape",
@@ -61,7 +62,8 @@ Run {run.started}, `{run.command}`, {wall} s in all; grid (B, T: operations): {g
 - C compiler: {compiler}{roofline}
 - thread variables: {thread_variables}{threads}
 - {threads_said}: each worker pinned to its CPUs (`os.sched_setaffinity`), its frameworks'
-  pools sized to match and read back before it measures (`bench.threads`); **cores busy**, the
+  pools sized to match and read back before it measures (`bench.measuring.threads`); **cores
+  busy**, the
   process's CPU time over the wall time of the timed calls, shows how many worked
 
 ## How it was measured

@@ -26,8 +26,8 @@ import numpy as np
 from frae.config import GRU, FRAEConfig, Layer
 
 if TYPE_CHECKING:
-    from bench.analysis import Pivot
     from bench.records import Key, RunRecord
+    from bench.reporting.analysis import Pivot
 
 MATRIX = 1536
 """The side of the square matrices whose product measures the peak: the BLAS kernel's steady
@@ -246,8 +246,8 @@ def describe(peak: Peak | None, error: str | None = None) -> str:
 
 def main(argv: list[str] | None = None) -> None:
     """``python -m bench.roofline N``: pin this process as a worker on N threads is
-    (``bench.threads``), check its pools, measure; print the peak as one JSON line."""
-    from bench.threads import check, observed, pin
+    (``bench.measuring.threads``), check its pools, measure; print the peak as one JSON line."""
+    from bench.measuring.threads import check, observed, pin
 
     threads = int((sys.argv[1:] if argv is None else argv)[0])
     pin(threads)

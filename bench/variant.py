@@ -67,7 +67,7 @@ class Variant:
     @property
     def compared_with(self) -> str | None:
         """The variant it is compared with directly, measured in turn with it where both
-        run (``bench.turns``): its route, its autodiff twin, itself on one device."""
+        run (``bench.measuring.turns``): its route, its autodiff twin, itself on one device."""
         return self.beside or self.twin_of or self.of
 
     def __post_init__(self) -> None:

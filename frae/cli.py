@@ -21,7 +21,7 @@ def main(argv: list[str] | None = None) -> None:
         bench(arguments[1:], prog="frae bench")
         return
     if arguments[:1] == ["diff"]:  # its own parser too; its exit status gates a CI job
-        from bench.diff import main as diff
+        from bench.comparing.diff import main as diff
 
         sys.exit(diff(arguments[1:], prog="frae diff"))
     if arguments[:1] == ["demo"]:  # the application's own parser
@@ -99,7 +99,7 @@ def run_compare(out: Path | None, benchmark: bool) -> None:
     if not benchmark:
         return
     from bench.cli import benchmark as run_benchmark
-    from bench.runner import default_out
+    from bench.measuring.runner import default_out
 
     folder = out or default_out()
     print(f"\nquick benchmark, each variant in its own process; report in {folder}/", flush=True)

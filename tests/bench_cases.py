@@ -15,13 +15,14 @@ import numpy as np
 import pytest
 
 import frae
-from bench import records, render, report
+from bench import records, report
 from bench.baselines.c_forward import compiler
 from bench.grid import wide_models
-from bench.machine import Machine
+from bench.measuring.machine import Machine
 from bench.records import DEFAULT_MODEL, Listing, Point, Record, ResultRecord, RunRecord, Settings
+from bench.reporting import render
+from bench.reporting.targets import ROOFLINE_MODEL
 from bench.roofline import Peak, counts
-from bench.targets import ROOFLINE_MODEL
 from frae.backend import BaseBackend
 from frae.config import GRU
 from frae.data import multi_sine

@@ -21,7 +21,7 @@ def test_a_state_feedback_run_leaves_out_what_cannot_run_it_and_says_why() -> No
     keeps its points; an output-feedback run leaves none out."""
     from bench.catalogue import VARIANTS
     from bench.grid import model_points, points_for, quick_grid, wide_models
-    from bench.job import Settings
+    from bench.measuring.job import Settings
     from bench.records import Point
 
     models = {STATE_LABEL: STATE_CONFIG, "default": frae.FRAEConfig(), **wide_models()}

@@ -17,7 +17,7 @@ from bench.grid import (
     read_config,
     wide_models,
 )
-from bench.job import QUICK_SETTINGS, Settings
+from bench.measuring.job import QUICK_SETTINGS, Settings
 from bench.records import STREAM
 from tests.bench_cases import OTHER_CONFIG, STATE_CONFIG, STATE_CONFIGS, STATE_LABEL, WIDE
 

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from bench.job import QUICK_SETTINGS
+from bench.measuring.job import QUICK_SETTINGS
 from bench.records import (
     FORMAT,
     OLDEST,

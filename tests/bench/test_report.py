@@ -8,11 +8,12 @@ from pathlib import Path
 import pytest
 
 import frae
-from bench import analysis, render, report, tables
+from bench import report
 from bench.grid import model_label
 from bench.records import Listing, Point, Record, to_json
-from bench.targets import ROOFLINE_MODEL, STREAM_TARGETS, TARGETS_ORIGIN
-from bench.verdicts import targets
+from bench.reporting import analysis, render, tables
+from bench.reporting.targets import ROOFLINE_MODEL, STREAM_TARGETS, TARGETS_ORIGIN
+from bench.reporting.verdicts import targets
 from tests.bench_cases import (
     LONG_NAMES,
     STREAMS,

@@ -8,11 +8,11 @@ import pytest
 
 import frae
 from bench import roofline
-from bench.analysis import Pivot
+from bench.measuring.threads import environment
 from bench.records import Key
+from bench.reporting.analysis import Pivot
+from bench.reporting.targets import ROOFLINE_MODEL
 from bench.roofline import Counts, Peak, counts
-from bench.targets import ROOFLINE_MODEL
-from bench.threads import environment
 from frae.config import GRU, Layer
 from tests.bench_cases import OTHER_CONFIG, PEAK, wide_run
 from tests.bench_cases import ROOFLINE_WIDE as WIDE
