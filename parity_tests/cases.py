@@ -1,5 +1,6 @@
 """Model configs and input sizes shared by the parity tests: batch, time, features and code
-width differ in every case, so a swapped axis fails."""
+width differ in every case, so a swapped axis fails; and the weights and inputs several
+tests give a case (streams' weights, the quantized cases' margin-checked inputs, ties)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 
-from frae import FRAEConfig
+from frae import FRAEConfig, codec
+from impls.reference.model import unroll
 
 
 @dataclass(frozen=True)
@@ -101,6 +103,55 @@ QUANTIZED = {
 
 def quantized_params(*names: str) -> list[pytest.ParameterSet]:
     return [pytest.param(QUANTIZED[name], id=f"quantized_{name}") for name in names]
+
+
+def stream_weights(case: Case) -> dict[str, npt.NDArray[np.float32]]:
+    """Weights large enough (N(0, 0.3)) that the feedback visibly changes every step."""
+    rng = np.random.default_rng(31)
+    return {
+        name: rng.normal(0.0, 0.3, shape).astype(np.float32)
+        for name, shape in case.config.parameter_shapes().items()
+    }
+
+
+MARGIN = 1e-4
+"""The contract's least margin, in steps of Δ, between a reference code and a tie: closer
+to a tie, float32 rounding may pick the neighbouring symbol, a valid code from which the
+trajectories of a backend and the reference part."""
+
+INPUT_SEEDS = {"tanh_coarse": 42, "tanh_fine": 45, "swish": 44, "state": 42}
+INPUT_SEEDS |= {"clipped": 57, "clipped_state": 50}
+"""Each quantized case's inputs: the first seed from 42 whose codes lie at least 0.03 steps
+of Δ from a decision (0.08 on the finest grids, where float32 errs by more steps)."""
+
+
+def large_weights(case: Case) -> dict[str, npt.NDArray[np.float32]]:
+    """Weights N(0, 1.5²): codes spread over many symbols, tanh's saturated (|z| to 0.999),
+    swish's past the clip."""
+    rng, shapes = np.random.default_rng(41), case.config.parameter_shapes()
+    return {name: rng.normal(0.0, 1.5, shape).astype(np.float32) for name, shape in shapes.items()}
+
+
+def unrounded_codes(
+    case: Case, weights: dict[str, npt.NDArray[np.float32]], x: npt.NDArray[np.float32]
+) -> npt.NDArray[np.float64]:
+    """The reference's codes z_t before rounding, ``(B, T, L)``, along its quantized loop."""
+    traces: list = []
+    params = {name: value.astype(np.float64) for name, value in weights.items()}
+    unroll(case.config, params, x.astype(np.float64), traces=traces)
+    return np.stack([encoder[-1].out for encoder, _, _ in traces], axis=1)
+
+
+def margin_checked(
+    case: Case,
+) -> tuple[dict[str, npt.NDArray[np.float32]], npt.NDArray[np.float32]]:
+    """``large_weights`` and inputs of a quantized case, the reference's codes at least
+    ``MARGIN`` from a tie (asserted: the fixture's precondition)."""
+    name = next(name for name, known in QUANTIZED.items() if known == case)
+    weights, x = large_weights(case), case.inputs(INPUT_SEEDS[name])
+    margin = codec.tie_margin(unrounded_codes(case, weights, x), case.config.code_step)
+    assert margin >= MARGIN, f"the fixture's codes lie {margin:.2g} steps from a tie"
+    return weights, x
 
 
 TIES = np.array([0.5, 2.5, -2.5, -0.5])

@@ -1,9 +1,9 @@
-"""Checks and hostile inputs shared by the parity tests beyond closeness
+"""Checks, calls and hostile inputs shared by the parity tests beyond closeness
 (``tolerances.assert_close``)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 import numpy as np
 
@@ -27,6 +27,21 @@ def assert_same_weights(actual: Mapping[str, object], expected: Mapping, what: s
         np.testing.assert_array_equal(
             actual[name], value, err_msg=f"{what}: {name}" if what else name
         )
+
+
+Call = Callable[..., tuple[np.ndarray, np.ndarray]]
+"""``predict``, ``encode`` or ``decode`` of a backend: ``call(x, state=s, return_state=True)``
+gives the outputs and the last state."""
+
+
+def streamed(call: Call, sequences: np.ndarray, cuts: list[int], state: object = None) -> tuple:
+    """``call`` on each chunk of ``sequences`` (cut before each index in ``cuts``), each chunk
+    starting from the state the one before returned: the outputs joined, and the last state."""
+    outputs = []
+    for chunk in np.split(sequences, cuts, axis=-2):
+        output, state = call(chunk, state=state, return_state=True)
+        outputs.append(output)
+    return np.concatenate(outputs, axis=-2), state
 
 
 def with_entry(array: np.ndarray, at: tuple[int, ...], value: float | np.floating) -> np.ndarray:

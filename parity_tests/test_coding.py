@@ -5,8 +5,8 @@ bound, refuse damage and another model, and decode packet by packet to the one-s
 a packet of one frame costs at most 16 bits over its information; a receiver that lost
 packets goes on, and a refresh brings it back in step with the sender, across backends.
 
-Each test takes the quantized cases' margin-checked weights and inputs (``test_quantized``),
-and the prior of the reference's symbols on them.
+Each test takes the quantized cases' margin-checked weights and inputs
+(``cases.margin_checked``), and the prior of the reference's symbols on them.
 """
 
 from __future__ import annotations
@@ -21,9 +21,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import frae
-from parity_tests.cases import Case, quantized_params
+from parity_tests.cases import Case, margin_checked, quantized_params
 from parity_tests.conftest import MakeBackend
-from parity_tests.test_quantized import margin_checked
 from parity_tests.tolerances import assert_close
 
 pytest.importorskip("constriction")

@@ -12,10 +12,9 @@ import pytest
 import frae
 from frae import runtimes
 from parity_tests import exports
-from parity_tests.cases import BOTH_MODELS, Case, tie_case, tie_weights
+from parity_tests.cases import BOTH_MODELS, Case, stream_weights, tie_case, tie_weights
 from parity_tests.checks import assert_same_weights
 from parity_tests.conftest import MakeBackend
-from parity_tests.test_streaming import stream_weights
 from parity_tests.tolerances import assert_close
 
 

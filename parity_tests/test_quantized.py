@@ -2,7 +2,7 @@
 recurrence, the feedback computed from it, gradients straight through.
 
 Backends are compared with the reference on inputs whose reference margin to a rounding tie
-is at least ``MARGIN`` (each test asserts it before it compares): closer to a tie, float32
+is at least ``cases.MARGIN`` (each test asserts it before it compares): closer to a tie, float32
 rounding may pick the neighbouring symbol, a valid code from which the two trajectories part.
 """
 
@@ -13,45 +13,19 @@ import pytest
 
 from frae import codec
 from frae.data import multi_sine
-from impls.reference.model import unroll
-from parity_tests.cases import QUANTIZED, TIES, Case, quantized_params, tie_case, tie_weights
-from parity_tests.checks import parameters_without_gradient
+from parity_tests.cases import (
+    QUANTIZED,
+    TIES,
+    Case,
+    margin_checked,
+    quantized_params,
+    tie_case,
+    tie_weights,
+    unrounded_codes,
+)
+from parity_tests.checks import parameters_without_gradient, streamed
 from parity_tests.conftest import MakeBackend
-from parity_tests.test_streaming import streamed
 from parity_tests.tolerances import assert_close
-
-MARGIN = 1e-4
-"""The contract's least margin, in steps of Δ, between a reference code and a tie."""
-
-
-INPUT_SEEDS = {"tanh_coarse": 42, "tanh_fine": 45, "swish": 44, "state": 42}
-INPUT_SEEDS |= {"clipped": 57, "clipped_state": 50}
-"""Each quantized case's inputs: the first seed from 42 whose codes lie at least 0.03 steps
-of Δ from a decision (0.08 on the finest grids, where float32 errs by more steps)."""
-
-
-def large_weights(case: Case) -> dict[str, np.ndarray]:
-    """Weights N(0, 1.5²): codes spread over many symbols, tanh's saturated (|z| to 0.999),
-    swish's past the clip."""
-    rng, shapes = np.random.default_rng(41), case.config.parameter_shapes()
-    return {name: rng.normal(0.0, 1.5, shape).astype(np.float32) for name, shape in shapes.items()}
-
-
-def unrounded_codes(case: Case, weights: dict[str, np.ndarray], x: np.ndarray) -> np.ndarray:
-    """The reference's codes z_t before rounding, ``(B, T, L)``, along its quantized loop."""
-    traces: list = []
-    params = {name: value.astype(np.float64) for name, value in weights.items()}
-    unroll(case.config, params, x.astype(np.float64), traces=traces)
-    return np.stack([encoder[-1].out for encoder, _, _ in traces], axis=1)
-
-
-def margin_checked(case: Case) -> tuple[dict[str, np.ndarray], np.ndarray]:
-    """``large_weights`` and inputs, the reference's codes at least ``MARGIN`` from a tie."""
-    name = next(name for name, known in QUANTIZED.items() if known == case)
-    weights, x = large_weights(case), case.inputs(INPUT_SEEDS[name])
-    margin = codec.tie_margin(unrounded_codes(case, weights, x), case.config.code_step)
-    assert margin >= MARGIN, f"the fixture's codes lie {margin:.2g} steps from a tie"
-    return weights, x
 
 
 def _margin_checked_pair(make_backend: MakeBackend, reference: MakeBackend, case: Case) -> tuple:

@@ -4,14 +4,14 @@ the previous one returned, gives what one call over the whole sequence gives."""
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
 
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from parity_tests.cases import BOTH_MODELS, Case
+from parity_tests.cases import BOTH_MODELS, Case, stream_weights
+from parity_tests.checks import streamed
 from parity_tests.conftest import MakeBackend
 from parity_tests.tolerances import assert_close
 
@@ -23,27 +23,6 @@ LAYOUTS = {"B=3": 3, "B=1": 1, "one sequence": None}
 
 cut_points = st.lists(st.integers(1, STEPS - 1), unique=True).map(sorted)
 """Where a sequence of ``STEPS`` steps is cut into chunks: none (one call) to every frame."""
-
-Call = Callable[..., tuple[np.ndarray, np.ndarray]]
-
-
-def streamed(call: Call, sequences: np.ndarray, cuts: list[int], state: object = None) -> tuple:
-    """``call`` on each chunk of ``sequences`` (cut before each index in ``cuts``), each chunk
-    starting from the state the one before returned: the outputs joined, and the last state."""
-    outputs = []
-    for chunk in np.split(sequences, cuts, axis=-2):
-        output, state = call(chunk, state=state, return_state=True)
-        outputs.append(output)
-    return np.concatenate(outputs, axis=-2), state
-
-
-def stream_weights(case: Case) -> dict[str, np.ndarray]:
-    """Weights large enough (N(0, 0.3)) that the feedback visibly changes every step."""
-    rng = np.random.default_rng(31)
-    return {
-        name: rng.normal(0.0, 0.3, shape).astype(np.float32)
-        for name, shape in case.config.parameter_shapes().items()
-    }
 
 
 def _pair(make_backend: MakeBackend, reference: MakeBackend, case: Case) -> tuple:

@@ -13,11 +13,11 @@ from hypothesis import strategies as st
 
 import frae
 from frae import codec
+from tests.codec.small_model import CONFIG, FORMAT_1, FORMAT_1_SYMBOLS, large_weights
 from tests.processes import fresh_json
 
 pytest.importorskip("constriction")
 
-CONFIG = frae.FRAEConfig(latent_dim=2, code_step=2**-6)
 HEADER = "<4sBBBHII16s16s"
 FIELDS = ("magic", "version", "code_exponent", "flags", "latent_dim", "sequences", "frames")
 
@@ -28,12 +28,6 @@ def coded() -> tuple[frae.Backend, codec.Prior, bytes]:
     x = frae.data.multi_sine(3, 20, seed=5)
     prior = codec.fit_prior(model, x)
     return model, prior, codec.compress(model, prior, x)
-
-
-def large_weights(seed: int) -> dict[str, np.ndarray]:
-    """Weights N(0, 1.5²): codes spread over a dozen symbols (initial weights use one or two)."""
-    rng, shapes = np.random.default_rng(seed), CONFIG.parameter_shapes()
-    return {name: rng.normal(0.0, 1.5, shape).astype(np.float32) for name, shape in shapes.items()}
 
 
 def resealed(body: bytes) -> bytes:
@@ -174,18 +168,6 @@ def test_hostile_headers_are_refused_in_bounded_time_and_memory() -> None:
         assert message != "accepted", name
         assert seconds < 1.0, (name, seconds)
     assert found["grown_kib"] < 16 * 1024, found
-
-
-FORMAT_1 = (
-    "4652414301060002000200000006000000737ddacb9ba2c99023109ee2d77756626c4878f70b416d3723d03a"
-    "d774487da4040000001e45152e04000000dcc5744141355585"
-)
-"""Two sequences of six frames, written by format 1's writer (commit 097b092) with the model of
-``large_weights(41)`` and the prior fitted on ``multi_sine(2, 6, seed=5)``."""
-FORMAT_1_SYMBOLS = [
-    [[-13, 35], [-17, 38], [0, 36], [0, 29], [0, 29], [0, 29]],
-    [[-10, 34], [-17, 37], [-1, 38], [0, 33], [0, 33], [0, 33]],
-]
 
 
 def test_format_1_still_reads() -> None:

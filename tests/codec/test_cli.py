@@ -10,7 +10,7 @@ import pytest
 
 import frae
 from frae.cli import main
-from tests.codec.test_byte_format import CONFIG, large_weights
+from tests.codec.small_model import CONFIG, large_weights
 from tests.processes import python
 
 pytest.importorskip("constriction")

@@ -12,7 +12,7 @@ import pytest
 import frae
 from frae import codec
 from parity_tests.tolerances import assert_close
-from tests.codec.test_byte_format import CONFIG, large_weights
+from tests.codec.small_model import CONFIG, large_weights
 
 pytest.importorskip("constriction")
 

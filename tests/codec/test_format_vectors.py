@@ -18,7 +18,7 @@ from frae import codec
 from frae.codec import byte_format, coder
 from parity_tests.tolerances import assert_close
 from tests.codec import independent_format as independent
-from tests.codec.test_byte_format import FORMAT_1
+from tests.codec.small_model import FORMAT_1
 from tests.processes import ROOT, fresh_json
 
 pytest.importorskip("constriction")
