@@ -1,5 +1,6 @@
 """The records of a benchmark run, one JSON line each in ``results.jsonl``: the run's facts,
-each variant's facts and measurements (from its worker), a ``done`` / ``end`` line with the
+each backend's parity with the reference where ``frae compare`` ran the benchmark, each
+variant's facts and measurements (from its worker), a ``done`` / ``end`` line with the
 wall time. Every line carries ``kind`` and the fields that are set; a measurement also
 carries the figures derived from its median, so the file reads without this module.
 
@@ -33,11 +34,12 @@ OFFERED = (*EVERY_OPERATION, CODEC)
 SENDER, RECEIVER = "sender", "receiver"
 SIDES = (SENDER, RECEIVER)
 """A stream's two sides: the sender encodes, the receiver decodes."""
-FORMAT = 3
+FORMAT = 4
 """The results file's format: 2 added every timed call (``ResultRecord.calls_s``), the
 threads, the busy cores and the rounds to format 1's medians and quartiles; 3 added the
 floors' calls taken in turn with each timed call (``ResultRecord.partners_s``) and what
-other processes took of its CPUs (``ResultRecord.others_s``)."""
+other processes took of its CPUs (``ResultRecord.others_s``); 4 added the parity lines
+(``ParityRecord``), which a reader of format 3 would refuse as a kind it does not know."""
 OVER_FLOOR = {"train_step": "loss_and_grads"}
 """What a ratio to the floor divides an operation by, where not the floor's same operation: a
 training step by the floor's forward + BPTT, which has no optimizer. The floors a variant is
@@ -164,6 +166,30 @@ class RunRecord:
 
 
 @dataclass(frozen=True)
+class ParityRecord:
+    """One backend against the float64 reference on the default model (``frae.compare``),
+    written after the run's record by ``frae compare``; ``variant`` is its label, the
+    benchmark's variant name where it has one (``keras_rnn[jax]``).
+
+    A backend compared has ``passed``, the quantity nearest its tolerance (``worst``, a key
+    of ``errors``) with its difference as a fraction of that tolerance (``used``: within it
+    at most 1), each quantity's largest difference (``errors``) and the tolerances it was
+    held to (``held_to``: ``"float32"`` or ``"float64"``, ``frae.tolerances``). A comparison
+    that raised is ``passed`` False with the error as ``reason``; a backend that cannot run
+    here is not judged: ``passed`` None, ``reason`` why.
+    """
+
+    kind: ClassVar[str] = "parity"
+    variant: str
+    passed: bool | None = None
+    worst: str | None = None
+    used: float | None = None
+    errors: dict[str, float] | None = None
+    held_to: str | None = None
+    reason: str | None = None
+
+
+@dataclass(frozen=True)
 class VariantRecord:
     """A variant's facts from its fresh process, or why it did not run (``skipped`` before
     it started, ``error`` when its worker failed)."""
@@ -276,9 +302,10 @@ class EndRecord:
     wall_s: float
 
 
-Record = RunRecord | VariantRecord | ResultRecord | DoneRecord | EndRecord
+Record = RunRecord | ParityRecord | VariantRecord | ResultRecord | DoneRecord | EndRecord
 KINDS: dict[str, type[Record]] = {
-    kind.kind: kind for kind in (RunRecord, VariantRecord, ResultRecord, DoneRecord, EndRecord)
+    kind.kind: kind
+    for kind in (RunRecord, ParityRecord, VariantRecord, ResultRecord, DoneRecord, EndRecord)
 }
 DERIVED = ("us_per_step", "iqr_us_per_step", "sequence_steps_per_s")
 """A result's figures written with it for readers of the file, recomputed when read."""
@@ -352,5 +379,10 @@ def _to_format_3(data: dict[str, Any]) -> dict[str, Any]:
     return data | {"format": 3} if data.get("kind") == "run" else data
 
 
-UPGRADES: tuple[Callable[[dict[str, Any]], dict[str, Any]], ...] = (_to_format_3,)
+def _to_format_4(data: dict[str, Any]) -> dict[str, Any]:
+    """Format 3 to 4: the run's format; a file of format 3 has no parity lines."""
+    return data | {"format": 4} if data.get("kind") == "run" else data
+
+
+UPGRADES: tuple[Callable[[dict[str, Any]], dict[str, Any]], ...] = (_to_format_3, _to_format_4)
 """``UPGRADES[v - OLDEST]`` raises a line of format v to format v + 1."""

@@ -29,6 +29,7 @@ from bench.measuring.runner import default_out, file_name
 from bench.records import (
     EndRecord,
     Listing,
+    ParityRecord,
     Record,
     RunRecord,
     VariantRecord,
@@ -263,6 +264,8 @@ def merge(
                 listings |= record.variants
             elif isinstance(record, EndRecord):
                 wall += record.wall_s
+            elif isinstance(record, ParityRecord):  # measured by no round
+                kept.append(record)
             else:
                 kept.append(replace(record, round=step.round))
         if step in failed:

@@ -15,6 +15,7 @@ from bench.records import (
     DoneRecord,
     EndRecord,
     Listing,
+    ParityRecord,
     Point,
     ResultRecord,
     RunRecord,
@@ -23,7 +24,27 @@ from bench.records import (
     parse,
     to_json,
 )
-from tests.bench_cases import FORMAT_1, RUN, measured, run_record, streamed
+from tests.bench_cases import FORMAT_1, RESULT, RUN, measured, run_record, streamed
+
+PARITY = [
+    ParityRecord(
+        "keras_rnn[jax]",
+        passed=True,
+        worst="adam",
+        used=0.06,
+        errors={
+            "outputs": 3.6e-9,
+            "codes": 3.6e-9,
+            "loss": 1.5e-7,
+            "grads": 6.5e-7,
+            "adam": 3.6e-7,
+        },
+        held_to="float32",
+    ),
+    ParityRecord("tf_while", passed=False, reason="RuntimeError: its process exited 1: boom"),
+    ParityRecord("keras_rnn[torch]", reason="needs torch: not installed"),
+]
+"""A backend compared, one whose comparison raised, one that could not run (``frae compare``)."""
 
 
 def test_records_survive_a_json_line_with_their_derived_figures() -> None:
@@ -43,6 +64,7 @@ def test_records_survive_a_json_line_with_their_derived_figures() -> None:
         measured("reference", "baseline", "predict", 3, 20, us_per_step=50.0),
         ResultRecord("reference", "train_step", 3, 20, error="ValueError: no"),
         streamed("jax_scan", "compiled", RECEIVER, 10, us_per_frame=4.0),
+        *PARITY,
         DoneRecord("reference", 1.5),
         EndRecord(2.5),
     ]
@@ -65,3 +87,18 @@ def test_a_format_this_version_does_not_know_is_refused() -> None:
         parse([json.dumps(RUN | {"format": FORMAT + 1})])
     with pytest.raises(ValueError, match="got 1: format 1 kept no timed calls"):
         parse(FORMAT_1)
+
+
+def test_parity_lines_read_after_the_run_and_a_file_of_format_3_reads_without_them() -> None:
+    """``frae compare`` writes a parity line a backend after the run's line; a file of format
+    3, from before them, is read as today's with none."""
+    lines = [json.dumps(RUN | {"format": FORMAT}), *map(to_json, PARITY), json.dumps(RESULT)]
+    run, *parity, result = parse(lines)
+    assert isinstance(run, RunRecord) and isinstance(result, ResultRecord)
+    assert parity == PARITY
+    assert json.loads(lines[3]) == {"kind": "parity", "variant": "keras_rnn[torch]"} | {
+        "reason": "needs torch: not installed"
+    }  # not judged: no ``passed``, which reads back as None
+    run, result = parse([json.dumps(RUN | {"format": 3}), json.dumps(RESULT)])
+    assert isinstance(run, RunRecord) and run.format == FORMAT == 4
+    assert isinstance(result, ResultRecord)
