@@ -18,7 +18,7 @@ import argparse
 import os
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 
@@ -27,11 +27,12 @@ from bench.grid import BATCHES, STEPS, choose_grid, read_config, with_codec
 from bench.measuring.job import QUICK_SETTINGS, Settings
 from bench.measuring.runner import default_out, run
 from bench.measuring.threads import check_count
-from bench.records import EVERY_OPERATION, OPERATIONS, Record
+from bench.records import EVERY_OPERATION, OPERATIONS, ParityRecord, Record, to_json
 from bench.reporting.sections.rounding import with_quantized
 from bench.roles import Role
 from bench.variant import Variant
 from frae.config import FRAEConfig
+from frae.files import write_atomically
 from frae.validation import check_code_step
 
 
@@ -75,10 +76,12 @@ def benchmark(
     operations: list[str] | None = None,
     config: FRAEConfig | None = None,
     code_step: float | None = None,
+    parity: Sequence[ParityRecord] = (),
 ) -> tuple[list[Record], str]:
     """Measure over ``bench.grid.choose_grid``'s grid (the model of ``code_step`` beside its
     own, the codec wherever a quantized model streams), then write the report (``preamble``,
-    Markdown, before its summary); return the records and the summary for the terminal."""
+    Markdown, before its summary); return the records and the summary for the terminal.
+    ``parity`` (``frae compare``'s) goes into ``results.jsonl`` after the run's record."""
     from bench import report
 
     grid, models = choose_grid(quick, config, batches, steps, operations)
@@ -87,6 +90,10 @@ def benchmark(
     grid = with_codec(grid, models)
     chosen = settings or (QUICK_SETTINGS if quick else Settings())
     records = run(select(variants, quick), grid, chosen, out, progress, models)
+    if parity:  # the runner wrote the file from its first line: written again, whole, with them
+        records = [*records[:1], *parity, *records[1:]]
+        lines = "".join(to_json(record) + "\n" for record in records).encode()
+        write_atomically(out / "results.jsonl", lambda stream: stream.write(lines))
     return records, report.write(records, out, preamble)
 
 

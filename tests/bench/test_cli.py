@@ -15,9 +15,19 @@ from pathlib import Path
 
 import pytest
 
-from bench.cli import main
-from bench.records import ResultRecord, RunRecord, VariantRecord, read
-from tests.bench_cases import STATE_LABEL
+import bench.cli
+from bench.cli import benchmark, main
+from bench.records import (
+    EndRecord,
+    ParityRecord,
+    Record,
+    ResultRecord,
+    RunRecord,
+    VariantRecord,
+    read,
+    to_json,
+)
+from tests.bench_cases import STATE_LABEL, measured, run_record
 from tests.processes import ROOT, python
 
 BAD_ARGUMENTS = {
@@ -70,6 +80,36 @@ def test_every_option_has_help_that_matches(capsys: pytest.CaptureFixture[str]) 
     assert "--no-progress" in described and "--config" in described
     assert {option for option, words in described.items() if not words} == set()
     assert "predict at B=1, T=100" in described["--quick"]
+
+
+def test_the_parity_records_go_after_the_run_s_line_and_into_the_report(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """``benchmark(parity=...)`` (``frae compare``'s): the results file the runner wrote, with
+    the parity lines after the run's, as ``read`` gives it to ``python -m bench.report``, and
+    the same records, in the same order, to the report it writes."""
+    ran = [
+        run_record(),
+        measured("reference", "reference", "predict", 1, 20, us_per_step=50.0),
+        EndRecord(1.0),
+    ]
+    parity = [
+        ParityRecord("tf_while", passed=True, worst="adam", used=0.05, held_to="float32"),
+        ParityRecord("keras_rnn[torch]", reason="needs torch: not installed"),
+    ]
+
+    def run(*arguments: object) -> list[Record]:  # as the runner writes its file
+        (tmp_path / "results.jsonl").write_text("".join(to_json(r) + "\n" for r in ran))
+        return list(ran)
+
+    reported: list[Record] = []
+    monkeypatch.setattr(bench.cli, "run", run)
+    monkeypatch.setattr("bench.report.write", lambda records, *_: reported.extend(records) or "")
+    records, _ = benchmark(quick=True, out=tmp_path, variants=["reference"], parity=parity)
+    expected = [ran[0], *parity, *ran[1:]]
+    assert records == reported == read(tmp_path / "results.jsonl") == expected
+    benchmark(quick=True, out=tmp_path, variants=["reference"])  # no parity: the file as run
+    assert read(tmp_path / "results.jsonl") == ran
 
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
