@@ -8,9 +8,13 @@ import json
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from frae.version import version
+
+if TYPE_CHECKING:
+    from bench.records import ParityRecord
+    from frae.compare import Parity
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -38,7 +42,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--version", action="version", version=f"%(prog)s {version()}")
     commands = parser.add_subparsers(dest="command", required=True)
     compare = commands.add_parser(
-        "compare", help="check every installed backend, then run the quick benchmark"
+        "compare",
+        help="check every installed backend, then run the quick benchmark",
+        description="Compare every installed backend (a Keras port on each Keras backend "
+        "installed) with the float64 reference, then run the quick benchmark, the parity table "
+        "at the head of its report and each backend's parity in its results.jsonl. Exit status "
+        "1 where a backend compared fails parity (after the benchmark has written its report), "
+        "0 otherwise; --no-bench the same.",
     )
     compare.add_argument("--out", type=Path, help="report folder (default reports/<timestamp>)")
     compare.add_argument("--no-bench", action="store_true", help="the parity check alone")
@@ -55,7 +65,7 @@ def main(argv: list[str] | None = None) -> None:
     commands.add_parser("diff", help="compare two benchmark runs (frae diff --help)")
     args = parser.parse_args(arguments)
     if args.command == "compare":
-        run_compare(args.out, benchmark=not args.no_bench)
+        sys.exit(run_compare(args.out, benchmark=not args.no_bench))
     elif args.command == "export":
         run_export(parser, args)
 
@@ -90,21 +100,54 @@ def run_export(parser: argparse.ArgumentParser, args: argparse.Namespace) -> Non
         parser.error(f"export: {error}")
 
 
-def run_compare(out: Path | None, benchmark: bool) -> None:
+def run_compare(out: Path | None, benchmark: bool) -> int:
     """The main job: the parity table (``frae.compare``), then the quick benchmark, each
-    variant in its own process, with the parity table at the head of its report."""
+    variant in its own process, with the parity table at the head of its report and each
+    backend's parity (``parity_records``) after the run's line of its ``results.jsonl``.
+    Returns the exit status: 1 where a backend compared fails parity, 0 otherwise."""
     from frae.compare import main as parity
 
-    preamble = parity()
-    if not benchmark:
-        return
-    from bench.cli import benchmark as run_benchmark
-    from bench.measuring.runner import default_out
+    outcome = parity()
+    if benchmark:
+        from bench.cli import benchmark as run_benchmark
+        from bench.measuring.runner import default_out
 
-    folder = out or default_out()
-    print(f"\nquick benchmark, each variant in its own process; report in {folder}/", flush=True)
-    start = time.perf_counter()
-    _, summary = run_benchmark(quick=True, out=folder, preamble=preamble)
-    print(f"\n{summary}")
-    print(f"\nreport ({time.perf_counter() - start:.0f} s): {folder / 'report.md'}")
-    print(f"also there: results.jsonl, {', '.join(p.name for p in sorted(folder.glob('*.png')))}")
+        folder = out or default_out()
+        print(
+            f"\nquick benchmark, each variant in its own process; report in {folder}/", flush=True
+        )
+        start = time.perf_counter()
+        _, summary = run_benchmark(
+            quick=True, out=folder, preamble=outcome.markdown(), parity=parity_records(outcome)
+        )
+        print(f"\n{summary}")
+        print(f"\nreport ({time.perf_counter() - start:.0f} s): {folder / 'report.md'}")
+        pngs = ", ".join(p.name for p in sorted(folder.glob("*.png")))
+        print(f"also there: results.jsonl, {pngs}")
+    if failed := outcome.failed:
+        print(f"\nparity failed: {', '.join(failed)} (exit status 1)")
+        return 1
+    print(f"\nparity: all {len(outcome.rows)} backends compared within their tolerances")
+    return 0
+
+
+def parity_records(outcome: Parity) -> list[ParityRecord]:
+    """One record a backend of ``outcome``: compared, raised, or not compared."""
+    from bench.records import ParityRecord
+
+    compared = [
+        ParityRecord(
+            r.backend,
+            passed=r.passed,
+            worst=r.nearest,
+            used=r.used[r.nearest],
+            errors=dict(r.errors),
+            held_to=r.held_to,
+        )
+        for r in outcome.rows
+    ]
+    raised = [
+        ParityRecord(label, passed=False, reason=error) for label, error in outcome.broken.items()
+    ]
+    missing = [ParityRecord(label, reason=why) for label, why in outcome.missing.items()]
+    return compared + raised + missing

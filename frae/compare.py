@@ -3,19 +3,34 @@ on the default model.
 
 For each backend: the largest difference from the reference in outputs, codes, loss,
 gradients and a short Adam trajectory, each held to the parity suite's tolerance for it
-(``frae.tolerances``), and the verdict. Backends that cannot run here are listed with the
+(``frae.tolerances``), and the verdict. A Keras port is compared on every Keras backend
+installed, each but this process's own in a process of its own (``KERAS_BACKEND`` is fixed
+per process):
+
+    python -m frae.compare --backend keras_rnn
+
+prints that process's row as JSON. Backends that cannot run here are listed with the
 reason. Timing is the benchmark's (``frae compare`` runs it next, from ``frae.cli``).
 """
 
 from __future__ import annotations
 
+import argparse
+import importlib.util
+import json
+import os
+import subprocess
+import sys
 import textwrap
-from dataclasses import dataclass
+import traceback
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
 import frae
 from frae.data import multi_sine
+from frae.devices import framework_of
 from frae.tolerances import FLOAT64, TOLERANCES, held_to
 
 TRAINING_STEPS = 20
@@ -30,6 +45,10 @@ QUANTITIES = {
     "adam": "adam",
 }
 """Each compared quantity (a column) -> the tolerance it is held to (``TOLERANCES``)."""
+KERAS_BACKENDS = ("tensorflow", "jax", "torch")
+"""The Keras backends a Keras port is compared on, each named as its framework."""
+PROCESS_TIMEOUT_S = 600
+"""How long a Keras backend's process may take to compare (about 20 s on two cores)."""
 
 EXPLANATION = (
     "Largest difference from the reference: outputs x̂ and codes z absolute; the loss, "
@@ -59,9 +78,14 @@ class Comparison:
         return all(fraction <= 1.0 for fraction in self.used.values())  # NaN fails
 
     @property
+    def nearest(self) -> str:
+        """The quantity nearest its tolerance (a NaN nearest of all)."""
+        return max(self.used, key=lambda name: np.nan_to_num(self.used[name], nan=np.inf))
+
+    @property
     def worst(self) -> str:
         """The quantity nearest its tolerance, as the share used: ``6% adam``."""
-        quantity = max(self.used, key=lambda name: np.nan_to_num(self.used[name], nan=np.inf))
+        quantity = self.nearest
         share = f"{100 * self.used[quantity]:.0f}%"
         return f"{share} {quantity}" if self.used[quantity] != 0 else share
 
@@ -148,8 +172,14 @@ def format_table(rows: list[Comparison], shape: tuple[int, ...]) -> str:
     return "\n".join(lines)
 
 
-def parity_markdown(rows: list[Comparison], missing: dict[str, str], shape: tuple[int, ...]) -> str:
-    """The parity table as a Markdown section for the report."""
+def parity_markdown(
+    rows: list[Comparison],
+    missing: dict[str, str],
+    shape: tuple[int, ...],
+    broken: dict[str, str] | None = None,
+) -> str:
+    """The parity table as a Markdown section for the report; ``broken``: each backend whose
+    comparison raised, with the error, ``missing``: each that cannot run here, with why."""
     headings = ["backend", *QUANTITIES, "held to", "worst", "verdict"]
     lines = [
         f"## {title(shape)} (default model)",
@@ -165,24 +195,136 @@ def parity_markdown(rows: list[Comparison], missing: dict[str, str], shape: tupl
         + f" | {r.held_to} | {r.worst} | {r.verdict} |"
         for r in rows
     ]
+    unjudged = " |" * (len(headings) - 3)
+    lines += [
+        f"| {name} | raised {error} |{unjudged} fail |" for name, error in (broken or {}).items()
+    ]
     empty = " |" * (len(headings) - 2)
     lines += [f"| {name} | not compared: {reason} |{empty}" for name, reason in missing.items()]
     return "\n".join(lines) + "\n"
 
 
-def main() -> str:
-    """Print the parity table; return it as a Markdown section for the benchmark's report."""
+@dataclass(frozen=True)
+class Parity:
+    """The parity check on data of ``shape`` (B, T, F): each backend compared (``rows``),
+    each whose comparison raised (``broken``: its label -> the error) and each that cannot
+    run here (``missing``: its label -> why)."""
+
+    shape: tuple[int, ...]
+    rows: list[Comparison] = field(default_factory=list)
+    broken: dict[str, str] = field(default_factory=dict)
+    missing: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def failed(self) -> list[str]:
+        """The backends compared that fail: outside a tolerance, or their comparison raised."""
+        return [r.backend for r in self.rows if not r.passed] + list(self.broken)
+
+    def markdown(self) -> str:
+        """The table as a Markdown section for the report (``parity_markdown``)."""
+        return parity_markdown(self.rows, self.missing, self.shape, self.broken)
+
+
+@dataclass(frozen=True)
+class Planned:
+    """A row to compare: its ``label``, the registered ``backend``, and the Keras backend
+    its process of its own runs on (``None``: this process)."""
+
+    label: str
+    backend: str
+    keras_backend: str | None = None
+
+
+def plan() -> tuple[list[Planned], dict[str, str]]:
+    """Each row to compare, in the table's order, and why each other cannot run here: a Keras
+    port once per Keras backend installed, this process's own here. Imports no framework."""
+    planned, missing = [], {}
+    for name in frae.available_backends():
+        if (reason := frae.unavailable_reason(name)) is not None:
+            missing[name] = reason
+        elif frae.registry.frameworks_of(name) != ("keras",):
+            planned.append(Planned(name, name))
+        else:
+            own = framework_of(name)  # the process's KERAS_BACKEND
+            for keras_backend in dict.fromkeys((*KERAS_BACKENDS, own)):
+                label = f"{name}[{keras_backend}]"
+                if importlib.util.find_spec(keras_backend) is None:
+                    missing[label] = f"needs {keras_backend}: not installed"
+                else:
+                    elsewhere = None if keras_backend == own else keras_backend
+                    planned.append(Planned(label, name, elsewhere))
+    return planned, missing
+
+
+def in_own_process(planned: Planned) -> subprocess.CompletedProcess[str]:
+    """``planned``'s comparison in a process of its own, on its Keras backend
+    (``python -m frae.compare``)."""
+    assert planned.keras_backend is not None
+    environment = os.environ | {"KERAS_BACKEND": planned.keras_backend}
+    command = [sys.executable, "-m", "frae.compare", "--backend", planned.backend]
+    return subprocess.run(
+        command, env=environment, capture_output=True, text=True, timeout=PROCESS_TIMEOUT_S
+    )
+
+
+def row_of(done: subprocess.CompletedProcess[str]) -> Comparison:
+    """The row a process of its own printed (``in_own_process``); ``RuntimeError`` with its
+    exit status and its stderr's last line where it failed, its stderr's tail printed."""
+    if done.returncode != 0:
+        print(done.stderr[-3000:], file=sys.stderr)
+        last = next((line for line in reversed(done.stderr.splitlines()) if line.strip()), "")
+        raise RuntimeError(f"its process exited {done.returncode}: {last.strip()}")
+    return Comparison(**json.loads(done.stdout.splitlines()[-1]))
+
+
+def compare_all() -> Parity:
+    """Every row ``plan`` gives, on the default data (``multi_sine()``, which a process of its
+    own draws too): a Keras backend not this process's in a process of its own, each started
+    first so that they run meanwhile. A comparison that raises is a failed row
+    (``Parity.broken``); the others are still compared."""
     x = multi_sine()
+    planned, missing = plan()
+    elsewhere = [p for p in planned if p.keras_backend is not None]
+    outcome = Parity(x.shape, missing=missing)
+    with ThreadPoolExecutor(max_workers=max(1, len(elsewhere))) as pool:
+        started = {p.label: pool.submit(in_own_process, p) for p in elsewhere}
+        for p in planned:
+            here = p.keras_backend is None
+            try:
+                row = compare_backend(p.backend, x) if here else row_of(started[p.label].result())
+            except Exception as error:
+                if here:
+                    traceback.print_exc()
+                outcome.broken[p.label] = f"{type(error).__name__}: {error}".splitlines()[0]
+            else:
+                outcome.rows.append(row)
+    return outcome
+
+
+def main() -> Parity:
+    """Print the parity table; return the check (``Parity.markdown`` is the report's section)."""
     print(textwrap.fill(f"FRAE default model {frae.FRAEConfig()}", WIDTH), end="\n\n")
-    rows = [compare_backend(name, x) for name in frae.installed_backends()]
-    print(format_table(rows, x.shape))
-    missing = {
-        name: reason
-        for name in frae.available_backends()
-        if (reason := frae.unavailable_reason(name)) is not None
-    }
-    if missing:
+    outcome = compare_all()
+    print(format_table(outcome.rows, outcome.shape))
+    if outcome.broken:
+        print("\nfailed to compare:")
+        for label, error in outcome.broken.items():
+            print(f"  {label}: {error}")
+    if outcome.missing:
         print("\nnot compared:")
-        for name, reason in missing.items():
+        for name, reason in outcome.missing.items():
             print(f"  {name}: {reason}")
-    return parity_markdown(rows, missing, x.shape)
+    return outcome
+
+
+def entry(argv: list[str] | None = None) -> None:
+    """``python -m frae.compare --backend NAME``: ``NAME`` against the reference in this
+    process, on the default data (``compare_all``'s), its row printed as one JSON line."""
+    parser = argparse.ArgumentParser(prog="python -m frae.compare", description=entry.__doc__)
+    parser.add_argument("--backend", required=True, choices=frae.available_backends())
+    row = compare_backend(parser.parse_args(argv).backend, multi_sine())
+    print(json.dumps(asdict(row)))
+
+
+if __name__ == "__main__":
+    entry()
