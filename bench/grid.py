@@ -40,7 +40,11 @@ SHAPES = (
 three), predict at three B (throughput against B), the training step at T = 10000 and
 B = 256 (training linear in T), and the stream."""
 WIDTHS = (64, 256)
-WIDE_SHAPES = (Shape(1, 1000), Shape(256, 1000))
+TARGET_SHAPE = Shape(1, 1000)
+"""Where the per-step targets are judged."""
+BATCHED_SHAPE = Shape(256, 1000)
+"""Where the batched targets are judged."""
+WIDE_SHAPES = (TARGET_SHAPE, BATCHED_SHAPE)
 """The width axis's shapes, the targets' two (``wide_models``)."""
 QUICK_SHAPES = (
     Point(DEFAULT_MODEL, 1, 100, ("predict",)),
@@ -214,3 +218,26 @@ def model_points(
     kept = [point for point in points if refusal(models[point.model]) is None]
     reasons = [reason for config in models.values() if (reason := refusal(config))]
     return kept, reasons[0] if reasons and not kept else None
+
+
+def with_quantized(
+    grid: list[Point], models: dict[str, FRAEConfig], code_step: float
+) -> tuple[list[Point], dict[str, FRAEConfig]]:
+    """``grid`` and ``models`` with the first model quantized with ``code_step`` beside it,
+    at the points of the first model at ``TARGET_SHAPE`` and on the stream; ``ValueError``
+    where the grid has neither."""
+    main = grid[0].model
+    config = replace(models[main], code_step=code_step)
+    quantized = model_label(config)
+    points = [
+        Point(quantized, *point[1:])
+        for point in grid
+        if point.model == main
+        and ((point.batch, point.steps) == TARGET_SHAPE or STREAM in point.operations)
+    ]
+    if not points:
+        raise ValueError(
+            f"--code-step measures the quantized model at B={TARGET_SHAPE.batch}, "
+            f"T={TARGET_SHAPE.steps} and on the stream, and the grid has neither"
+        )
+    return grid + points, models | {quantized: config}

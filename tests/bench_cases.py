@@ -21,7 +21,7 @@ from bench.grid import wide_models
 from bench.measuring.machine import Machine
 from bench.records import DEFAULT_MODEL, Listing, Point, Record, ResultRecord, RunRecord, Settings
 from bench.reporting import render
-from bench.reporting.targets import ROOFLINE_MODEL
+from bench.reporting.sections.wide_layers import ROOFLINE_MODEL
 from bench.roofline import Peak, counts
 from frae.backend import BaseBackend
 from frae.config import GRU

@@ -13,6 +13,7 @@ import numpy as np
 
 from bench.comparing.pairs import Spread, figure_spread, paired
 from bench.comparing.rounds import pooled
+from bench.grid import TARGET_SHAPE
 from bench.records import (
     BYPASSED,
     CODEC,
@@ -40,9 +41,6 @@ class FirstCall(NamedTuple):
     shape: Shape
 
 
-TARGET_SHAPE = Shape(1, 1000)
-"""Where the per-step targets are judged."""
-BATCHED_SHAPE = Shape(256, 1000)
 LABELS = {
     "predict": "predict",
     "loss_and_grads": "loss_and_grads",
@@ -228,12 +226,6 @@ def summary_shape(pivot: Pivot) -> Shape:
     return min(shapes, key=lambda shape: (-shape.steps, shape.batch))
 
 
-MIN_FIT_STEPS = 3
-"""A line through two points always fits: the split needs at least three T."""
-FIT_TOLERANCE = 0.1
-"""The most a fitted call time may differ from a measured one, relative to it."""
-
-
 def fit_line(by_length: dict[int, float]) -> tuple[tuple[int, ...], float, float, float]:
     """(lengths, slope, intercept, largest relative residual) of the line through
     ``by_length``'s times, least squares on relative errors (weights 1/time: the short calls
@@ -243,99 +235,6 @@ def fit_line(by_length: dict[int, float]) -> tuple[tuple[int, ...], float, float
     slope, intercept = np.polyfit(lengths, times, 1, w=1 / times)
     residual = np.abs(slope * lengths + intercept - times) / times
     return tuple(int(n) for n in lengths), float(slope), float(intercept), float(residual.max())
-
-
-@dataclass(frozen=True)
-class CallCost:
-    """A call's time split as ``per_call + per_step·T``, fitted over the T measured at one B;
-    where the line does not fit (``residual`` over ``FIT_TOLERANCE``) no split is given."""
-
-    variant: str
-    operation: str
-    batch: int
-    steps: tuple[int, ...]
-    per_call_us: float
-    per_step_us: float
-    residual: float
-    """The largest |fitted − measured| / measured over the T fitted."""
-
-    @property
-    def fits(self) -> bool:
-        return self.residual <= FIT_TOLERANCE
-
-
-def call_costs(pivot: Pivot, batch: int = TARGET_SHAPE.batch) -> list[CallCost]:
-    """Lines (``fit_line``) through each (variant, operation)'s median call time against T at
-    ``batch``, where at least ``MIN_FIT_STEPS`` T were measured: the intercept is what a call
-    costs whatever its length, the slope the loop's own cost per time step. A ratio to the
-    floor at one T mixes the two; the split says which one a backend would have to shrink."""
-    times: dict[tuple[str, str], dict[int, float]] = {}
-    for key, r in pivot.results.items():
-        if key.batch == batch and r.median_s is not None and key.operation != STREAM:
-            times.setdefault((key.variant, key.operation), {})[key.steps] = r.median_s
-    costs = []
-    for (name, operation), by_steps in times.items():
-        if len(by_steps) >= MIN_FIT_STEPS:
-            steps, slope, intercept, residual = fit_line(by_steps)
-            per_call, per_step = intercept * 1e6, slope * 1e6
-            costs.append(CallCost(name, operation, batch, steps, per_call, per_step, residual))
-    return costs
-
-
-def timed_steps(pivot: Pivot, batch: int = TARGET_SHAPE.batch) -> list[int]:
-    """The T timed at ``batch`` by any variant (the stream aside), sorted."""
-    timed = pivot.results.items()
-    return sorted({k.steps for k, r in timed if k.batch == batch and r.median_s and not k.side})
-
-
-def floor_per_step(costs: Iterable[CallCost], pivot: Pivot) -> dict[str, float]:
-    """operation -> the floors' least per-step cost among the lines that fit."""
-    floors, floor = pivot.floors(), dict[str, float]()
-    for c in costs:
-        if c.variant in floors and c.fits:
-            floor[c.operation] = min(c.per_step_us, floor.get(c.operation, c.per_step_us))
-    return floor
-
-
-MIN_FIT_CHUNKS = 2
-"""The chunk lengths a stream's split needs: through two, the line is exact."""
-
-
-@dataclass(frozen=True)
-class StreamCost:
-    """One side of a variant's stream: a call of c frames split as ``per_call + per_frame·c``,
-    fitted through its call time t(c) = c · (µs per frame at c) at each chunk length."""
-
-    variant: str
-    side: str
-    chunks: tuple[int, ...]
-    per_call_us: float
-    per_frame_us: float
-
-
-def stream_costs(pivot: Pivot) -> list[StreamCost]:
-    """Lines (``fit_line``) through each (variant, side)'s call time against the chunk length,
-    where at least ``MIN_FIT_CHUNKS`` were timed."""
-    calls: dict[tuple[str, str], dict[int, float]] = {}
-    for key, r in pivot.results.items():
-        if key.operation == STREAM and key.side and key.chunk and r.us_per_step is not None:
-            calls.setdefault((key.variant, key.side), {})[key.chunk] = key.chunk * r.us_per_step
-    costs = []
-    for (name, side), by_chunk in calls.items():
-        if len(by_chunk) >= MIN_FIT_CHUNKS:
-            chunks, slope, intercept, _ = fit_line(by_chunk)
-            costs.append(StreamCost(name, side, chunks, intercept, slope))
-    return costs
-
-
-def floor_per_frame(costs: Iterable[StreamCost], pivot: Pivot) -> dict[str, float]:
-    """side -> the floors' least cost per frame of the stream, among those fitted above zero
-    (below it, the times do not resolve it)."""
-    floors, floor = pivot.floors(), dict[str, float]()
-    for c in costs:
-        if c.variant in floors and c.per_frame_us > 0:
-            floor[c.side] = min(c.per_frame_us, floor.get(c.side, c.per_frame_us))
-    return floor
 
 
 SHARED_LIMIT = 0.1

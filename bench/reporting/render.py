@@ -90,8 +90,9 @@ def table(
 
 
 def markdown(sections: Sequence[Section]) -> str:
-    """The sections as one Markdown document, each title a second-level heading."""
-    return "\n\n".join(_markdown(section) for section in sections) + "\n"
+    """The sections as one Markdown document, each title a second-level heading; a section
+    with nothing to draw there (a brief for the terminal alone) is left out."""
+    return "\n\n".join(drawn for section in sections if (drawn := _markdown(section))) + "\n"
 
 
 def _markdown(section: Section) -> str:

@@ -1,26 +1,26 @@
-"""How a run is judged by the targets (``bench.reporting.targets``): each target's ratios from one
-``Pivot`` (``bench.reporting.analysis``), each with its spread over its calls and rounds
-(``bench.comparing.pairs``; a ratio to the floor from the calls taken in turn with the floors), the
-worst or the best of them held to its limit, and the verdict: met or missed where the whole
-spread is on one side of the limit, within the spread where it crosses it, met by those
-measured, or not measured."""
+"""How a run is judged by the targets (their types: ``bench.reporting.targets``; each
+section's own: ``bench.reporting.sections``): each target's ratios from one ``Pivot``
+(``bench.reporting.analysis``), each with its spread over its calls and rounds
+(``bench.comparing.pairs``; a ratio to the floor from the calls taken in turn with the
+floors), the worst or the best of them held to its limit, and the verdict: met or missed
+where the whole spread is on one side of the limit, within the spread where it crosses it,
+met by those measured, or not measured."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from bench.comparing.pairs import Spread
 from bench.records import OVER_FLOOR, Shape
 from bench.reporting.analysis import THROUGHPUT, Pivot
 from bench.reporting.targets import (
-    ROOFLINE_TARGETS,
     InMicroseconds,
     OverFloor,
     OverItself,
     OverRole,
     OverRoofline,
     Target,
-    targets_of,
 )
 from bench.roofline import roofline_us
 
@@ -159,27 +159,13 @@ def judge(target: Target, pivot: Pivot) -> Outcome:
     return Outcome(statement, f"{shown} ({subject}: {name})", said, met)
 
 
-def targets(pivot: Pivot, table: tuple[Target, ...] = ()) -> list[Outcome]:
-    """Every target of ``table`` (none given: the model's, ``targets_of``), judged from one run."""
-    return [judge(target, pivot) for target in table or targets_of(pivot)]
+def targets(pivot: Pivot, table: tuple[Target, ...]) -> list[Outcome]:
+    """Every target of ``table``, judged from one run."""
+    return [judge(target, pivot) for target in table]
 
 
-def measured_targets(pivot: Pivot) -> list[Outcome]:
-    """For a model beside the run's first: the targets over the floor and the roofline's that
-    its measurements judge (not batching: at width 256 the floor itself gains 1.5×, not 8×;
-    nor a framework's own limit, set for the default model)."""
-    judged = [
-        judge(t, pivot)
-        for t in targets_of(pivot)
-        if isinstance(t.over, OverFloor) and t.variant is None
-    ]
-    return [outcome for outcome in judged + roofline_targets(pivot) if outcome.judged]
+TARGET_HEADER = ["target", "measured (ratios)", "result"]
 
 
-def roofline_targets(pivot: Pivot) -> list[Outcome]:
-    """The roofline's targets judged, where the pivot holds the model they name."""
-    return [
-        judge(target, pivot)
-        for target in ROOFLINE_TARGETS
-        if not isinstance(target.over, OverRoofline) or target.over.model in (None, pivot.model)
-    ]
+def target_rows(judged: Iterable[Outcome]) -> list[list[str]]:
+    return [[t.statement, t.measured, t.verdict] for t in judged]

@@ -11,8 +11,11 @@ import frae
 from bench import report
 from bench.grid import model_label
 from bench.records import Listing, Point, Record, to_json
-from bench.reporting import analysis, render, tables
-from bench.reporting.targets import ROOFLINE_MODEL, STREAM_TARGETS, TARGETS_ORIGIN
+from bench.reporting import analysis, render
+from bench.reporting.sections import Report, stream
+from bench.reporting.sections.stream import STREAM_TARGETS
+from bench.reporting.sections.summary import TARGETS_ORIGIN
+from bench.reporting.sections.wide_layers import ROOFLINE_MODEL
 from bench.reporting.verdicts import targets
 from tests.bench_cases import (
     LONG_NAMES,
@@ -67,7 +70,7 @@ def test_the_report_of_a_results_file_is_written_again(
     assert report.main([str(results), "--out", str(tmp_path / "again")]) == 0
     text = (tmp_path / "again" / "report.md").read_text()
     assert text.startswith("# FRAE benchmark") and "![step_time_vs_T]" in text
-    assert capsys.readouterr().out.startswith("B=1, T=1000:")
+    assert capsys.readouterr().out.startswith("THE ANSWER")
     with pytest.raises(SystemExit):
         report.main([str(tmp_path / "missing.jsonl")])
 
@@ -75,7 +78,7 @@ def test_the_report_of_a_results_file_is_written_again(
 def test_the_terminal_summary_fits_100_columns_and_says_its_shape() -> None:
     text = terminal(quick_like_records())
     assert max(len(line) for line in text.splitlines()) <= render.WIDTH
-    assert text.startswith("B=1, T=1000:")
+    assert text.startswith("THE ANSWER") and "\nB=1, T=1000:" in text
     assert "not enough points" in text  # two T: no split
 
 
@@ -153,7 +156,7 @@ def test_a_run_without_the_stream_reports_no_stream() -> None:
     run = run_record({"reference": listing}, [Point("default", 1, 1000, ("predict",))])
     records = [run, measured("reference", "baseline", "predict", 1, 1000, 40.0)]
     pivot = analysis.Pivot.of(records)
-    assert tables.stream_rows(pivot) == [] and report.stream_sections(pivot) == []
+    assert stream.stream_rows(pivot) == [] and stream.sections(Report(records)) == []
     assert all(not outcome.judged for outcome in targets(pivot, STREAM_TARGETS))
     text = render.markdown(report.sections(records))
     assert "## Streaming" not in text and "Where the stream's targets come from" in text

@@ -11,7 +11,7 @@ from bench import roofline
 from bench.measuring.threads import environment
 from bench.records import Key
 from bench.reporting.analysis import Pivot
-from bench.reporting.targets import ROOFLINE_MODEL
+from bench.reporting.sections.wide_layers import ROOFLINE_MODEL
 from bench.roofline import Counts, Peak, counts
 from frae.config import GRU, Layer
 from tests.bench_cases import OTHER_CONFIG, PEAK, wide_run

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from bench.comparing.pairs import Spread
 from bench.records import BYPASSED, CODEC, CODING, SENDER, SIDES, STREAM, Key, Record
-from bench.reporting.analysis import Pivot, models_of
+from bench.reporting.analysis import Pivot
 from bench.reporting.render import Brief, Section
-from bench.reporting.sections.rounding import is_quantized
+from bench.reporting.sections import Report
 from bench.reporting.tables import Rows, fmt
 from bench.reporting.targets import Target
-from bench.reporting.verdicts import verdict
+from bench.reporting.verdicts import Outcome, verdict
 
 STREAM_LIMITS = {"jax_scan": 1.5}
 """The most a route's codec frame may cost over its own stream frame (encode or decode alone,
@@ -102,7 +102,7 @@ def codec_rows(records: list[Record]) -> Rows:
 
 
 def _quantized(records: list[Record]) -> list[str]:
-    return [model for model in models_of(records) if is_quantized(records, model)]
+    return Report(records).quantized()
 
 
 def _percent(share: float | None) -> str:
@@ -112,6 +112,11 @@ def _percent(share: float | None) -> str:
 def stream_verdicts(records: list[Record]) -> list[str]:
     """Each route of ``STREAM_LIMITS``: its codec frame over its stream frame, one frame a
     packet at B = 1, at each side of each quantized model, met or missed with the figures."""
+    return [line for line, _ in _stream_judged(records)]
+
+
+def _stream_judged(records: list[Record]) -> list[tuple[str, Outcome]]:
+    """``stream_verdicts``' lines, each with its target judged."""
     lines = []
     for model in _quantized(records):
         pivot = Pivot.of(records, model)
@@ -121,12 +126,12 @@ def stream_verdicts(records: list[Record]) -> list[str]:
                 if (ratio := _over_stream(pivot, key)) is None:
                     continue
                 target = Target(f"{variant}_codec_{side}", "", limit, CODEC, variant=variant)
-                said, _ = verdict(target, {variant: ratio}, variant)
+                said, met = verdict(target, {variant: ratio}, variant)
                 codec, stream = pivot.figure(key), pivot.figure(key.doing(STREAM))
-                lines.append(
-                    f"- {model}, {variant}, {side}: {fmt(codec)} / {fmt(stream)} µs a frame, "
-                    f"{ratio.shown('×')}, limit {limit:g}×: **{said}**"
-                )
+                measured = f"{fmt(codec)} / {fmt(stream)} µs a frame, {ratio.shown('×')}"
+                line = f"- {model}, {variant}, {side}: {measured}, limit {limit:g}×: **{said}**"
+                statement = f"{variant}'s codec frame ≤ {limit:g}× its stream frame ({side})"
+                lines.append((line, Outcome(statement, measured, said, met)))
     return lines
 
 
@@ -146,24 +151,30 @@ def overheads(pivot: Pivot) -> dict[str, tuple[Spread, float]]:
 def overhead_verdicts(records: list[Record]) -> list[str]:
     """``OVERHEAD`` at each quantized model's Δ, on the largest of its variants' mean
     overheads: met or missed, beside the mean information a frame."""
+    return [line for line, _ in _overhead_judged(records)]
+
+
+def _overhead_judged(records: list[Record]) -> list[tuple[str, Outcome]]:
+    """``overhead_verdicts``' lines, each with its target judged."""
     lines = []
     for model in _quantized(records):
         pivot = Pivot.of(records, model)
         if not (found := overheads(pivot)):
             continue
         worst = max(found, key=lambda variant: found[variant][0].value)
-        said, _ = verdict(OVERHEAD, {name: over for name, (over, _) in found.items()}, worst)
+        said, met = verdict(OVERHEAD, {name: over for name, (over, _) in found.items()}, worst)
         over, information = found[worst]
         step = pivot.config.get("code_step")
         shown = {f"{spread.value:.2f}" for spread, _ in found.values()}
         of = worst if len(found) == 1 else f"alike on {len(found)} variants' packets"
         if len(shown) > 1:
             of = f"the largest of {len(found)} variants' packets: {worst}"
-        lines.append(
-            f"- Δ = {step:g} ({model}): {over.value:.2f} bits a packet over its frame's "
-            f"{information:.2f} bits of information ({of}), limit {OVERHEAD.limit:g} bits: "
-            f"**{said}**"
+        measured = (
+            f"{over.value:.2f} bits a packet over its frame's {information:.2f} bits of "
+            f"information ({of})"
         )
+        line = f"- Δ = {step:g} ({model}): {measured}, limit {OVERHEAD.limit:g} bits: **{said}**"
+        lines.append((line, Outcome(f"{OVERHEAD.text()} (Δ = {step:g})", measured, said, met)))
     return lines
 
 
@@ -172,8 +183,9 @@ def _frames(pivot: Pivot) -> int:
     return next((key.steps for key in pivot.results if key.operation == CODEC), 0)
 
 
-def codec_sections(records: list[Record]) -> list[Section]:
+def sections(report: Report) -> list[Section]:
     """What coding costs, where the run measured the codec."""
+    records = report.records
     if not (rows := codec_rows(records)):
         return []
     routes = ", ".join(f"{name}'s at most {limit:g}×" for name, limit in STREAM_LIMITS.items())
@@ -188,3 +200,10 @@ def codec_sections(records: list[Record]) -> list[Section]:
         caption="what coding costs: µs per frame, the stream, the codec, the coder's share"
     )
     return [Section("What coding costs", CAPTION, HEADER, rows, "\n".join(text), brief)]
+
+
+def outcomes(report: Report) -> list[Outcome]:
+    """The codec's targets judged: each route's codec frame over its stream frame, and a
+    packet's overhead."""
+    judged = _stream_judged(report.records) + _overhead_judged(report.records)
+    return [outcome for _, outcome in judged]

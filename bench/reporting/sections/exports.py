@@ -1,12 +1,53 @@
-"""The report's section on exported artifacts: what each export took and weighs, and what
-its runtime costs at the targets' shapes and a frame at a time."""
+"""Exported artifacts in their runtimes: what each export took and weighs, what its runtime
+costs at the targets' shapes and a frame at a time, and the export targets."""
 
 from __future__ import annotations
 
 from bench.records import STREAM, ResultRecord
 from bench.reporting.analysis import Pivot
 from bench.reporting.render import Brief, Section
+from bench.reporting.sections import Report
 from bench.reporting.tables import fmt
+from bench.reporting.targets import InMicroseconds, Target, each_side, each_side_targets, limit
+from bench.reporting.verdicts import Outcome, targets
+from bench.roles import Role
+
+TARGETS = (
+    *each_side_targets(
+        "frame_exported",
+        "the fastest exported artifact streams a frame in ≤ {limit:g} µs, one frame a call",
+        5.0,
+        Role.EXPORTED,
+        InMicroseconds(),
+    ),
+    *each_side_targets(
+        "frame_exported_over_floor",
+        "the fastest exported artifact's frame ≤ {limit:g}× the floor's, one frame a call",
+        2.0,
+        Role.EXPORTED,
+    ),
+    Target(
+        "predict_exported",
+        "the fastest exported artifact's predict ≤ {limit:g}× the floor per step ({at})",
+        1.5,
+        role=Role.EXPORTED,
+        every=False,
+    ),
+)
+"""Judged where the run ran an artifact (``Role.EXPORTED``); not measured otherwise."""
+
+ORIGIN = (
+    "Where the export targets come from: a codec ships as an artifact run by a deployment "
+    "runtime (LiteRT, ONNX Runtime, a serialized StableHLO program), without the "
+    "framework's Python layers, so the fastest artifact is asked what a compiled call "
+    f"should cost there: a frame in at most {each_side(TARGETS, 'frame_exported', ' µs')}"
+    ", one frame a call, and within "
+    f"{limit(TARGETS, 'sender_frame_exported_over_floor')} the floor's frame, and "
+    f"predict at B = 1, T = 1000 within {limit(TARGETS, 'predict_exported')} the "
+    "fastest floor per step. Each artifact runs in its own process behind "
+    "`frae.load_exported`, with the contract's checks of its inputs and state, as the "
+    "backends' calls have theirs. The limits are this benchmark's own."
+)
 
 HEADER = [
     "variant",
@@ -58,9 +99,15 @@ def _row(variant: str, records: list[ResultRecord]) -> list[str]:
     ]
 
 
-def export_sections(pivot: Pivot) -> list[Section]:
+def sections(report: Report) -> list[Section]:
     """The section, where the run ran an artifact."""
-    if not (rows := export_rows(pivot)):
+    if not (rows := export_rows(report.pivot)):
         return []
     brief = Brief(caption="exported artifacts in their runtimes:")
     return [Section("Exported artifacts in their runtimes", CAPTION, HEADER, rows, brief=brief)]
+
+
+def outcomes(report: Report) -> list[Outcome]:
+    """The export targets, judged on the run's first model (not measured without an
+    artifact)."""
+    return targets(report.pivot, TARGETS)

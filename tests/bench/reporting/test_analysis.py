@@ -9,6 +9,7 @@ import pytest
 
 from bench.records import DEFAULT_MODEL, RECEIVER, SENDER, STREAM, Key, Record, ResultRecord
 from bench.reporting import analysis, tables
+from bench.reporting.sections import call_cost, measurements, stream, summary
 from tests.bench_cases import STREAMS, markdown, measured, on_models, terminal
 
 
@@ -22,7 +23,7 @@ def test_call_costs_split_a_call_into_per_call_and_per_step() -> None:
     records = [record("line", 1, t, 300e-6 + 0.2e-6 * t) for t in (100, 1000, 10000)]
     records += [record("line", 256, t, 1.0) for t in (100, 1000)]
     records += [record("one_length", 1, 1000, 1e-3)]
-    (cost,) = analysis.call_costs(analysis.Pivot.of(records))
+    (cost,) = call_cost.call_costs(analysis.Pivot.of(records))
     assert (cost.variant, cost.batch, cost.steps) == ("line", 1, (100, 1000, 10000))
     assert cost.per_call_us == pytest.approx(300.0)
     assert cost.per_step_us == pytest.approx(0.2)
@@ -79,8 +80,8 @@ def test_the_fastest_floor_at_each_shape_divides(
     name, batch = measurement
     key = Key(name, "predict", DEFAULT_MODEL, batch, 1000)
     assert pivot.floor_ratio(key) == pytest.approx(ratio)
-    (row,) = [r for r in tables.detail_rows(pivot) if (r[0], r[2]) == (name, str(batch))]
-    assert row[tables.DETAIL_HEADER.index("×floor")] == f"{ratio:.3g}"
+    (row,) = [r for r in measurements.detail_rows(pivot) if (r[0], r[2]) == (name, str(batch))]
+    assert row[measurements.DETAIL_HEADER.index("×floor")] == f"{ratio:.3g}"
 
 
 def test_a_part_slower_than_its_whole_is_flagged() -> None:
@@ -99,7 +100,7 @@ def test_a_part_slower_than_its_whole_is_flagged() -> None:
     key = Key("keras_rnn", "loss_and_grads", DEFAULT_MODEL, 1, 1000)
     assert list(flagged) == [key]
     assert "train step, which contains it" in flagged[key][0]
-    rows = {row[0]: row for row in tables.summary_rows(analysis.Pivot.of(records))}
+    rows = {row[0]: row for row in summary.summary_rows(analysis.Pivot.of(records))}
     assert rows["keras_rnn"][3].endswith(tables.FLAG) and not rows["steady"][3].endswith("!")
     assert "keras_rnn loss_and_grads B=1 T=1000" in terminal(records)
     assert "## Readings to doubt" in markdown(records)
@@ -140,12 +141,12 @@ def test_the_pivot_keys_each_side_and_chunk_length_apart() -> None:
     sender_ten = Key("fast", STREAM, DEFAULT_MODEL, 1, 1000, SENDER, 10)
     assert pivot.floor_ratio(sender_ten) == pytest.approx(10.0)
     # the stream is no point of the per-step split over T
-    assert analysis.timed_steps(pivot) == [1000]
-    assert [c.operation for c in analysis.call_costs(pivot)] == []
+    assert call_cost.timed_steps(pivot) == [1000]
+    assert [c.operation for c in call_cost.call_costs(pivot)] == []
 
 
 def test_a_call_splits_into_its_cost_per_call_and_per_frame() -> None:
-    costs = {(c.variant, c.side): c for c in analysis.stream_costs(analysis.Pivot.of(STREAMS))}
+    costs = {(c.variant, c.side): c for c in stream.stream_costs(analysis.Pivot.of(STREAMS))}
     fast = costs["fast", SENDER]
     assert (fast.per_call_us, fast.per_frame_us) == (pytest.approx(20.0), pytest.approx(1.0))
     assert fast.chunks == (1, 10)

@@ -6,9 +6,12 @@ from __future__ import annotations
 from dataclasses import replace
 
 from bench.records import RECEIVER, SENDER, STREAM, Listing, ResultRecord, RunRecord
-from bench.reporting import analysis, tables
+from bench.reporting import analysis
 from bench.reporting.analysis import Pivot
-from bench.reporting.sections.comparisons import autodiff_rows, devices_rows, routes_rows
+from bench.reporting.sections import call_cost, stream
+from bench.reporting.sections.autodiff import autodiff_rows
+from bench.reporting.sections.data_parallel import devices_rows
+from bench.reporting.sections.routes import routes_rows
 from tests.bench_cases import STREAMS, measured, run_record
 
 
@@ -97,10 +100,10 @@ def test_no_split_through_two_lengths() -> None:
         measured("keras", "compiled", "predict", 1, 1000, 4.0),
     ]
     pivot = analysis.Pivot.of(records)
-    assert analysis.call_costs(pivot) == [] and tables.call_cost_rows(pivot) == []
-    assert "not enough points" in (tables.unsplit_reason(pivot) or "")
+    assert call_cost.call_costs(pivot) == [] and call_cost.call_cost_rows(pivot) == []
+    assert "not enough points" in (call_cost.unsplit_reason(pivot) or "")
     three = [*records, measured("keras", "compiled", "predict", 1, 10_000, 4.0)]
-    assert tables.unsplit_reason(analysis.Pivot.of(three)) is None
+    assert call_cost.unsplit_reason(analysis.Pivot.of(three)) is None
 
 
 def test_no_split_where_the_line_misses_a_measurement() -> None:
@@ -110,12 +113,12 @@ def test_no_split_where_the_line_misses_a_measurement() -> None:
         measured("bent", "compiled", "predict", 1, 1000, 1.0),
         measured("bent", "compiled", "predict", 1, 10_000, 10.0),
     ]
-    (row,) = tables.call_cost_rows(analysis.Pivot.of(records))
+    (row,) = call_cost.call_cost_rows(analysis.Pivot.of(records))
     assert row[3].startswith("poor fit") and row[4] == "—"
     straight = [
         measured("line", "compiled", "predict", 1, t, 300 / t + 0.2) for t in (100, 1000, 10_000)
     ]
-    (row,) = tables.call_cost_rows(analysis.Pivot.of(straight))
+    (row,) = call_cost.call_cost_rows(analysis.Pivot.of(straight))
     assert row[3] == "300" and row[4].startswith("0.2")
 
 
@@ -124,18 +127,18 @@ def test_a_negative_fixed_cost_is_not_printed() -> None:
     records = [
         measured("fast", "compiled", "predict", 1, t, 1 - 20 / t) for t in (100, 1000, 10_000)
     ]
-    (row,) = tables.call_cost_rows(analysis.Pivot.of(records))
+    (row,) = call_cost.call_cost_rows(analysis.Pivot.of(records))
     assert row[3] == "below resolution" and not row[3].startswith("-")
 
 
 def test_the_stream_table_has_each_side_at_each_chunk_length_beside_the_floor() -> None:
     pivot = analysis.Pivot.of(STREAMS)
     columns = ["sender, chunk 1", "sender, chunk 10", "receiver, chunk 1", "receiver, chunk 10"]
-    assert tables.stream_header(pivot) == ["variant", "role", *columns]
-    rows = {row[0]: row for row in tables.stream_rows(pivot)}
+    assert stream.stream_header(pivot) == ["variant", "role", *columns]
+    rows = {row[0]: row for row in stream.stream_rows(pivot)}
     assert rows.keys() == {"floor", "fast"}
     assert rows["fast"] == ["fast", "compiled", "21 (17.5×)", "3 (10×)", "21 (17.5×)", "3 (10×)"]
-    cost_rows = {(row[0], row[1]): row for row in tables.stream_cost_rows(pivot)}
+    cost_rows = {(row[0], row[1]): row for row in stream.stream_cost_rows(pivot)}
     assert cost_rows["fast", SENDER] == ["fast", SENDER, "1, 10", "20", "1 (5×)"]
 
 
@@ -149,8 +152,8 @@ def test_what_did_not_stream_is_listed_with_why() -> None:
     ]
     run = run_record({"check": Listing("c_forward", "check", "C", no_stream="predict alone")})
     pivot = analysis.Pivot.of([run, *STREAMS, *refused])
-    assert tables.unstreamed(pivot) == ["- `check`: predict alone", "- `old`: no state"]
-    assert tables.stream_rows(pivot)[-1][2:] == ["unsupported"] * 4
+    assert stream.unstreamed(pivot) == ["- `check`: predict alone", "- `old`: no state"]
+    assert stream.stream_rows(pivot)[-1][2:] == ["unsupported"] * 4
 
 
 def test_a_route_and_its_defaults_are_set_side_by_side_from_their_turns() -> None:

@@ -8,14 +8,17 @@ from dataclasses import replace
 import pytest
 
 from bench.records import Shape
-from bench.reporting.targets import STATE_TARGETS, STREAM_TARGETS, TARGETS, Target
+from bench.reporting.sections.stream import STREAM_TARGETS
+from bench.reporting.sections.summary import STATE_TARGETS, TARGETS
+from bench.reporting.targets import Target
 from bench.roles import Role
 
 
 def test_the_state_targets_are_the_output_ones_over_the_floor_with_their_own_limits() -> None:
     """Each state target is an output target over the floor, its statement prefixed, its limit
     ``STATE_LIMITS``'s where that has one."""
-    from bench.reporting.targets import STATE, STATE_LIMITS, OverFloor
+    from bench.reporting.sections.summary import STATE, STATE_LIMITS
+    from bench.reporting.targets import OverFloor
 
     over_floor = [t for t in TARGETS if isinstance(t.over, OverFloor) and t.variant is None]
     assert [t.name for t in STATE_TARGETS] == [t.name for t in over_floor]
@@ -34,7 +37,7 @@ def test_every_target_has_a_name_of_its_own() -> None:
 def test_where_the_targets_come_from_is_written_from_their_limits() -> None:
     """The prose states each limit as the targets hold it: a limit changed in the data is
     the limit the prose states."""
-    from bench.reporting.targets import (
+    from bench.reporting.sections.summary import (
         STATE_TARGETS_ORIGIN,
         TARGETS_ORIGIN,
         output_origin,
@@ -57,7 +60,7 @@ def test_where_the_targets_come_from_is_written_from_their_limits() -> None:
 
 
 def test_where_the_stream_targets_come_from_is_written_from_their_limits() -> None:
-    from bench.reporting.targets import STREAM_TARGETS_ORIGIN, stream_origin
+    from bench.reporting.sections.stream import STREAM_TARGETS_ORIGIN, stream_origin
 
     origin = STREAM_TARGETS_ORIGIN
     assert "is asked 10 µs at each side and 2× at each side the floor's frame" in origin

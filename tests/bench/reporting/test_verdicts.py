@@ -11,15 +11,11 @@ import frae
 from bench.grid import model_label
 from bench.records import DEFAULT_MODEL, SENDER, Key, Record, ResultRecord, VariantRecord
 from bench.reporting.analysis import Pivot
-from bench.reporting.targets import (
-    ROOFLINE_MODEL,
-    STATE_TARGETS,
-    STREAM_TARGETS,
-    TARGETS,
-    Target,
-    targets_of,
-)
-from bench.reporting.verdicts import judge, measured_targets, roofline_targets, targets
+from bench.reporting.sections.stream import STREAM_TARGETS
+from bench.reporting.sections.summary import STATE_TARGETS, TARGETS, targets_of
+from bench.reporting.sections.wide_layers import ROOFLINE_MODEL, measured_targets, roofline_targets
+from bench.reporting.targets import Target
+from bench.reporting.verdicts import judge, targets
 from tests.bench_cases import (
     STATE_CONFIG,
     STATE_LABEL,
@@ -36,7 +32,7 @@ from tests.bench_cases import (
 
 def named(table: tuple[Target, ...] | str, name: str = "") -> Target:
     """The target called ``name`` in ``table``; given a name alone, the roofline's target."""
-    from bench.reporting.targets import ROOFLINE_TARGETS
+    from bench.reporting.sections.wide_layers import ROOFLINE_TARGETS
 
     table, name = (ROOFLINE_TARGETS, table) if isinstance(table, str) else (table, name)
     (found,) = [target for target in table if target.name == name]
@@ -60,7 +56,7 @@ def test_targets_find_the_variants_by_role_not_by_name() -> None:
         measured("mystery", "compiled", "train_step", 256, 1000, 4.0),
         measured("helper", "baseline", "predict", 1, 1000, 0.1),  # not held to the targets
     ]
-    outcomes = targets(Pivot.of(records))
+    outcomes = targets(Pivot.of(records), TARGETS)
     judged = [o for o in outcomes if "compiled" in o.statement or "best" in o.statement]
     assert len(judged) == 11  # the frameworks' own targets name variants not in this run
     for outcome in judged:
@@ -172,7 +168,7 @@ def test_a_state_feedback_model_is_judged_by_its_own_targets() -> None:
     )
     pivot = Pivot.of(records)
     assert pivot.state_feedback and targets_of(pivot) == STATE_TARGETS
-    outcomes = targets(pivot)
+    outcomes = targets(pivot, targets_of(pivot))
     assert len(outcomes) == len(STATE_TARGETS)
     assert all(o.statement.startswith("state feedback: ") for o in outcomes)
     assert all(o.met is not None and "a " in o.measured for o in outcomes), outcomes
@@ -244,7 +240,7 @@ def test_a_second_model_gets_its_own_section_and_targets() -> None:
     wide_batch = [measured("fast", "compiled", "predict", 256, 1000, 200.0, model=label)]
     judged = measured_targets(Pivot.of([*records, *wide_batch], label))
     assert not [t for t in judged if t.statement.startswith("batching")]
-    assert [t for t in targets(default) if t.statement.startswith("batching")]
+    assert [t for t in targets(default, TARGETS) if t.statement.startswith("batching")]
     wide_train = [
         measured("floor", "floor", "loss_and_grads", 1, 1000, 10.0, model=label),
         measured("tf_while", "compiled", "train_step", 1, 1000, 20.0, model=label),

@@ -5,10 +5,9 @@ import pytest
 import frae
 from bench.baselines.layout import plan
 from bench.catalogue import VARIANTS
-from bench.grid import model_points, points_for, quick_grid, wide_models
+from bench.grid import model_points, points_for, quick_grid, wide_models, with_quantized
 from bench.measuring.job import Settings
 from bench.records import STREAM, Listing, Point
-from bench.reporting.sections.rounding import with_quantized
 from tests.bench_cases import markdown, measured, run_record
 
 QUANTIZED = "default Δ=2^-6"
