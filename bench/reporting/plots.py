@@ -13,8 +13,9 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from bench.grid import BATCHED_SHAPE
 from bench.records import OPERATIONS, SIDES, STREAM
-from bench.reporting.analysis import BATCHED_SHAPE, Pivot, label
+from bench.reporting.analysis import Pivot, label
 from bench.roles import Role
 
 MIN_LINE_POINTS = 3
