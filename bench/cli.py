@@ -23,12 +23,11 @@ from dataclasses import replace
 from pathlib import Path
 
 from bench.catalogue import TARGETED, VARIANTS, unavailable
-from bench.grid import BATCHES, STEPS, choose_grid, read_config, with_codec
+from bench.grid import BATCHES, STEPS, choose_grid, read_config, with_codec, with_quantized
 from bench.measuring.job import QUICK_SETTINGS, Settings
 from bench.measuring.runner import default_out, run
 from bench.measuring.threads import check_count
 from bench.records import EVERY_OPERATION, OPERATIONS, ParityRecord, Record, to_json
-from bench.reporting.sections.rounding import with_quantized
 from bench.roles import Role
 from bench.variant import Variant
 from frae.config import FRAEConfig
