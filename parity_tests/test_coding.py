@@ -87,7 +87,11 @@ def test_bytes_cross_to_the_partner_and_back(
     make_backend: MakeBackend, partner: MakeBackend, reference: MakeBackend, case: Case
 ) -> None:
     """Bytes made here decompress there, and there's here: the same symbols, and the
-    reference's decode of them."""
+    reference's decode of them. Run on every backend, this is the crossing matrix: every
+    ordered pair of the backends in one process, and Keras on each of its other backends
+    both ways with the reference (the kit's run there, ``tests/test_keras_rnn.py``). As
+    every backend makes the reference's bytes (the test above), one that reads the
+    reference's bytes reads every backend's, and the reference's readers read its own."""
     here, oracle, prior, x = coded(make_backend, reference, case)
     there = partner(case.config, weights=here.get_weights())
     expected = oracle.decode(oracle.encode(x))

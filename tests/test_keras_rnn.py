@@ -32,26 +32,37 @@ KERAS_BACKENDS = {"tensorflow": "tensorflow", "jax": "jax", "torch": "torch"}
 OTHER_BACKEND_CASES = ("default", "state", "state_deep")
 """The kit's cases the runs on the other Keras backends check: both models, and the deeper
 state model the weights' transfer runs on (each case compiles anew on each Keras backend)."""
+CROSSING = [
+    f"parity_tests/test_coding.py::{test}[keras_rnn-{partner}quantized_{case}]"
+    for test, partner in (
+        ("test_the_bytes_are_the_references_and_within_the_bound", ""),
+        ("test_bytes_cross_to_the_partner_and_back", "reference-"),
+    )
+    for case in ("swish", "state")
+]
+"""Keras' part, on another of its backends, in the byte crossing between every pair of
+backends (``test_bytes_cross_to_the_partner_and_back``): its bytes are the reference's, and
+cross to the reference and back."""
 
 
 @pytest.mark.nested
 @pytest.mark.parametrize("keras_backend", list(KERAS_BACKENDS))
 def test_parity_suite_passes_on_keras_backend(keras_backend: str) -> None:
     """The kit, keras_rnn's own tests and the benchmark's, in a process whose Keras runs on
-    ``keras_backend``."""
+    ``keras_backend``; the byte crossing (``CROSSING``) among them."""
     if keras.backend.backend() == keras_backend:
         pytest.skip(f"this process runs Keras on {keras_backend}: the main run covers it")
     if importlib.util.find_spec(KERAS_BACKENDS[keras_backend]) is None:
         pytest.skip(f"{keras_backend} is not installed")
-    command = ["-m", "pytest", "-q", "-p", "no:cacheprovider", "parity_tests"]
+    command = ["-m", "pytest", "-q", "-rA", "-p", "no:cacheprovider", "parity_tests"]
     # and the benchmark's view of keras_rnn (its defaults baseline), on this Keras backend too
     command += [str(Path(__file__).resolve().relative_to(ROOT))]
     command += ["tests/bench/baselines/test_keras_defaults.py"]
     command += ["--backend", "keras_rnn", "-k", "not test_parity_suite_passes_on_keras_backend"]
     # the exports' refusals (their probes choose each Keras backend) and reuse: the main run's
     command[-1] += " and not refused and not litert and not reused and not dropped_backends"
-    # weights and streams cross to the reference here; to every other framework in the main
-    # run, where Keras keeps the same variables on TensorFlow
+    # weights, streams and bytes cross to the reference here; to every other framework in
+    # the main run, where Keras keeps the same variables on TensorFlow
     command += ["--other-backend", "reference"]
     # the main run checks every case and draws keras_rnn's random configs; here each property
     # is checked on this Keras backend on both models (OTHER_BACKEND_CASES), and one draw of
@@ -60,6 +71,8 @@ def test_parity_suite_passes_on_keras_backend(keras_backend: str) -> None:
     environment = {**os.environ, "KERAS_BACKEND": keras_backend, "FRAE_HYPOTHESIS_EXAMPLES": "1"}
     result = python(*command, env=environment, timeout=1800)
     assert " passed" in result.stdout.splitlines()[-1]
+    passed = {line.split()[1] for line in result.stdout.splitlines() if line.startswith("PASSED")}
+    assert set(CROSSING) <= passed, sorted(set(CROSSING) - passed)
 
 
 def test_metadata_names_the_keras_backend() -> None:
