@@ -292,7 +292,7 @@ def test_a_port_from_outside_is_measured_on_its_config_and_frae_diff_gates_its_t
     timed = [r for r in records if isinstance(r, ResultRecord) and r.median_s is not None]
     assert {(r.variant, r.model) for r in timed} == {(PORT, LABEL)}
     assert {r.operation for r in timed} == {"predict", "loss_and_grads", "train_step", "stream"}
-    assert printed.startswith(f"B=1, T=1000, model {LABEL}:")
+    assert printed.startswith("THE ANSWER") and f"\nB=1, T=1000, model {LABEL}:" in printed
     assert any(line.startswith(PORT) for line in printed.splitlines())
     assert max(len(line) for line in printed.splitlines()) <= 100
     lenient = frae_command("diff", str(before), str(after), "--fail-slower", "100", cwd=ROOT)
