@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import frae
-from parity_tests.tolerances import Tolerance
+from frae.tolerances import SIMD_FLOOR
 from tests import bench_cases
 from tests.bench_cases import STATE_CONFIGS, broken_floor, check_streaming, needs_cc, sequences
 from tests.processes import python
@@ -35,41 +35,10 @@ CONFIGS = {"default": frae.FRAEConfig(), "wide": WIDE_CONFIG}
 BATCHES = (1, 37, 256)
 STEPS = 60
 
-TOLERANCES = {
-    "outputs": Tolerance(
-        rtol=1e-5,
-        atol=1e-6,
-        reason="x̂, z and decode(z) of two float32 evaluations: a few ulp per operation "
-        "(glibc's vector swish and tanh measured within 2e-7 relative of float64) over a "
-        "contractive recurrence, so the error does not grow with T (measured at most 9e-8)",
-    ),
-    "loss": Tolerance(
-        rtol=1e-6,
-        atol=0.0,
-        reason="the same float64 sum of float32 squares, whose terms differ by the outputs' "
-        "rounding (measured at most 1e-8 relative)",
-    ),
-    "gradients": Tolerance(
-        rtol=1e-4,
-        atol=3e-5,
-        scaled=True,
-        reason="B·T products per weight, each carrying the outputs' and slopes' rounding "
-        "back through time, summed with cancellation: entries far below the tensor's largest "
-        "are held to that largest (measured at most 2.4e-6 of it)",
-    ),
-    "training": Tolerance(
-        rtol=1e-6,
-        atol=0.0,
-        reason="the loss of each of 20 steps of Adam (lr 1e-2) or SGD: each step's gradient "
-        "rounding moves the weights, and Adam's normalised update carries the noise of a "
-        "small gradient as far as a large one (measured at most 2.8e-8)",
-    ),
-}
-
 
 def assert_within(quantity: str, actual: np.ndarray, expected: np.ndarray, what: str) -> None:
-    """Equal shapes and values within ``TOLERANCES[quantity]`` of the scalar floor's."""
-    tolerance = TOLERANCES[quantity]
+    """Equal shapes and values within ``SIMD_FLOOR[quantity]`` of the scalar floor's."""
+    tolerance = SIMD_FLOOR[quantity]
     actual, expected = np.asarray(actual), np.asarray(expected)
     assert actual.shape == expected.shape, f"{what}: shape {actual.shape} != {expected.shape}"
     atol = tolerance.atol * (np.abs(expected).max() if tolerance.scaled else 1.0)
