@@ -1,6 +1,6 @@
 """A worker's job: the variant it runs, its models and how long each measurement runs,
 written to JSON by the runner and read back by the worker, which is then told each
-measurement to make (``bench.measuring.operations.Unit``)."""
+measurement to make (``bench.measuring.point.Unit``)."""
 
 from __future__ import annotations
 

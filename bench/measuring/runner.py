@@ -20,7 +20,7 @@ from bench.catalogue import frameworks, unavailable
 from bench.grid import model_points, points_for
 from bench.measuring.job import Job, Settings
 from bench.measuring.machine import machine_facts
-from bench.measuring.operations import Unit, units
+from bench.measuring.point import Unit, units
 from bench.measuring.threads import environment, one_run_at_a_time
 from bench.measuring.turns import Floor, Worker, measure
 from bench.records import (

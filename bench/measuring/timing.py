@@ -1,7 +1,8 @@
 """How a worker times a measurement: a first call and a warm-up, then calls timed one by one
 until ``Rule`` says enough, each kept, with the record made of them (``bench.records``).
-``Prepared`` is a measurement between its warm-up and its records, sampled alone or in turn
-with others (``bench.measuring.turns``).
+``Prepared`` is a measurement between its warm-up and its records, sampled alone
+(``alone``) or in turn with others (``bench.measuring.turns``); what it times is its
+operation's (``bench.measuring.operations``).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import NamedTuple
 import numpy as np
 
 from bench.measuring.job import Settings
+from bench.measuring.threads import others_busy
 from bench.records import (
     ResultRecord,
 )
@@ -67,18 +69,6 @@ class Rule(NamedTuple):
         return samples >= MIN_SAMPLES and elapsed_s >= self.budget_s
 
 
-def sample(
-    call: Callable[[], object], repeats: int, min_time_s: float, budget_s: float, max_samples: int
-) -> list[float]:
-    """Seconds of each timed call of ``call``, until ``Rule`` says enough."""
-    rule, samples = Rule(repeats, min_time_s, budget_s, max_samples), list[float]()
-    start = time.perf_counter()
-    while True:
-        samples.append(seconds_of(call))
-        if rule.enough(len(samples), time.perf_counter() - start):
-            return samples
-
-
 def seconds_of(call: Callable[[], object]) -> float:
     """The seconds one call of ``call`` takes."""
     begin = time.perf_counter()
@@ -88,12 +78,15 @@ def seconds_of(call: Callable[[], object]) -> float:
 
 class Calls(NamedTuple):
     """One operation's calls on one model and input: the first (and the warm-up), the timed
-    one, with ``steps`` optimizer steps, and whether a warm-up comes before the timed ones."""
+    one, with ``steps`` optimizer steps, and whether a warm-up comes before the timed ones.
+    ``one_step_if_long``: where the warm-up runs past ``Settings.long_step_s``, ``first``
+    (one step) is timed a sample, not ``steady``."""
 
     first: Callable[[], object]
     steady: Callable[[], object]
     steps: int
     warm_up: bool = True
+    one_step_if_long: bool = False
 
 
 @dataclass
@@ -152,14 +145,28 @@ Made = Prepared | list[ResultRecord]
 """A unit prepared, or its records where it cannot be timed (or was timed in one call)."""
 
 
+def alone(made: Made) -> list[ResultRecord]:
+    """The records of ``made``, its samples taken one after another until ``Rule`` says
+    enough, with what other processes took of its CPUs meanwhile."""
+    if isinstance(made, list):
+        return made
+    start, taken = time.perf_counter(), others_busy()
+    try:
+        while not made.rule.enough(len(made.seconds), time.perf_counter() - start):
+            made.sample()
+    except Exception:  # the records say why
+        pass
+    made.others_s = taken.since()
+    return made.records()
+
+
 def prepare_calls(
-    operation: str,
     calls: Calls,
     settings: Settings,
     row: Callable[..., ResultRecord],
     collect: bool = True,
 ) -> Made:
-    """One operation's first call, then its warm-up (and a full garbage collection, unless
+    """An operation's first call, then its warm-up (and a full garbage collection, unless
     not to ``collect``): ready to be timed, or its record."""
     first_call_s = None
     row = partial(row, threads=settings.threads)
@@ -171,7 +178,7 @@ def prepare_calls(
             long = f"first call {first_call_s:.0f} s > {settings.long_call_s:.0f} s"
             timed = _timed(calls.steady, calls.steps, f"{long}: one timed call, no warm-up")
             return [_record(row, first_call_s, timed)]
-        steady, per_call, note = _warmed(operation, calls, settings, collect)
+        steady, per_call, note = _warmed(calls, settings, collect)
     except NotImplementedError as error:
         return [row(first_call_s=first_call_s, unsupported=str(error))]
     except Exception as error:  # one failing operation must not hide the others
@@ -181,14 +188,14 @@ def prepare_calls(
 
 
 def _warmed(
-    operation: str, calls: Calls, settings: Settings, collect: bool
+    calls: Calls, settings: Settings, collect: bool
 ) -> tuple[Callable[[], object], int, str | None]:
     """The warm-up, then the call to time, its optimizer steps, and why if not as usual."""
     steady, per_call, note = calls.steady, calls.steps, None
     begin = time.perf_counter()
     if calls.warm_up:
         calls.first()
-    if operation == "train_step" and time.perf_counter() - begin > settings.long_step_s:
+    if calls.one_step_if_long and time.perf_counter() - begin > settings.long_step_s:
         # a fit call's own cost, milliseconds, is under 1 % of such a step
         steady, per_call = calls.first, 1
         note = f"a step over {settings.long_step_s:g} s: fit(x, epochs=1) a sample"

@@ -26,7 +26,7 @@ from functools import partial
 from pathlib import Path
 from typing import IO, Any
 
-from bench.measuring.operations import Unit
+from bench.measuring.point import Unit
 from bench.measuring.timing import Rule
 from bench.measuring.worker import IDLE, READY, SAMPLE
 from bench.records import CODEC, OVER_FLOOR, Point, Record, ResultRecord, from_json

@@ -11,14 +11,13 @@ command a line on standard input and answers with JSON lines on standard output:
   then times the calls itself (``sample``) and prints the record; in turn, it prints
   ``{"kind": "ready", "per_call": K, "rule": [...]}`` (the optimizer steps a call makes and
   ``Rule``) and waits.
-- ``"sample"``: one timed call (the codec's: one of each of its runs), answered
-  ``{"kind": "sample", "seconds": [...]}``, or ``{"kind": "sample", "error": ...}``.
+- ``"sample"``: one timed call (of an operation of several runs, the codec's: one of each),
+  answered ``{"kind": "sample", "seconds": [...]}``, or ``{"kind": "sample", "error": ...}``.
 - ``"stop"``: the records of the calls timed so far.
 
 A unit that cannot be timed, or one timed alone, prints its records at once. Whatever it
-printed, the worker then prints ``{"kind": "idle"}``: it waits for its next unit. The stream
-sends one sequence a chunk at a time, the state carried from call to call, as a codec runs
-online; the whole sequence is one timed call.
+printed, the worker then prints ``{"kind": "idle"}``: it waits for its next unit. What a unit
+times is its operation's (``bench.measuring.operations``); the worker keeps the timing.
 """
 
 from __future__ import annotations
@@ -27,15 +26,17 @@ import importlib
 import json
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any, TextIO
 
 from bench.measuring.job import Job
-from bench.measuring.operations import Bench, Unit
+from bench.measuring.point import Bench, Unit, units
 from bench.measuring.threads import apply, check, observed, pin
-from bench.measuring.timing import Prepared, peak_rss_mb
+from bench.measuring.timing import Prepared, alone, peak_rss_mb
 from bench.records import (
+    Point,
     Record,
+    ResultRecord,
     VariantRecord,
     to_json,
 )
@@ -61,7 +62,9 @@ def serve(bench: Bench, commands: TextIO, say: Callable[[str], None]) -> None:
             made, prepared = prepared.records(), None
         else:
             unit = Unit.from_json(command["unit"])
-            answer = bench.alone(unit) if command.get("alone") else bench.prepare(unit)
+            answer = bench.prepare(unit)
+            if command.get("alone"):
+                answer = alone(answer)
             if isinstance(answer, Prepared):
                 prepared = answer
                 ready = {"kind": READY, "per_call": answer.per_call, "rule": answer.rule}
@@ -71,6 +74,13 @@ def serve(bench: Bench, commands: TextIO, say: Callable[[str], None]) -> None:
         for record in made:
             say(to_json(record))
         say(json.dumps({"kind": IDLE}))
+
+
+def measure_shape(job: Job, point: Point) -> Iterator[ResultRecord]:
+    """The point's measurements on a fresh model, each timed alone."""
+    bench = Bench(job)
+    for unit in units([point]):
+        yield from alone(bench.prepare(unit))
 
 
 def main(argv: list[str] | None = None) -> None:

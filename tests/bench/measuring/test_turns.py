@@ -12,7 +12,7 @@ import pytest
 
 from bench.catalogue import VARIANTS
 from bench.measuring.job import Settings
-from bench.measuring.operations import Unit, units
+from bench.measuring.point import Unit, units
 from bench.measuring.runner import Planned, env_of, groups, job_of, shared
 from bench.measuring.timing import Rule
 from bench.measuring.turns import Floor, Turn, Worker, in_turn, measure

@@ -1,21 +1,38 @@
-"""``bench.measuring.worker``: its own peak memory, a long step timed alone, the stream at each
-side."""
+"""``bench.measuring.worker``: its answers to the runner's commands, and its own peak
+memory."""
 
 from __future__ import annotations
 
+import io
+import json
 import sys
 
 import numpy as np
 import pytest
 
-import frae
-from bench.grid import STREAM_CHUNKS
 from bench.measuring.job import Job, Settings
-from bench.measuring.operations import measure_shape, pieces, streams
-from bench.records import RECEIVER, SENDER, STREAM, Point
-from frae.data import multi_sine
-from impls.reference import ReferenceBackend
+from bench.measuring.point import Bench, Unit
+from bench.measuring.worker import serve
+from bench.records import Point
 from tests.processes import python
+
+
+def test_the_worker_answers_each_command_in_turn_and_alone() -> None:
+    """In turn: ``ready`` with the steps a call makes and the rule, a ``sample`` of one run's
+    seconds each, the record at ``stop``; alone: the record at once; ``idle`` after each."""
+    settings = Settings(repeats=3, min_time_s=0.0, budget_s=0.0, max_samples=3)
+    unit = Unit(Point("default", 1, 20, ("predict",)), "predict").to_json()
+    commands = [{"unit": unit, "alone": False}, "sample", "sample", "stop"]
+    commands.append({"unit": unit, "alone": True})
+    said: list[str] = []
+    lines = io.StringIO("".join(json.dumps(command) + "\n" for command in commands))
+    serve(Bench(Job("reference", "reference", settings)), lines, said.append)
+    answers = [json.loads(line) for line in said]
+    kinds = ["idle", "ready", "sample", "sample", "result", "idle", "result", "idle"]
+    assert [answer["kind"] for answer in answers] == kinds
+    assert answers[1] == {"kind": "ready", "per_call": 1, "rule": [3, 0.0, 0.0, 3]}
+    assert all(len(answer["seconds"]) == 1 for answer in answers[2:4])
+    assert [answers[4]["samples"], answers[6]["samples"]] == [2, 3]
 
 
 @pytest.mark.skipif(sys.platform != "linux", reason="the carried-over peak is Linux's")
@@ -24,69 +41,3 @@ def test_a_workers_peak_memory_is_its_own() -> None:
     ballast = np.ones(2**25)  # 256 MiB resident in this process
     probe = "from bench.measuring.timing import peak_rss_mb; print(peak_rss_mb())"
     assert float(python("-c", probe, timeout=60).stdout) < ballast.nbytes / 2**20 / 2
-
-
-@pytest.mark.parametrize(("long_step_s", "per_sample"), [(0.0, 1), (100.0, 5)])
-def test_a_long_training_step_is_timed_one_per_sample(long_step_s: float, per_sample: int) -> None:
-    """K = 5 steps a sample spread a fit call's own cost; a step longer than ``long_step_s``
-    has none to spread, and is timed alone, which the note says."""
-    settings = Settings(
-        train_steps=5,
-        long_call_s=100.0,
-        long_step_s=long_step_s,
-        repeats=3,
-        min_time_s=0.0,
-        budget_s=0.0,
-        max_samples=3,
-    )
-    job = Job(variant="reference", backend="reference", settings=settings)
-    (row,) = measure_shape(job, Point("default", 1, 20, ("train_step",)))
-    assert row.steps_per_sample == per_sample and row.median_s is not None
-    assert ("fit(x, epochs=1) a sample" in (row.note or "")) == (per_sample == 1)
-
-
-TINY = Settings(repeats=2, min_time_s=0.0, budget_s=0.0, max_samples=2)
-"""Two timed runs of a side: enough for quartiles, fast on the reference."""
-
-
-class EncodeNotOffered(ReferenceBackend):
-    """A backend without ``encode`` and ``decode``: its stream is unsupported."""
-
-    def _encode(self, x: np.ndarray, state: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        raise NotImplementedError("this backend predicts alone")
-
-
-def test_the_worker_streams_the_reference_at_each_side_and_chunk_length() -> None:
-    job = Job(variant="reference", backend="reference", settings=TINY)
-    rows = list(measure_shape(job, Point("default", 1, 20, (STREAM,))))
-    expected = [(side, chunk) for side in (SENDER, RECEIVER) for chunk in STREAM_CHUNKS]
-    assert [(r.side, r.chunk) for r in rows] == expected
-    each = (STREAM, 1, 20, 2, 1)  # the operation, B, T, samples and steps per sample
-    for r in rows:
-        assert (r.operation, r.batch, r.steps, r.samples, r.steps_per_sample) == each
-        assert r.q1_s is not None and r.median_s is not None and r.q3_s is not None
-        assert 0 < r.q1_s <= r.median_s <= r.q3_s and r.first_call_s, r
-        assert r.us_per_step == pytest.approx(r.median_s / 20 * 1e6)  # µs per frame
-
-
-def test_a_backend_that_cannot_stream_gets_every_row_with_why() -> None:
-    job = Job(variant="no", backend="tests.bench.measuring.test_worker:EncodeNotOffered", settings=TINY)
-    rows = list(measure_shape(job, Point("default", 1, 20, (STREAM,))))
-    assert len(rows) == 4 and {r.unsupported for r in rows} == {"this backend predicts alone"}
-    assert all(r.median_s is None and r.side and r.chunk for r in rows)
-
-
-def test_the_streamed_runs_carry_the_state_from_call_to_call() -> None:
-    """Each side's run ends at the state one whole call ends at; a chunk length that does not
-    divide T leaves a shorter last chunk."""
-    model = frae.create("reference", frae.FRAEConfig(feedback="state", state_dim=3), seed=1)
-    x = multi_sine(batch=1, steps=23, features=2, seed=0)
-    codes, sent = model.encode(x, return_state=True)
-    _, received = model.decode(codes, return_state=True)
-    for stream in streams(model, x, codes, chunks=(1, 10)):
-        last = stream.run()
-        np.testing.assert_allclose(last, sent if stream.side == SENDER else received, rtol=1e-12)
-    cut = pieces(x, 10)
-    assert [piece.shape[1] for piece in cut] == [10, 10, 3]
-    assert all(piece.flags.c_contiguous for piece in cut)
-    np.testing.assert_array_equal(np.concatenate(cut, axis=1), x)

@@ -1,6 +1,5 @@
-"""What the codec's measurements time (``bench.measuring.worker``): a quantized model's sequence
-sent
-as packets of bytes, a chunk of frames a packet (``frae.codec.Encoder``), and received
+"""The codec's runs at each side and chunk length (``Coding``): a quantized model's sequence
+sent as packets of bytes, a chunk of frames a packet (``frae.codec.Encoder``), and received
 (``frae.codec.Decoder``); the entropy coder alone, the same symbols coded to the same bytes
 and back (``frae.codec.coder``: a range coder a packet, each sequence written into it, ended
 at the shortest length; opened over the packet's bytes, each sequence read), with no model and
@@ -12,19 +11,30 @@ anew, as a fresh stream's would be.
 
 What the packets weigh is measured once, beside them (``packet_sizes``): the mean bits of a
 packet past the stream's opening and of its symbols' information under the prior, which the
-sender's records carry (``ResultRecord.packet_bits``, ``information_bits``)."""
+sender's records carry (``ResultRecord.packet_bits``, ``information_bits``).
+
+The runs at one side and chunk length are timed in turn, a sample of each a round, so that a
+drift of the machine falls on each alike (the coder's share is the difference of two of
+them); the runs are made once a point, on a model holding ``codec_weights``."""
 
 from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Iterator
+from functools import partial
 from typing import Any, NamedTuple
 from unittest import mock
 
 import numpy as np
 import numpy.typing as npt
 
-from bench.records import BYPASSED, CODEC, CODER, RECEIVER, SENDER
+from bench.grid import STREAM_CHUNKS
+from bench.measuring.job import Job
+from bench.measuring.operations.base import Operation
+from bench.measuring.operations.stream import pieces
+from bench.measuring.point import OnPoint, Row, Unit
+from bench.measuring.timing import Made, Prepared, Rule, seconds_of
+from bench.records import BYPASSED, CODEC, CODER, CODING, RECEIVER, SENDER
 from frae.config import FRAEConfig
 
 WEIGHTS_SEED, WEIGHTS_STDDEV = 1, 1.0
@@ -65,12 +75,6 @@ def codec_weights(config: FRAEConfig) -> dict[str, npt.NDArray[np.float32]]:
     }
 
 
-def along_time(sequence: npt.NDArray[Any], chunk: int) -> list[npt.NDArray[Any]]:
-    """``sequence`` (B, T, ·) cut along T into chunks of ``chunk`` frames, the last shorter."""
-    steps = sequence.shape[1]
-    return [np.ascontiguousarray(sequence[:, at : at + chunk]) for at in range(0, steps, chunk)]
-
-
 def codec_runs(
     model: Any, x: npt.NDArray[np.float32], chunks: tuple[int, ...]
 ) -> Iterator[CodecRun]:
@@ -84,19 +88,19 @@ def codec_runs(
     fitted_on = multi_sine(batch=batch, steps=steps, features=features, seed=PRIOR_SEED)
     prior = codec.fit_prior(model, fitted_on)
     for chunk in chunks:
-        pieces, sent, received = along_time(x, chunk), list[Any](), list[Any]()
-        packets = _sending(model, prior, pieces, recording(sent))()
+        cut, sent, received = pieces(x, chunk), list[Any](), list[Any]()
+        packets = _sending(model, prior, cut, recording(sent))()
         _receiving(model, prior, packets, recording(received))()
         unpacked = unpack(packets)
         symbols = read_symbols(prior, unpacked, batch)
         sizes = packet_sizes(prior, packets, symbols)
-        sending, receiving = _sending(model, prior, pieces), _receiving(model, prior, packets)
+        sending, receiving = _sending(model, prior, cut), _receiving(model, prior, packets)
         yield CodecRun(CODEC, SENDER, chunk, sending, sizes)
         yield CodecRun(CODEC, RECEIVER, chunk, receiving)
         yield CodecRun(CODER, SENDER, chunk, _writing(prior, symbols))
         yield CodecRun(CODER, RECEIVER, chunk, _reading(prior, unpacked, batch))
         replayed = _receiving(model, prior, packets, replaying(received))
-        yield CodecRun(BYPASSED, SENDER, chunk, _sending(model, prior, pieces, replaying(sent)))
+        yield CodecRun(BYPASSED, SENDER, chunk, _sending(model, prior, cut, replaying(sent)))
         yield CodecRun(BYPASSED, RECEIVER, chunk, replayed)
 
 
@@ -265,3 +269,57 @@ def _reading(prior: Any, packets: list[Packet], sequences: int) -> Callable[[], 
         read_symbols(prior, packets, sequences)
 
     return read
+
+
+Runs = dict[tuple[str, int], list[CodecRun]]
+"""The codec's runs by side and chunk length."""
+
+
+def made_runs(at: OnPoint) -> tuple[Runs, dict[str, str]]:
+    """The codec's runs on the point's model and input, or none and why (``unsupported`` or
+    ``error``)."""
+    try:
+        runs = list(codec_runs(at.model, at.x, STREAM_CHUNKS))
+    except NotImplementedError as error:
+        return {}, {"unsupported": str(error)}
+    except Exception as error:  # reported on every row
+        return {}, {"error": f"{type(error).__name__}: {error}"}
+    together: Runs = {}
+    for run in runs:
+        together.setdefault((run.side, run.chunk), []).append(run)
+    return together, {}
+
+
+class Coding(Operation):
+    """The codec's runs at one side and chunk length: through packets, the coder alone and
+    the codec with its coder bypassed, timed in turn; where they could not be made, every
+    run's record says why."""
+
+    sided = True
+
+    def weights(self, config: FRAEConfig) -> dict[str, npt.NDArray[np.float32]]:
+        return codec_weights(config)
+
+    def names(self, name: str) -> tuple[str, ...]:
+        return CODING
+
+    def prepare(self, at: OnPoint, unit: Unit, job: Job, row: Row) -> Made:
+        made, why = at.once(CODEC, made_runs)
+        if why:
+            return [row(operation, **why) for operation in CODING]
+        assert unit.side is not None and unit.chunk is not None
+        runs = made[unit.side, unit.chunk]
+        settings = job.settings.for_stream()
+        rows: list[Row] = [
+            partial(row, run.operation, threads=settings.threads, **(run.sizes or {}))
+            for run in runs
+        ]
+
+        def each_once() -> list[float]:
+            return [seconds_of(run.run) for run in runs]
+
+        try:
+            firsts = each_once()  # a stream's first run: its compiles, and nothing to warm up
+        except Exception as error:  # every run's record says why
+            return [each(error=f"{type(error).__name__}: {error}") for each in rows]
+        return Prepared(rows, firsts, each_once, 1, Rule.of(settings))
