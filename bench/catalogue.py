@@ -4,6 +4,8 @@ registered backend, a baseline given by import path, a floor, or a port of one's
 
 from __future__ import annotations
 
+import os
+import sys
 from dataclasses import replace
 
 import frae
@@ -303,3 +305,28 @@ def unavailable(variant: Variant) -> str | None:
         if compiler() is None:
             return "no C compiler (cc or gcc) on PATH"
     return reason
+
+
+def select(names: list[str] | None, quick: bool = False) -> list[Variant]:
+    """The variants named (by default all but the optional ones, and with ``quick`` those
+    that run in ``--quick``), a name with ``:`` a port's import path (``port``); an unknown
+    one raises ``ValueError``."""
+    if not names:
+        return [v for v in VARIANTS if not v.optional and (v.quick or not quick)]
+    known = {v.name: v for v in VARIANTS}
+    if unknown := [n for n in names if n not in known and ":" not in n]:
+        raise ValueError(
+            f"variants must be among {list(known)} or 'package.module:Factory', got {unknown}"
+        )
+    return [known[name] if name in known else port(name) for name in names]
+
+
+def port(path: str) -> Variant:
+    """A port of one's own, ``package.module:Factory``, as a variant held to the targets; its
+    module must be findable from the working folder (imports nothing)."""
+    if os.getcwd() not in sys.path:  # as ``python -m`` has it; the console script does not
+        sys.path.insert(0, os.getcwd())
+    reason = frae.unavailable_reason(path) if path.partition(":")[2] else "no factory after ':'"
+    if reason is not None:
+        raise ValueError(f"variant {path!r} must name an importable port: {reason}")
+    return Variant(path, path, Role.COMPILED, f"a port given by import path, {path}", wide=TARGETED)

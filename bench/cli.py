@@ -15,51 +15,20 @@ port beside the floor, on a wider model:
 from __future__ import annotations
 
 import argparse
-import os
-import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from bench.catalogue import TARGETED, VARIANTS, unavailable
+from bench.catalogue import VARIANTS, select, unavailable
 from bench.grid import BATCHES, STEPS, choose_grid, read_config, with_codec, with_quantized
 from bench.measuring.job import QUICK_SETTINGS, Settings
 from bench.measuring.runner import default_out, run
 from bench.measuring.threads import check_count
 from bench.records import EVERY_OPERATION, OPERATIONS, ParityRecord, Record, to_json
-from bench.roles import Role
-from bench.variant import Variant
 from frae.config import FRAEConfig
 from frae.files import write_atomically
 from frae.validation import check_code_step
-
-
-def select(names: list[str] | None, quick: bool = False) -> list[Variant]:
-    """The variants named (by default all but the optional ones, and with ``quick`` those
-    that run in ``--quick``), a name with ``:`` a port's import path (``port``); an unknown
-    one raises ``ValueError``."""
-    if not names:
-        return [v for v in VARIANTS if not v.optional and (v.quick or not quick)]
-    known = {v.name: v for v in VARIANTS}
-    if unknown := [n for n in names if n not in known and ":" not in n]:
-        raise ValueError(
-            f"variants must be among {list(known)} or 'package.module:Factory', got {unknown}"
-        )
-    return [known[name] if name in known else port(name) for name in names]
-
-
-def port(path: str) -> Variant:
-    """A port of one's own, ``package.module:Factory``, as a variant held to the targets; its
-    module must be findable from the working folder (imports nothing)."""
-    import frae
-
-    if os.getcwd() not in sys.path:  # as ``python -m`` has it; the console script does not
-        sys.path.insert(0, os.getcwd())
-    reason = frae.unavailable_reason(path) if path.partition(":")[2] else "no factory after ':'"
-    if reason is not None:
-        raise ValueError(f"variant {path!r} must name an importable port: {reason}")
-    return Variant(path, path, Role.COMPILED, f"a port given by import path, {path}", wide=TARGETED)
 
 
 def benchmark(

@@ -131,7 +131,7 @@ def choose_grid(
 def with_codec(grid: list[Point], models: dict[str, FRAEConfig]) -> list[Point]:
     """``grid`` and, for each point streaming a quantized model, the codec at the same B and T
     (``CODEC``): a point of its own, whose fresh model holds
-    ``bench.measuring.codec_runs.codec_weights``."""
+    ``bench.measuring.operations.codec.codec_weights``."""
     coded = [
         Point(point.model, point.batch, point.steps, (CODEC,))
         for point in grid

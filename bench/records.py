@@ -21,12 +21,12 @@ from bench.measuring.machine import Machine
 OPERATIONS = ("predict", "loss_and_grads", "train_step")
 STREAM = "stream"
 """A sequence sent a chunk at a time, the state carried from call to call
-(``bench.measuring.operations.streams``)."""
+(``bench.measuring.operations.stream``)."""
 EVERY_OPERATION = (*OPERATIONS, STREAM)
 CODEC, CODER, BYPASSED = "codec", "coder", "bypassed"
 """A quantized model's stream as packets of bytes (``frae.codec.Encoder`` / ``Decoder``), the
 entropy coder alone on the same symbols, and the codec with its coder bypassed
-(``bench.measuring.codec_runs``): measured wherever the streamed model is quantized
+(``bench.measuring.operations.codec``): measured wherever the streamed model is quantized
 (``bench.grid.with_codec``)."""
 CODING = (CODEC, CODER, BYPASSED)
 OFFERED = (*EVERY_OPERATION, CODEC)
@@ -95,8 +95,7 @@ class Point(NamedTuple):
 @dataclass(frozen=True)
 class Settings:
     """How long each measurement runs (``bench.measuring.worker``), and which part of the grid a
-    slow
-    variant gets."""
+    slow variant gets."""
 
     repeats: int = 7
     min_time_s: float = 0.5
@@ -240,9 +239,8 @@ class ResultRecord:
     """CPU seconds other processes took on the worker's CPUs while it timed its calls alone
     (Linux's ``/proc/stat``, to a clock tick): a core it shared (``bench.measuring.threads``)."""
     partners_s: dict[str, list[float]] | None = None
-    """Each floor sampled in turn with this measurement (``bench.measuring.turns``): its seconds
-    per step
-    of the operation a ratio to the floor divides by (``OVER_FLOOR``), one per timed call of
+    """Each floor sampled in turn with this measurement (``bench.measuring.turns``): its seconds per
+    step of the operation a ratio to the floor divides by (``OVER_FLOOR``), one per timed call of
     ``calls_s``, each taken next to it, in the same order."""
     threads: int | None = None
     cores_busy: float | None = None
@@ -252,8 +250,8 @@ class ResultRecord:
     """An exported model's size (its ``create_s`` holds the export)."""
     packet_bits: float | None = None
     """The codec sender's mean bits a packet past the stream's opening
-    (``bench.measuring.codec_runs``);
-    absent from the files written before it, as from every other measurement."""
+    (``bench.measuring.operations.codec``); absent from the files written before it, as from
+    every other measurement."""
     information_bits: float | None = None
     """Those packets' symbols' mean information under the prior: ``packet_bits`` less this
     is what a packet spends beyond its symbols."""
@@ -386,3 +384,9 @@ def _to_format_4(data: dict[str, Any]) -> dict[str, Any]:
 
 UPGRADES: tuple[Callable[[dict[str, Any]], dict[str, Any]], ...] = (_to_format_3, _to_format_4)
 """``UPGRADES[v - OLDEST]`` raises a line of format v to format v + 1."""
+
+
+def file_name(name: str) -> str:
+    """A variant's or a model's name as a file name (an import path's ``:`` and ``/``, a
+    label's spaces, replaced)."""
+    return "".join(c if c.isalnum() or c in "._-[]" else "_" for c in name)

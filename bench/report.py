@@ -14,8 +14,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from bench.measuring.runner import file_name
-from bench.records import Record, read
+from bench.records import Record, file_name, read
 from bench.reporting import sections as subjects
 from bench.reporting.analysis import Pivot
 from bench.reporting.plots import plots

@@ -25,7 +25,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import NamedTuple
 
-from bench.measuring.runner import default_out, file_name
+from bench.measuring.runner import default_out
 from bench.records import (
     EndRecord,
     Listing,
@@ -33,6 +33,7 @@ from bench.records import (
     Record,
     RunRecord,
     VariantRecord,
+    file_name,
     read,
     to_json,
 )
@@ -280,8 +281,7 @@ def merge(
 
 def report(title: str, out: Path, failed: Mapping[Invocation, str]) -> str:
     """The verdicts of ``bench.comparing.diff`` on ``OUT/old`` against ``OUT/new`` after ``title``,
-    and
-    the processes that failed; written to ``OUT/against.md`` in Markdown."""
+    and the processes that failed; written to ``OUT/against.md`` in Markdown."""
     from bench.comparing import diff
 
     old, new = diff.load(out / OLD, "OLD"), diff.load(out / NEW, "NEW")
@@ -301,7 +301,7 @@ def main(args: argparse.Namespace, options: argparse.ArgumentParser) -> None:
         sha = resolve(args.against)
     except ValueError as error:
         options.error(str(error))
-    from bench.cli import select
+    from bench.catalogue import select
 
     title = heading(args.against, sha)
     variants = [v.name for v in select(args.variants, args.quick)]

@@ -18,11 +18,10 @@ For the same measurement in two runs, with the time per step of every timed call
 with α = 0.002 (asv's threshold) and δ_min = 5 % by default. A rank test, for timings have
 long right tails that a t-test would mistake for a shift; a margin, for many calls make a
 trifling shift significant, and processes differ more than calls within one
-(``bench.comparing.rounds``);
-the rounds apart, for a process can run in a slow state for its whole life, and the calls
-of two such processes against three in the other state are apart however the margin is
-widened (docs/benchmark.md shows such an A/A run).
-Swapping OLD and NEW swaps ``slower`` and ``faster`` exactly.
+(``bench.comparing.rounds``); the rounds apart, for a process can run in a slow state for its whole
+life, and the calls of two such processes against three in the other state are apart however the
+margin is widened (docs/benchmark.md shows such an A/A run). Swapping OLD and NEW swaps ``slower``
+and ``faster`` exactly.
 """
 
 from __future__ import annotations

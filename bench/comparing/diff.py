@@ -6,9 +6,8 @@ OLD and NEW are ``results.jsonl`` files (``bench.records``) or the report folder
 them. Measurements pair by ``bench.records.Key``; each pair timed in both runs gets a
 verdict from ``bench.comparing.change`` with its p-value. Before the tables the diff lists what
 differs between the runs besides the code (``bench.comparing.differences``); after them, what one
-run
-did not time and why. With ``--fail-slower RATIO`` the exit status is 1 when a measurement
-is ``slower`` by at least RATIO, which lets a CI job fail on a regression.
+run did not time and why. With ``--fail-slower RATIO`` the exit status is 1 when a measurement is
+``slower`` by at least RATIO, which lets a CI job fail on a regression.
 """
 
 from __future__ import annotations

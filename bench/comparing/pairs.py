@@ -1,7 +1,6 @@
 """A figure and its spread: each measurement's per-call figures, its ratios to the floor from
 calls taken in turn with the floors (``bench.measuring.turns``), and how far they move over the
-calls
-and the rounds of a run.
+calls and the rounds of a run.
 
 For one measurement with timed calls c₁ … cₙ (seconds per step) and, in turn with each, the
 floors' calls f₁ … fₙ (the fastest floor's at each turn):

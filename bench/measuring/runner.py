@@ -33,6 +33,7 @@ from bench.records import (
     ResultRecord,
     RunRecord,
     VariantRecord,
+    file_name,
     to_json,
 )
 from bench.roles import FLOORS
@@ -371,12 +372,6 @@ def measure_roofline(threads: int, logs: Path) -> dict[str, Any]:
         return {"error": f"exited with {done.returncode}: {tail}"}
     found: dict[str, Any] = json.loads(lines[-1])
     return found
-
-
-def file_name(name: str) -> str:
-    """A variant's or a model's name as a file name (an import path's ``:`` and ``/``, a
-    label's spaces, replaced)."""
-    return "".join(c if c.isalnum() or c in "._-[]" else "_" for c in name)
 
 
 def default_out() -> Path:

@@ -4,13 +4,12 @@ round (the order reversed every other round), so that what the machine does to o
 it does to the samples it is compared with.
 
 The runner (``bench.measuring.runner``) drives each worker (``bench.measuring.worker``) a
-measurement at a time.
-A group of variants compared directly (a route and its framework's defaults, a backward by
-autodiff and by hand, one device and N) measures each measurement they share in turn; a
-floor that measures it too (the operation a ratio to the floor divides by,
-``bench.records.OVER_FLOOR``, at the same model and shape) takes its turn as well. Each
-member's record keeps the others' seconds per step beside its calls
-(``ResultRecord.partners_s``), the pairs that ``bench.comparing.pairs`` turns into ratios.
+measurement at a time. A group of variants compared directly (a route and its framework's defaults,
+a backward by autodiff and by hand, one device and N) measures each measurement they share in turn;
+a floor that measures it too (the operation a ratio to the floor divides by,
+``bench.records.OVER_FLOOR``, at the same model and shape) takes its turn as well. Each member's
+record keeps the others' seconds per step beside its calls (``ResultRecord.partners_s``), the pairs
+that ``bench.comparing.pairs`` turns into ratios.
 """
 
 from __future__ import annotations

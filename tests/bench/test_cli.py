@@ -183,7 +183,8 @@ def tiny_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
 def test_the_harness_writes_json_lines_markdown_and_plots(tiny_run: tuple[Path, str]) -> None:
     out, summary = tiny_run
     check_report(out, ["numba_floor", "reference"], TINY_OPERATIONS)
-    reference = next(line for line in summary.splitlines() if line.startswith("reference"))
+    table = summary[summary.index("\nB=1, T=") :]  # the summary, after the answer
+    reference = next(line for line in table.splitlines() if line.startswith("reference"))
     assert "×)" in reference  # every figure carries its ratio to the floor
     found = read(out / "results.jsonl")
     assert not [r for r in found if isinstance(r, ResultRecord) and r.operation == "loss_and_grads"]

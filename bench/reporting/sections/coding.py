@@ -1,9 +1,8 @@
 """What coding costs (the contract's "Coding: the model as a codec"): each quantized model's
-sequence sent and received as packets of bytes (``bench.measuring.codec_runs``), µs per frame
-beside the
-same model's stream, the entropy coder alone and bypassed; held to two targets, one frame a
-packet at B = 1: a route's codec frame over its stream frame (``STREAM_LIMITS``) and what a
-packet spends beyond its symbols' information (``OVERHEAD``)."""
+sequence sent and received as packets of bytes (``bench.measuring.operations.codec``), µs per
+frame beside the same model's stream, the entropy coder alone and bypassed; held to two
+targets, one frame a packet at B = 1: a route's codec frame over its stream frame
+(``STREAM_LIMITS``) and what a packet spends beyond its symbols' information (``OVERHEAD``)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
 """``bench.comparing.against``: ``--against REV``'s refusals before anything runs, the processes'
-order
-(ABBA), the options handed on, and each tree's processes merged into one run with rounds."""
+order (ABBA), the options handed on, and each tree's processes merged into one run with rounds."""
 
 from __future__ import annotations
 

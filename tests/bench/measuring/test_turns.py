@@ -1,7 +1,6 @@
 """``bench.measuring.turns`` and the runner's groups: the samples of the variants compared directly
-and
-of the floors taken in turn, one of each a round; each one's kept beside the others' calls,
-a floor's the operation a ratio to the floor divides by."""
+and of the floors taken in turn, one of each a round; each one's kept beside the others' calls, a
+floor's the operation a ratio to the floor divides by."""
 
 from __future__ import annotations
 

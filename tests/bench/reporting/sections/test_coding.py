@@ -1,7 +1,7 @@
-"""The codec in the benchmark: measured wherever a quantized model streams, on a point of its
-own; through packets, the coder alone and the coder bypassed at each side and chunk length,
-the sender's packets weighed; its section sets each beside the stream and judges a route's
-codec frame over its stream frame and a packet's bits beyond its symbols' information."""
+"""``bench.reporting.sections.coding``: what coding costs, each codec figure beside the
+stream's, and its targets judged: a route's codec frame over its stream frame and a packet's
+bits beyond its symbols' information (the runs themselves:
+tests/bench/measuring/operations/test_codec.py)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import frae
-from bench.grid import quick_grid, wide_models, with_codec
+from bench.grid import quick_grid, wide_models, with_codec, with_quantized
 from bench.records import (
     BYPASSED,
     CODEC,
@@ -32,7 +32,6 @@ from bench.reporting.sections.coding import (
     overhead_verdicts,
     stream_verdicts,
 )
-from bench.reporting.sections.rounding import with_quantized
 from bench.roles import Role
 from bench.variant import Variant
 from tests.bench_cases import markdown, run_record, streamed
