@@ -13,6 +13,11 @@ FEEDBACKS = ("output", "state")
 """What each step feeds back: the reconstruction x̂_{t-1} (the contract's "The model") or
 the decoder's GRU state s_{t-1} (the contract's "State feedback")."""
 
+PRIOR_LOCATION = "prior/location"
+PRIOR_LOG_SCALE = "prior/log_scale"
+"""The learned prior's parameters μ and ρ = log s, each (L,), with ``rate_weight`` set (the
+contract's "Rate: training the codec for its bits"): initially zeros, never drawn."""
+
 FUSED_PRODUCT_MAX_SIZE = 256
 """Kernels with at most this many entries are applied as ``sum(h[..., :, None] * kernel,
 axis=-2)``, not as a matmul, in every compiled backend: XLA fuses it with the bias and the
@@ -95,7 +100,9 @@ class FRAEConfig:
     ``feedback="state"`` the decoder is a GRU of ``state_dim`` units followed by its dense
     layers, and its state is fed back (the contract's "State feedback"). With ``code_step`` Δ the
     code is quantized to multiples of Δ inside the recurrence (the contract's "Quantized
-    codes"). Invalid values raise on construction.
+    codes"); with ``rate_weight`` λ as well, the loss adds λ times the code's bits a frame under
+    a learned prior (the contract's "Rate: training the codec for its bits"). Invalid values
+    raise on construction.
     """
 
     input_dim: int = 2
@@ -107,6 +114,7 @@ class FRAEConfig:
     feedback: str = "output"
     state_dim: int | None = None
     code_step: float | None = None
+    rate_weight: float | None = None
 
     def __post_init__(self) -> None:
         checked = {
@@ -121,6 +129,9 @@ class FRAEConfig:
             "feedback": validation.check_choice(self.feedback, "feedback", FEEDBACKS),
             "code_step": validation.check_code_step(self.code_step),
         }
+        checked["rate_weight"] = validation.check_rate_weight(
+            self.rate_weight, validation.check_code_step(self.code_step)
+        )
         if checked["feedback"] == "state":
             checked["state_dim"] = validation.check_int(self.state_dim, "state_dim")
         elif self.state_dim is not None:
@@ -185,7 +196,14 @@ class FRAEConfig:
             shapes |= self.gru.parameter_shapes()
         for layer in self.decoder_layers:
             shapes |= _dense_shapes(layer)
+        if self.rate_weight is not None:
+            shapes |= dict.fromkeys(self.prior_parameters, (self.latent_dim,))
         return shapes
+
+    @property
+    def prior_parameters(self) -> tuple[str, ...]:
+        """The learned prior's canonical names, μ then ρ; none without ``rate_weight``."""
+        return () if self.rate_weight is None else (PRIOR_LOCATION, PRIOR_LOG_SCALE)
 
     def to_dict(self) -> dict[str, Any]:
         """The fields as plain JSON values (unit tuples as lists)."""

@@ -10,7 +10,7 @@ import zipfile
 import zlib
 from collections import Counter
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -36,10 +36,14 @@ _MESSAGE_LIMIT = 1000  # zipfile's and numpy's messages may quote a whole name o
 
 def initial_weights(config: FRAEConfig, seed: int = 0) -> Weights:
     """Draw every weight from ``numpy.random.default_rng(seed)``, N(0, 0.05), in
-    ``FRAEConfig.parameter_shapes`` order, so every backend starts from the same values."""
+    ``FRAEConfig.parameter_shapes`` order, so every backend starts from the same values; the
+    learned prior's parameters start at zero, drawing nothing."""
     rng = np.random.default_rng(validation.check_seed(seed))
+    prior = config.prior_parameters
     return {
-        name: rng.normal(0.0, INIT_STDDEV, size=shape).astype(np.float32)
+        name: np.zeros(shape, np.float32)
+        if name in prior
+        else rng.normal(0.0, INIT_STDDEV, size=shape).astype(np.float32)
         for name, shape in config.parameter_shapes().items()
     }
 
@@ -61,6 +65,8 @@ def from_flat(config: FRAEConfig, flat: npt.ArrayLike, *, by_sorted_name: bool =
 
 def infer_config(weights: Mapping[str, object]) -> FRAEConfig:
     """The sizes that a set of canonical weights describes (activations left at defaults).
+    Where they hold a learned prior's parameters, ``code_step`` is 1 and ``rate_weight`` 0:
+    the step and the weight are the config's to give, the shapes cannot tell them.
 
     Each width is the majority of the entries that fix it, so one wrong entry is outvoted and
     the check that follows names that entry, not the ones around it.
@@ -112,6 +118,14 @@ class _Votes:
 
 
 def _infer_config(shapes: Mapping[str, object]) -> FRAEConfig:
+    """``_infer_sizes``, with a learned prior where ``shapes`` names one (``infer_config``)."""
+    config = _infer_sizes(shapes)
+    if any(name.startswith("prior/") for name in shapes):
+        return replace(config, code_step=1.0, rate_weight=0.0)
+    return config
+
+
+def _infer_sizes(shapes: Mapping[str, object]) -> FRAEConfig:
     """The config that most of ``shapes`` (canonical name -> shape) agree on: each width is
     voted on by every shape that fixes it (a bias length, a kernel's columns, the next
     kernel's rows), one vote per entry; the layer counts come from the names alone.

@@ -70,6 +70,24 @@ def check_code_step(value: object) -> float | None:
     return step
 
 
+def check_rate_weight(value: object, code_step: float | None) -> float | None:
+    """``None``, or λ ≥ 0, a finite number, with ``code_step`` set (the contract's "Rate:
+    training the codec for its bits")."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"rate_weight must be a number or None, got {describe(value)}")
+    weight = float(value)
+    if not math.isfinite(weight) or weight < 0.0:
+        raise ValueError(f"rate_weight must be a finite number of at least 0, got {value!r}")
+    if code_step is None:
+        raise ValueError(
+            f"rate_weight ({value!r}) needs code_step set: the rate counts the bits of the "
+            "quantized code's symbols"
+        )
+    return weight
+
+
 def check_units(value: object, name: str) -> tuple[int, ...]:
     """A sequence (possibly empty) of positive layer widths."""
     if isinstance(value, str | bytes) or not isinstance(value, Iterable):

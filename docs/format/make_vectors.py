@@ -179,7 +179,7 @@ def main() -> None:
         VECTORS / "model.json",
         {
             "config": CONFIG.to_dict(),
-            "config_json": json.dumps(CONFIG.to_dict(), sort_keys=True),
+            "config_json": byte_format.config_json(CONFIG),
             "weights": "model.safetensors",
             "weights_drawn": WEIGHTS,
             "parameter_order": list(CONFIG.parameter_shapes()),

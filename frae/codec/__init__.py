@@ -4,7 +4,9 @@ kept in checkpoints beside the weights: ``load_prior``),
 the entropy coder that turns symbols into words and back (``coder``, constriction's range
 coder: the ``codec`` extra, imported when it first codes), and a signal to bytes and back
 (``compression``, in the format of ``byte_format``), or a chunk at a time as packets
-(``packets``), which survive the losses of ``loss``."""
+(``packets``), which survive the losses of ``loss``; the rate a learned prior gives the codes
+(``rate``, the contract's "Rate: training the codec for its bits") and its integer tables
+(``learned_prior``)."""
 
 import os
 
@@ -27,9 +29,11 @@ from frae.codec.coder import (
     size_bound_bits,
 )
 from frae.codec.compression import compress, decompress, read
+from frae.codec.learned_prior import prior_from_model, prior_from_parameters
 from frae.codec.loss import gilbert_elliott
 from frae.codec.packets import CONCEALMENTS, Decoder, Encoder
 from frae.codec.prior import MAX_TABLE_SYMBOLS, PRECISION, Prior, fit_prior, prior_of_symbols
+from frae.codec.rate import FLOOR_BITS, bits
 from frae.quantization import SYMBOL_LIMIT, passes_gradient, quantize, symbols, tie_margin
 
 
@@ -46,6 +50,7 @@ __all__ = [
     "CONCEALMENTS",
     "ENDING_BITS",
     "ESCAPE_BITS",
+    "FLOOR_BITS",
     "HEADER_BYTES",
     "MAX_STREAM_SYMBOLS",
     "MAX_TABLE_SYMBOLS",
@@ -60,6 +65,7 @@ __all__ = [
     "Decoder",
     "Encoder",
     "Prior",
+    "bits",
     "compress",
     "decode_symbols",
     "decompress",
@@ -69,6 +75,8 @@ __all__ = [
     "information_bits",
     "load_prior",
     "passes_gradient",
+    "prior_from_model",
+    "prior_from_parameters",
     "prior_of_symbols",
     "quantize",
     "read",

@@ -97,11 +97,27 @@ def digest(*parts: bytes) -> bytes:
     return hasher.digest()
 
 
+TRAINING_ONLY_FIELDS = ("rate_weight",)
+"""Config fields that decoding never reads, left out of the model digest with the learned
+prior's parameters: a model trained for its bits and the same weights without the rate term
+make and read the same bytes."""
+
+
+def config_json(config: Any) -> str:
+    """The config as the model digest's first part: its fields but ``TRAINING_ONLY_FIELDS``,
+    as JSON with sorted keys."""
+    fields = {k: v for k, v in config.to_dict().items() if k not in TRAINING_ONLY_FIELDS}
+    return json.dumps(fields, sort_keys=True)
+
+
 def model_digest(config: Any, weights: dict[str, Any]) -> bytes:
-    """The digest of a config and its canonical weights, as float32 in canonical order."""
-    layout = json.dumps(config.to_dict(), sort_keys=True).encode()
+    """The digest of a config and its canonical weights, as float32 in canonical order, both
+    without what only training reads (``TRAINING_ONLY_FIELDS``, the prior's parameters)."""
+    layout = config_json(config).encode()
     arrays = [
-        np.ascontiguousarray(weights[name], "<f4").tobytes() for name in config.parameter_shapes()
+        np.ascontiguousarray(weights[name], "<f4").tobytes()
+        for name in config.parameter_shapes()
+        if name not in config.prior_parameters
     ]
     return digest(layout, *arrays)
 

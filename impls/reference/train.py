@@ -4,12 +4,14 @@ out, and the contract's SGD and Adam."""
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from frae import activations, codec
 from frae.backend import Moments, TrainStep
+from frae.codec import rate
 from frae.config import GRU, FRAEConfig
 from frae.optimizers import ADAM
 from frae.params import Weights
@@ -51,12 +53,36 @@ def gru_backward(
     return d_code, d_state * p + d_c @ params[gru.recurrent_kernel].T
 
 
+RateTerm = tuple[
+    Callable[[Any, Any, Any, float], Any], Callable[[Any, Any, Any, float], rate.Slopes]
+]
+"""The bits of each code under the prior (μ, ρ, Δ) and their slopes: ``frae.codec.rate``'s."""
+
+
+def rate_gradients(
+    config: FRAEConfig, params: Params, codes: Array, grads: Params, rate_term: RateTerm
+) -> tuple[float, Array]:
+    """λ·mean over (B, T) of bits_t for the codes ẑ (B, T, L); adds its gradients in μ and ρ
+    into ``grads`` and returns it with d (λ·rate) / d ẑ."""
+    symbol_bits, slopes = rate_term
+    weight, step = float(config.rate_weight or 0.0), float(config.code_step or 0.0)
+    location, log_scale = (params[name] for name in config.prior_parameters)
+    frames = codes.shape[0] * codes.shape[1]
+    rate_loss = weight * float(symbol_bits(codes, location, log_scale, step).sum()) / frames
+    slope = slopes(codes, location, log_scale, step)
+    per_frame = weight / frames
+    for name, value in zip(config.prior_parameters, slope[1:], strict=True):
+        grads[name] += per_frame * value.sum(axis=(0, 1))
+    return rate_loss, per_frame * slope.code
+
+
 def loss_and_grads(
     config: FRAEConfig,
     params: Params,
     x: Array,
     y: Array,
     passes_gradient: Callable[[Array, float], npt.NDArray[np.bool_]] = codec.passes_gradient,
+    rate_term: RateTerm = (rate.symbol_bits, rate.slopes),
 ) -> tuple[float, Params]:
     """Mean squared error of ``unroll(x)`` against ``y`` and its exact gradient.
 
@@ -66,14 +92,20 @@ def loss_and_grads(
     With state feedback the gradient reaching s_t is the decoder's, plus what flows back from
     step t+1 through the encoder's feedback rows (F..F+H-1) and through the GRU. With a
     code step, d loss / d z_t is d loss / d ẑ_t where ``passes_gradient`` (``|z_t / Δ| ≤ Q``)
-    and zero elsewhere.
+    and zero elsewhere. With a rate weight λ the loss adds λ·mean(bits_t), its slopes from
+    ``rate_term`` (the bits and their slopes: ``rate_gradients``), which reach z_t through
+    the same straight-through pass.
     """
     traces: list[StepTraces] = []
-    outputs, _, _ = unroll(config, params, x, traces=traces)
+    outputs, codes, _ = unroll(config, params, x, traces=traces)
     error = outputs - y
     loss = float(np.mean(error**2))
     d_outputs = 2.0 * error / error.size
     grads = {name: np.zeros_like(value) for name, value in params.items()}
+    d_codes = np.zeros_like(codes)
+    if config.rate_weight is not None:
+        rate_loss, d_codes = rate_gradients(config, params, codes, grads, rate_term)
+        loss += rate_loss
     features, latent, gru = config.input_dim, config.latent_dim, config.gru
     d_feedback = np.zeros((x.shape[0], config.feedback_dim), dtype=outputs.dtype)
     for t in reversed(range(x.shape[1])):
@@ -86,6 +118,7 @@ def loss_and_grads(
         else:
             d_state = dense_stack_backward(params, decoder_traces, d_outputs[:, t], grads)
             d_code, d_feedback = gru_backward(params, gru, gru_trace, d_state + d_feedback, grads)
+        d_code = d_code + d_codes[:, t]
         if config.code_step is not None:  # straight through the rounding, not the clip
             d_code = d_code * passes_gradient(encoder_traces[-1].out, config.code_step)
         d_encoder_in = dense_stack_backward(params, encoder_traces, d_code, grads)
