@@ -37,6 +37,7 @@ def test_the_layer_table_chains_widths_and_gives_the_output_its_own_activation(n
     if gru is not None:
         names += [gru.kernel, gru.recurrent_kernel, gru.bias, gru.recurrent_bias]
     names += [n for layer in decoder for n in (layer.kernel, layer.bias)]
+    names += ["prior/location", "prior/log_scale"] if config.rate_weight is not None else []
     assert list(shapes) == names
 
 
@@ -65,6 +66,45 @@ def test_config_dicts_reject_unknown_fields_and_bad_values() -> None:
         frae.FRAEConfig.from_dict({"activation": "relu"})
     with pytest.raises(TypeError, match="dict"):
         frae.FRAEConfig.from_dict([("input_dim", 2)])  # type: ignore[arg-type]
+
+
+def test_a_rate_weight_needs_a_code_step_and_a_finite_weight_of_at_least_zero() -> None:
+    for weight in (0, 0.0, 2, np.float32(0.5)):
+        config = frae.FRAEConfig(code_step=2**-3, rate_weight=weight)
+        assert type(config.rate_weight) is float and config.rate_weight == float(weight)
+    for fields, match in [
+        ({"rate_weight": 0.1}, r"rate_weight.*needs code_step"),
+        ({"code_step": 0.5, "rate_weight": -0.1}, "rate_weight must be a finite number"),
+        ({"code_step": 0.5, "rate_weight": float("inf")}, "rate_weight must be a finite"),
+        ({"code_step": 0.5, "rate_weight": float("nan")}, "rate_weight must be a finite"),
+    ]:
+        with pytest.raises(ValueError, match=match):
+            frae.FRAEConfig(**fields)
+    for bad in ("0.1", True, [0.1]):
+        with pytest.raises(TypeError, match="rate_weight must be a number"):
+            frae.FRAEConfig(code_step=0.5, rate_weight=bad)
+
+
+def test_a_rate_weight_adds_the_prior_at_zero_and_draws_the_rest_as_before() -> None:
+    plain = frae.FRAEConfig(latent_dim=3, code_step=2**-4)
+    config = frae.FRAEConfig(latent_dim=3, code_step=2**-4, rate_weight=0.0)
+    shapes = config.parameter_shapes()
+    assert list(shapes) == [*plain.parameter_shapes(), "prior/location", "prior/log_scale"]
+    assert shapes["prior/location"] == shapes["prior/log_scale"] == (3,)
+    weights, before = frae.params.initial_weights(config, 7), frae.params.initial_weights(plain, 7)
+    for name in config.prior_parameters:
+        np.testing.assert_array_equal(weights.pop(name), np.zeros(3, np.float32))
+    assert weights.keys() == before.keys()
+    for name, value in before.items():
+        np.testing.assert_array_equal(weights[name], value)
+    assert plain.prior_parameters == ()
+
+
+def test_weights_holding_a_prior_imply_a_rate_config() -> None:
+    config = frae.FRAEConfig(latent_dim=2, code_step=2**-4, rate_weight=0.3)
+    implied = frae.params.infer_config(frae.params.initial_weights(config))
+    assert implied.parameter_shapes() == config.parameter_shapes()
+    assert (implied.code_step, implied.rate_weight) == (1.0, 0.0)
 
 
 def test_adam_constants_and_their_float32_rounding() -> None:

@@ -26,7 +26,21 @@ def parser(prog: str) -> argparse.ArgumentParser:
     for verb, text in helps.items():
         command = verbs.add_parser(verb, help=text, description=text)
         command.add_argument("checkpoint", type=Path, help="weights and config (and the prior)")
-        command.add_argument("input", type=Path, help="the signal (.npy) or the bytes")
+        if verb == "fit-prior":
+            command.add_argument(
+                "input",
+                type=Path,
+                nargs="?",
+                help="the signal (.npy) whose symbols are counted; not needed for a model "
+                "trained with rate_weight, whose learned prior makes the tables",
+            )
+            command.add_argument(
+                "--counted",
+                action="store_true",
+                help="count the signal's symbols even where the model has a learned prior",
+            )
+        else:
+            command.add_argument("input", type=Path, help="the signal (.npy) or the bytes")
         command.add_argument(
             "--out",
             type=Path,
@@ -74,7 +88,7 @@ def refuse_overwriting(args: argparse.Namespace) -> None:
     if args.verb == "fit-prior":
         del inputs["checkpoint"]
     for role, path in inputs.items():
-        if args.out is not None and _same_file(args.out, path):
+        if args.out is not None and path is not None and _same_file(args.out, path):
             raise ValueError(f"--out {args.out} is the {role}: it would be overwritten")
 
 
@@ -83,6 +97,24 @@ def _same_file(a: Path, b: Path) -> bool:
         return a.samefile(b)
     except OSError:  # either is missing: nothing to overwrite, or nothing to read
         return False
+
+
+def fit_prior(args: argparse.Namespace, model: Any) -> Any:
+    """The learned prior's tables where the model has one (``rate_weight`` set) and
+    ``--counted`` is not given, else the counts of the input's symbols; which, on stderr."""
+    import frae
+
+    if model.config.rate_weight is not None and not args.counted:
+        unread = "" if args.input is None else f"; {args.input} not read (--counted counts it)"
+        print(f"fit-prior: the tables of the model's learned prior{unread}", file=sys.stderr)
+        return frae.codec.prior_from_model(model)
+    if args.input is None:
+        raise ValueError(
+            "the model has no learned prior (rate_weight): give the signal whose symbols to count"
+        )
+    x = read_signal(args.input, model.config.input_dim)
+    print(f"fit-prior: the counts of the symbols of {args.input}", file=sys.stderr)
+    return frae.codec.fit_prior(model, x)
 
 
 def run(args: argparse.Namespace) -> Path:
@@ -95,8 +127,7 @@ def run(args: argparse.Namespace) -> Path:
     config = frae.checkpoints.load_config(args.checkpoint)
     weights, state = frae.load_checkpoint(args.checkpoint)
     if args.verb == "fit-prior":
-        x = read_signal(args.input, config.input_dim)
-        fitted = frae.codec.fit_prior(frae.create(args.backend, config, weights=weights), x)
+        fitted = fit_prior(args, frae.create(args.backend, config, weights=weights))
         out = args.out or args.checkpoint
         return frae.save_checkpoint(out, weights, state, config=config, prior=fitted)
     prior = frae.codec.load_prior(args.checkpoint)

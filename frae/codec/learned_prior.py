@@ -8,10 +8,11 @@ The rule, for each code dimension l with p_l the discretized logistic of ``frae.
    than ``MAX_TABLE_SYMBOLS``, the window of that width centred on rint(μ_l / Δ) (the lower
    half one shorter), moved inside the range; every dimension's window is then widened
    upwards to the widest (downwards where it would pass Q);
-2. each window symbol's frequency is f_k = max(1, rint(p_l(kΔ) · 2^P)) (nearest, ties to
-   even), and the escape's is what is left of 2^P;
-3. where that leaves the escape less than 1, the shortfall is taken one at a time from the
-   largest frequencies (the lowest symbol first among equals), round after round.
+2. a window symbol whose p_l(kΔ) · 2^P rounds to 0 gets frequency 1; with m of those, every
+   other gets max(1, rint(p_l(kΔ) · (2^P − m − 1))) (nearest, ties to even), which leaves the
+   escape (what is left of 2^P) about 1 plus the mass outside the window;
+3. where rounding leaves the escape less than 1, the shortfall is taken one at a time from
+   the largest frequencies above 1 (the lowest symbol first among equals), round after round.
 """
 
 from __future__ import annotations
@@ -68,11 +69,14 @@ def _window(location: float, log_scale: float, step: float) -> Window:
 def _frequencies(bits: npt.NDArray[np.float64]) -> npt.NDArray[np.int64]:
     """Rules 2 and 3: the window's frequencies from its symbols' bits, then the escape."""
     total = 2**PRECISION
-    shares = np.maximum(1, np.rint(np.exp2(PRECISION - bits))).astype(np.int64)
+    forced = np.rint(np.exp2(PRECISION - bits)) < 1
+    scale = total - int(forced.sum()) - 1
+    shares = np.where(forced, 1, np.maximum(1, np.rint(np.exp2(-bits) * scale))).astype(np.int64)
     shortfall = int(shares.sum()) + 1 - total
-    if shortfall > 0:
-        order = np.lexsort((np.arange(len(shares)), -shares))
-        rounds, rest = divmod(shortfall, len(shares))
-        shares -= rounds
-        shares[order[:rest]] -= 1
+    order = [int(i) for i in np.lexsort((np.arange(len(shares)), -shares))]
+    while shortfall > 0:
+        for index in order:
+            if shortfall > 0 and shares[index] > 1:
+                shares[index] -= 1
+                shortfall -= 1
     return np.append(shares, total - int(shares.sum()))

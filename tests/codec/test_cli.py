@@ -177,3 +177,47 @@ def test_a_write_that_fails_midway_leaves_the_old_file(
     assert sorted(path.name for path in out.parent.iterdir()) == sorted(
         ["out", *(path.name for path in fitted.values())]
     )
+
+
+LEARNED = frae.FRAEConfig(latent_dim=2, code_step=2**-6, rate_weight=0.01)
+
+
+def learned_checkpoint(folder: Path) -> tuple[Path, frae.Backend]:
+    """A checkpoint of a model with a learned prior (μ and ρ set apart from their zeros)."""
+    weights = large_weights(41) | {
+        "prior/location": np.array([0.1, -0.3], np.float32),
+        "prior/log_scale": np.array([-2.0, -1.0], np.float32),
+    }
+    path = frae.save_checkpoint(folder / "m.safetensors", weights, config=LEARNED)
+    return path, frae.create("reference", LEARNED, weights=weights)
+
+
+def test_fit_prior_takes_the_learned_prior_and_says_so(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    checkpoint, model = learned_checkpoint(tmp_path)
+    frae_codec("fit-prior", checkpoint)
+    assert "the model's learned prior" in capsys.readouterr().err
+    assert frae.codec.load_prior(checkpoint) == frae.codec.prior_from_model(model)
+
+
+def test_fit_prior_counts_a_signal_only_when_asked_where_the_model_learned_one(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    checkpoint, model = learned_checkpoint(tmp_path)
+    train = tmp_path / "train.npy"
+    np.save(train, frae.data.multi_sine(8, 30, seed=1))
+    frae_codec("fit-prior", checkpoint, train)
+    assert f"{train} not read" in capsys.readouterr().err
+    assert frae.codec.load_prior(checkpoint) == frae.codec.prior_from_model(model)
+    frae_codec("fit-prior", checkpoint, train, "--counted")
+    assert f"the counts of the symbols of {train}" in capsys.readouterr().err
+    assert frae.codec.load_prior(checkpoint) == frae.codec.fit_prior(model, np.load(train))
+
+
+def test_fit_prior_without_a_signal_or_a_learned_prior_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    paths = files(tmp_path)
+    error = refused(capsys, "fit-prior", paths["m.safetensors"])
+    assert "no learned prior (rate_weight): give the signal" in error
