@@ -49,6 +49,19 @@ def test_a_checkpoint_round_trips_bit_for_bit(tmp_path: Path, optimizer: str) ->
         assert_same_weights(getattr(loaded_state, moment), expected, moment)
 
 
+def test_a_learned_prior_and_its_moments_round_trip_with_its_rate_weight(tmp_path: Path) -> None:
+    config = frae.FRAEConfig(latent_dim=2, code_step=2**-4, rate_weight=0.25)
+    model = frae.create("reference", config, seed=1)
+    history = model.fit(frae.data.multi_sine(3, 5, seed=2), epochs=2, learning_rate=1e-2)
+    weights, state = model.get_weights(), history["training_state"]
+    path = frae.save_checkpoint(tmp_path / "c.safetensors", weights, state, config=config)
+    assert frae.checkpoints.load_config(path) == config
+    loaded, loaded_state = frae.load_checkpoint(path, config)
+    assert_same_weights(loaded, weights)
+    assert loaded_state is not None and set(config.prior_parameters) <= loaded_state.m.keys()
+    assert np.all(loaded["prior/log_scale"] != 0.0)  # trained, not the zeros it started from
+
+
 def test_the_file_is_safetensors_with_the_contracts_names_and_metadata(tmp_path: Path) -> None:
     from safetensors import safe_open
 
