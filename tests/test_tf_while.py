@@ -18,13 +18,19 @@ pytest.importorskip("tensorflow")
 backend = pytest.importorskip("impls.tf_while.backend")
 
 
+RATE = {"code_step": 2**-3, "rate_weight": 0.05}
+"""The contract's "Rate": its bits summed in the training loop, its prior read as weights."""
+
+
 @pytest.mark.parametrize(
     "config",
     [
         frae.FRAEConfig(encoder_units=(7,)),  # configs no other test traces
         frae.FRAEConfig(encoder_units=(7,), feedback="state", state_dim=6),
+        frae.FRAEConfig(encoder_units=(7,), **RATE),
+        frae.FRAEConfig(encoder_units=(7,), feedback="state", state_dim=6, **RATE),
     ],
-    ids=["output", "state"],
+    ids=["output", "state", "rate_output", "rate_state"],
 )
 @pytest.mark.slow
 def test_one_trace_per_shape_shared_by_instances(config: frae.FRAEConfig) -> None:

@@ -81,7 +81,7 @@ def a_new_state_value_does_not_retrace(
 
 def gradient_loops(loss: object = None, config: frae.FRAEConfig | None = None) -> str:
     """The optimized HLO of tf_while's ``loss_and_grads`` at T=37 (a length no weight has) and
-    B=2, for ``config`` (by default the default model), with ``train.mean_squared_error``
+    B=2, for ``config`` (by default the default model), with ``train.distortion_and_rate``
     replaced by ``loss`` if given."""
     from impls.tf_while import model as tf_model
     from impls.tf_while import train as tf_train
@@ -93,7 +93,7 @@ def gradient_loops(loss: object = None, config: frae.FRAEConfig | None = None) -
 
     def loss_and_grads(x: tf.Tensor) -> object:
         with tf.GradientTape() as tape:
-            value = (loss or tf_train.mean_squared_error)(config, variables, x, x)
+            value = (loss or tf_train.distortion_and_rate)(config, variables, x, x)
         return value, tape.gradient(value, variables)
 
     function = tf.function(loss_and_grads, jit_compile=True, autograph=False)

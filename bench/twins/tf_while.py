@@ -20,7 +20,7 @@ every step, time-major."""
 def recorded_forward(
     config: FRAEConfig, weights: dict[str, tf.Tensor], x: tf.Tensor, y: tf.Tensor
 ) -> tuple[tf.Tensor, Records, tf.Tensor]:
-    """``(loss, records, d_outputs)``: the loss as ``train.mean_squared_error`` sums it, each
+    """``(loss, records, d_outputs)``: the loss as ``train.distortion_and_rate`` sums it, each
     layer's inputs and slopes per step, and d loss / d x̂_t = 2(x̂_t − y_t)/(B·T·F)."""
     batch, steps = x.shape[0], x.shape[1]
     inputs = tf.transpose(x, [1, 0, 2])
@@ -129,8 +129,8 @@ def backward(
 def mean_squared_error_by_hand(
     config: FRAEConfig, variables: Variables, x: tf.Tensor, y: tf.Tensor
 ) -> tf.Tensor:
-    """``train.mean_squared_error``'s value, with ``backward`` as its gradient by
-    ``tf.custom_gradient``; output feedback only."""
+    """``train.distortion_and_rate``'s value without a rate term, mean((x̂ − y)²), with
+    ``backward`` as its gradient by ``tf.custom_gradient``; output feedback only."""
     if config.gru is not None:
         raise ValueError('the hand-written backward is for feedback="output" models only')
     names = list(variables)
@@ -163,11 +163,17 @@ def compiled_by_hand(jit_compile: bool) -> dict[str, Any]:
 
 class TFWhileBPTTBackend(TFWhileBackend):
     """``TFWhileBackend`` whose gradients and optimizer steps, on one device or a strategy's
-    replicas, go through ``backward``; a state-feedback model trains by autodiff."""
+    replicas, go through ``backward``; a state-feedback model trains by autodiff. A config
+    with ``rate_weight`` is refused: ``backward`` has no rate term."""
 
     name = "tf_while_bptt"
 
     def _build(self, weights: Weights) -> None:
+        if self.config.rate_weight is not None:
+            raise ValueError(
+                f"rate_weight must be None for {self.name}, got {self.config.rate_weight!r}: "
+                "its hand-written backward has no rate term"
+            )
         super()._build(weights)
         if self.config.gru is None:
             self.compiled = compiled_by_hand(self.jit_compile)

@@ -64,7 +64,7 @@ def compiled_functions(jit_compile: bool) -> dict[str, Any]:
     compile_ = functools.partial(tf.function, jit_compile=jit_compile, autograph=False)
     return {
         **{name: compile_(streamed(name, *spec)) for name, spec in export.FUNCTIONS.items()},
-        **training_functions(compile_, train.mean_squared_error),
+        **training_functions(compile_, train.distortion_and_rate),
         "start_fit": compile_(lambda config, v, *slots: train.start_fit(v, *slots)),
     }
 

@@ -102,6 +102,10 @@ class Exported(tf.Module):
         self, config: FRAEConfig, weights: Mapping[str, np.ndarray], collect: Collect
     ) -> None:
         super().__init__()
+        # the learned prior only trains: the artifact leaves it out
+        recurrence = {
+            name: value for name, value in weights.items() if name not in config.prior_parameters
+        }
 
         def function(kept: int, codes_given: bool) -> Any:
             width = config.latent_dim if codes_given else config.input_dim
@@ -112,7 +116,7 @@ class Exported(tf.Module):
 
             @tf.function(input_signature=signature, autograph=False)
             def run(sequences: tf.Tensor, state: tf.Tensor) -> dict[str, tf.Tensor]:
-                constants = {name: tf.constant(value) for name, value in weights.items()}
+                constants = {name: tf.constant(value) for name, value in recurrence.items()}
                 results = unroll_any_shape(
                     config, constants, sequences, state, codes_given=codes_given, collect=collect
                 )

@@ -3,9 +3,11 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
-from frae.config import FRAEConfig
+from frae.codec.rate import FLOOR_BITS
+from frae.config import PRIOR_LOCATION, PRIOR_LOG_SCALE, FRAEConfig
 from frae.optimizers import ADAM
 from frae.params import Weights
 from frae.training_state import MOMENTS, TrainingState
@@ -15,33 +17,70 @@ Slots = dict[str, Variables]
 """Adam's state: ``"step"`` (a scalar ``count``), ``"m"`` and ``"v"`` by canonical name."""
 
 Loss = Callable[[FRAEConfig, Variables, tf.Tensor, tf.Tensor], tf.Tensor]
-"""``(config, variables, x, y) -> mean((x̂ - y)²)``, differentiable by ``tf.GradientTape``."""
+"""``(config, variables, x, y) -> loss``, differentiable by ``tf.GradientTape``."""
 
 
-def mean_squared_error(
+def symbol_bits(
+    codes: tf.Tensor, location: tf.Tensor, log_scale: tf.Tensor, code_step: float
+) -> tf.Tensor:
+    """Each code's bits under the learned prior (the contract's "Rate: training the codec for
+    its bits"), codes u (…, L), μ and ρ (L,), c = Δ·e^−ρ::
+
+        a = (u − μ + Δ/2)·e^−ρ,   b = (u − μ − Δ/2)·e^−ρ
+        min(P, −log2 p),   log p = log σ(a) + log σ(−b) + log(−expm1(−c))
+
+    the product's form, no cancellation in either tail. Past the floor P the minimum passes
+    no gradient; multiplying by e^−ρ, not dividing by e^ρ, keeps the unused slopes of a
+    floored symbol finite even where a or b overflows, so none is 0·∞.
+    """
+    inverse_scale = tf.exp(-log_scale)
+    centred = codes - location
+    a = (centred + code_step / 2) * inverse_scale
+    b = (centred - code_step / 2) * inverse_scale
+    mass = -tf.math.expm1(-code_step * inverse_scale)
+    log_p = tf.math.log_sigmoid(a) + tf.math.log_sigmoid(-b) + tf.math.log(mass)
+    return tf.minimum(float(FLOOR_BITS), -log_p / math.log(2.0))
+
+
+def distortion_and_rate(
     config: FRAEConfig, variables: Variables, x: tf.Tensor, y: tf.Tensor
 ) -> tf.Tensor:
-    """mean((x̂ - y)²) over ``(B, T, F)``, each step's squares summed inside the loop, in
-    float64: through ``unroll``'s T-long outputs XLA copies their gradient at every backward
-    step, so a step would cost time proportional to T (docs/performance.md).
+    """mean((x̂ − y)²) over ``(B, T, F)``, plus, with a rate weight λ, λ·mean over ``(B, T)``
+    of bits_t = Σ_l ``symbol_bits`` of ẑ_t (the cell's code, straight through to z_t).
+
+    Each step's squares (and bits) are summed inside the loop, in float64: through
+    ``unroll``'s T-long outputs XLA copies their gradient at every backward step, so a step
+    would cost time proportional to T (docs/performance.md).
     """
     cell = make_cell(config, variables)
     batch, steps = x.shape[0], x.shape[1]
     inputs = tf.transpose(x, [1, 0, 2])
     targets = tf.transpose(y, [1, 0, 2])
+    # μ and ρ read outside the loop, as make_cell reads the weights
+    prior = {name: tf.convert_to_tensor(variables[name]) for name in config.prior_parameters}
+    code_step, rate_weight = config.code_step or 0.0, config.rate_weight or 0.0
 
-    def step(t: tf.Tensor, feedback: tf.Tensor, total: tf.Tensor) -> tuple[tf.Tensor, ...]:
-        _, reconstruction, feedback = cell(inputs[t], feedback)
-        squares = tf.reduce_sum(tf.square(reconstruction - targets[t]))
-        return t + 1, feedback, total + tf.cast(squares, tf.float64)
+    def step(t: tf.Tensor, feedback: tf.Tensor, *totals: tf.Tensor) -> tuple[tf.Tensor, ...]:
+        code, reconstruction, feedback = cell(inputs[t], feedback)
+        sums = [tf.reduce_sum(tf.square(reconstruction - targets[t]))]
+        if prior:
+            location, log_scale = prior[PRIOR_LOCATION], prior[PRIOR_LOG_SCALE]
+            sums.append(tf.reduce_sum(symbol_bits(code, location, log_scale, code_step)))
+        added = [sum_ + tf.cast(part, tf.float64) for sum_, part in zip(totals, sums, strict=True)]
+        return t + 1, feedback, *added
 
-    _, _, total = tf.while_loop(
+    zero = tf.constant(0.0, tf.float64)
+    totals = (zero, zero) if prior else (zero,)  # Σ squares, and Σ bits with a prior
+    _, _, *totals = tf.while_loop(
         lambda t, *_: t < steps,
         step,
-        (tf.constant(0), tf.zeros([batch, config.feedback_dim]), tf.constant(0.0, tf.float64)),
+        (tf.constant(0), tf.zeros([batch, config.feedback_dim]), *totals),
         maximum_iterations=steps,
     )
-    return tf.cast(total / float(batch * steps * config.input_dim), tf.float32)
+    loss = totals[0] / float(batch * steps * config.input_dim)
+    if prior:
+        loss += rate_weight * totals[1] / float(batch * steps)
+    return tf.cast(loss, tf.float32)
 
 
 def loss_and_grads(
@@ -50,7 +89,7 @@ def loss_and_grads(
     x: tf.Tensor,
     y: tf.Tensor,
     *,
-    loss: Loss = mean_squared_error,
+    loss: Loss = distortion_and_rate,
 ) -> tuple[tf.Tensor, dict[str, tf.Tensor]]:
     """``loss`` and its gradient from ``tf.GradientTape``; ``variables`` may be tensors (a
     replica's values). Raises ``ValueError`` at trace time, naming the weights the loss does
@@ -78,7 +117,7 @@ def train_step(
     y: tf.Tensor,
     lr: tf.Tensor,
     *,
-    loss: Loss = mean_squared_error,
+    loss: Loss = distortion_and_rate,
 ) -> tuple[tf.Tensor, tf.Tensor]:
     """One step of SGD, or of the contract's Adam given its ``slots``; returns the loss
     before the update and the weights after it, an output of the program for ``fit``'s
