@@ -1,9 +1,11 @@
-"""Training in Keras: the loss, gradients in the Keras backend's own language, the compiled
-training model, and data parallelism on Keras' own engines (JAX and TensorFlow)."""
+"""Training in Keras: the loss (with a rate weight, the codes' bits too), gradients in the Keras
+backend's own language, the compiled training model, and data parallelism on Keras' own engines
+(JAX and TensorFlow)."""
 
 from __future__ import annotations
 
 import contextlib
+import math
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
@@ -11,6 +13,7 @@ import numpy as np
 
 from frae import routes
 from frae.backend import Array, TrainStep, check_device_count
+from frae.codec.rate import FLOOR_BITS
 from frae.config import FRAEConfig
 from frae.devices import tensorflow_strategy
 from impls.keras_rnn.model import JAX_COMPILER_OPTIONS, PACKAGE, FRAECell, Tensor, keras, ops
@@ -22,31 +25,63 @@ REMAT_MIN_BATCH = 64
 """From this batch size on a gradient on JAX recomputes each step (``RECOMPUTED``)."""
 
 
+def symbol_bits(codes: Tensor, location: Tensor, log_scale: Tensor, step: float) -> Tensor:
+    """Each code's bits under the learned prior (the contract's "Rate: training the codec for
+    its bits"), codes u (…, L), μ and ρ (L,), in the product's form, each factor's log without
+    cancellation (``keras.ops.log_sigmoid`` is the framework's own)::
+
+        a = (u − μ + Δ/2) / s,   b = (u − μ − Δ/2) / s,   s = exp(ρ)
+        bits = min(FLOOR_BITS, −(log σ(a) + log σ(−b) + log(−expm1(−Δ/s))) / ln 2)
+
+    A floored symbol passes no gradient: ``minimum`` sends it to the constant, and every
+    factor's slope is finite, so none is 0 · ∞.
+    """
+    scale = ops.exp(log_scale)
+    centred = codes - location
+    a, b = (centred + step / 2) / scale, (centred - step / 2) / scale
+    log_p = ops.log_sigmoid(a) + ops.log_sigmoid(-b) + ops.log(-ops.expm1(-step / scale))
+    return ops.minimum(float(FLOOR_BITS), log_p / -math.log(2.0))
+
+
 @keras.saving.register_keras_serializable(package=PACKAGE)
 class SquaredErrorCell(keras.layers.Layer):
-    """The FRAE step that also sums its own squared error, so training needs no T-long output
+    """The FRAE step that also sums its own loss terms, so training needs no T-long output
     (whose gradient XLA copies at every backward step).
 
-    Input ``[x_t, y_t]``; states ``[feedback, e_{t-1}]`` with
-    e_t = e_{t-1} + Σ_f (x̂_t - y_t)² per sequence; output e_t.
+    Input ``[x_t, y_t]``; states ``[feedback, e_{t-1}]`` with e_t = e_{t-1} + Σ_f (x̂_t - y_t)²
+    per sequence, and with a rate weight λ a second column r_t = r_{t-1} + λ·bits_t, the bits
+    of ẑ_t (``symbol_bits``), whose gradient reaches z_t straight through as the decoder's
+    does; output ``e_t`` or ``[e_t, r_t]``.
     """
 
     def __init__(self, cell: FRAECell, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.cell = cell
-        self.features = cell.frae_config.input_dim
-        self.state_size = [cell.state_size, 1]
-        self.output_size = 1
+        config = cell.frae_config
+        self.features = config.input_dim
+        self.rate_weight = config.rate_weight
+        self.output_size = 1 if self.rate_weight is None else 2
+        self.state_size = [cell.state_size, self.output_size]
 
     def call(self, inputs: Tensor, states: list[Tensor]) -> tuple[Tensor, list[Tensor]]:
         step = keras.remat(self.step) if recomputes(self.cell, inputs.shape[0]) else self.step
         return step(inputs, *states)
 
     def step(self, inputs: Tensor, feedback: Tensor, total: Tensor) -> tuple[Tensor, list[Tensor]]:
-        reconstruction, _, fed_back = self.cell.step(inputs[..., : self.features], feedback)
+        reconstruction, code, fed_back = self.cell.step(inputs[..., : self.features], feedback)
         error = ops.square(reconstruction - inputs[..., self.features :])
-        total = total + ops.sum(error, axis=-1, keepdims=True)
+        terms = ops.sum(error, axis=-1, keepdims=True)
+        if self.rate_weight is not None:
+            terms = ops.concatenate([terms, self.rate(code)], axis=-1)
+        total = total + terms
         return total, [fed_back, total]
+
+    def rate(self, code: Tensor) -> Tensor:
+        """λ·bits_t = λ·Σ_l bits of ẑ_t (B, L) under the cell's prior, ``(B, 1)``."""
+        config, weights = self.cell.frae_config, self.cell.weights_by_name
+        location, log_scale = (weights[name] for name in config.prior_parameters)
+        bits = symbol_bits(code, location, log_scale, float(config.code_step or 0.0))
+        return float(self.rate_weight or 0.0) * ops.sum(bits, axis=-1, keepdims=True)
 
 
 RECOMPUTED = routes.Setting(
@@ -72,7 +107,8 @@ def recomputes(cell: FRAECell, batch: int | None) -> bool:
 
 @keras.saving.register_keras_serializable(package=PACKAGE)
 class SquaredErrorModel(keras.Model):
-    """``[x, y] -> Σ_{t,f} (x̂ - y)²`` per sequence, ``(B, 1)``; its loss is mean((x̂ - y)²)."""
+    """``[x, y] ->`` the sums of ``SquaredErrorCell`` per sequence, ``(B, 1)`` or ``(B, 2)``;
+    its loss is ``loss_of`` them."""
 
     def compute_loss(
         self,
@@ -82,7 +118,7 @@ class SquaredErrorModel(keras.Model):
         sample_weight: Tensor | None = None,
         training: bool = True,
     ) -> Tensor:
-        return mean_squared_error_of(x[0], y_pred)
+        return loss_of(x[0], y_pred)
 
 
 @keras.saving.register_keras_serializable(package=PACKAGE)
@@ -105,10 +141,15 @@ class ReplicaTrainer(SquaredErrorModel):
         return {"loss": ops.reshape(loss, (1,))}
 
 
-def mean_squared_error_of(x: Tensor, squared_error_sums: Tensor) -> Tensor:
-    """mean((x̂ - y)²) from the per-sequence sums ``SquaredErrorModel`` returns."""
+def loss_of(x: Tensor, sums: Tensor) -> Tensor:
+    """mean((x̂ - y)²), plus λ·mean over (B, T) of bits_t with a rate weight, from the
+    per-sequence sums ``SquaredErrorModel`` returns."""
     steps, features = ops.shape(x)[1], ops.shape(x)[2]
-    return ops.mean(squared_error_sums) / ops.cast(steps * features, squared_error_sums.dtype)
+    means = ops.mean(sums, axis=0)
+    loss = means[0] / ops.cast(steps * features, sums.dtype)
+    if sums.shape[-1] == 2:
+        loss = loss + means[1] / ops.cast(steps, sums.dtype)
+    return loss
 
 
 def squared_error_model(
@@ -133,20 +174,20 @@ def gradient_function(model: keras.Model, jit_compile: bool) -> Gradients:
         @tf.function(jit_compile=jit_compile, autograph=False)
         def tf_gradients(x: Tensor, y: Tensor) -> tuple[Tensor, Sequence[Tensor]]:
             with tf.GradientTape() as tape:
-                loss = mean_squared_error_of(x, model([x, y]))
+                loss = loss_of(x, model([x, y]))
             return loss, tape.gradient(loss, model.trainable_variables)
 
         return tf_gradients
     if name == "jax":
         import jax
 
-        def loss_of(
+        def stateless_loss(
             trainable: list[Tensor], non_trainable: list[Tensor], x: Tensor, y: Tensor
         ) -> Tensor:
             sums, _ = model.stateless_call(trainable, non_trainable, [x, y])
-            return mean_squared_error_of(x, sums)
+            return loss_of(x, sums)
 
-        value_and_grad = jax.value_and_grad(loss_of)
+        value_and_grad = jax.value_and_grad(stateless_loss)
         compiled = (
             jax.jit(value_and_grad, compiler_options=JAX_COMPILER_OPTIONS)
             if jit_compile
@@ -166,7 +207,7 @@ def gradient_function(model: keras.Model, jit_compile: bool) -> Gradients:
         def torch_gradients(x: Tensor, y: Tensor) -> tuple[Tensor, Sequence[Tensor]]:
             weights = [v.value for v in model.trainable_variables]
             x = torch.as_tensor(x)
-            loss = mean_squared_error_of(x, model([x, torch.as_tensor(y)]))
+            loss = loss_of(x, model([x, torch.as_tensor(y)]))
             return loss.detach(), torch.autograd.grad(loss, weights)
 
         return torch_gradients
