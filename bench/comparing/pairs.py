@@ -36,6 +36,14 @@ class Spread(NamedTuple):
         """This figure divided by a figure without a spread of its own."""
         return Spread(self.value / divisor, self.low / divisor, self.high / divisor, self.rounds)
 
+    def over_apart(self, divisor: Spread) -> Spread:
+        """This figure over another measured apart from it (not in turn), with the spread of
+        the two together: from this one's low over the other's high to its high over the
+        other's low."""
+        rounds = min(self.rounds, divisor.rounds)
+        low, high = self.low / divisor.high, self.high / divisor.low
+        return Spread(self.value / divisor.value, low, high, rounds)
+
     def shown(self, unit: str) -> str:
         """``2.12× (1.98–2.31×)``: the value and its spread, three significant figures."""
         return f"{self.value:.3g}{unit} ({self.low:.3g}–{self.high:.3g}{unit})"

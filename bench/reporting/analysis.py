@@ -158,6 +158,14 @@ class Pivot:
         """µs per step of one measurement with its spread over its calls and rounds."""
         return figure_spread(self.rounds.get(key, []))
 
+    def spread_or_median(self, key: Key) -> Spread | None:
+        """``spread``, or the median alone where the measurement kept no calls (a file of
+        format 1 upgraded, a test's made-up records); ``None`` where it was not timed."""
+        if (found := self.spread(key)) is not None:
+            return found
+        value = self.figure(key)
+        return None if value is None else Spread(value, value, value)
+
     def paired(self, key: Key) -> Spread | None:
         """One measurement over the floor from its calls in turn with the floors
         (``bench.comparing.pairs``); ``None`` where it was not timed in turn with one."""

@@ -56,6 +56,11 @@ def spread_cell(spread: Spread | None, digits: int = 3) -> str:
     return "—" if spread is None else f"{fmt(spread.low, digits)}–{fmt(spread.high, digits)}"
 
 
+def figure_cell(spread: Spread | None, unit: str = "") -> str:
+    """'figure``unit`` (low–high)', or "—"."""
+    return "—" if spread is None else f"{fmt(spread.value)}{unit} ({spread_cell(spread)})"
+
+
 def in_turn_cell(spread: Spread | None) -> str:
     """'ratio× (low–high)', or "—"."""
-    return "—" if spread is None else f"{fmt(spread.value)}× ({spread_cell(spread)})"
+    return figure_cell(spread, "×")

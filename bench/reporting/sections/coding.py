@@ -67,20 +67,8 @@ def _over_stream(pivot: Pivot, key: Key) -> Spread | None:
     """The codec's µs per frame at ``key`` over its stream's, with the spread of the two
     together (each over its calls and rounds, or its median where it kept none): the low
     end the codec's low over the stream's high, the high end the other way round."""
-    codec, stream = _spread(pivot, key), _spread(pivot, key.doing(STREAM))
-    if codec is None or stream is None:
-        return None
-    rounds = min(codec.rounds, stream.rounds)
-    low, high = codec.low / stream.high, codec.high / stream.low
-    return Spread(codec.value / stream.value, low, high, rounds)
-
-
-def _spread(pivot: Pivot, key: Key) -> Spread | None:
-    """µs per frame at ``key`` with its spread, or its median alone."""
-    if (found := pivot.spread(key)) is not None:
-        return found
-    value = pivot.figure(key)
-    return None if value is None else Spread(value, value, value)
+    codec, stream = pivot.spread_or_median(key), pivot.spread_or_median(key.doing(STREAM))
+    return None if codec is None or stream is None else codec.over_apart(stream)
 
 
 def codec_rows(records: list[Record]) -> Rows:

@@ -39,3 +39,10 @@ def test_the_paired_ratio_of_several_rounds_keeps_each_rounds_median() -> None:
     assert found is not None and found.low == pytest.approx(2.0) and found.high == 3.0
     without = kept_calls([3.0, 3.0], round=2)
     assert paired([one, without], ["floor"]) is None, "a round without its floor"
+
+
+def test_a_ratio_of_figures_measured_apart_spans_both_spreads() -> None:
+    """Not in turn: its low end the lower over the upper, its high end the other way round,
+    over the fewer rounds of the two."""
+    ratio = Spread(4.0, 3.0, 6.0, 2).over_apart(Spread(2.0, 1.5, 2.5, 3))
+    assert ratio == Spread(2.0, 1.2, 4.0, 2)

@@ -7,10 +7,11 @@ from dataclasses import replace
 
 import pytest
 
+from bench.comparing.pairs import Spread
 from bench.records import DEFAULT_MODEL, RECEIVER, SENDER, STREAM, Key, Record, ResultRecord
 from bench.reporting import analysis, tables
 from bench.reporting.sections import call_cost, measurements, stream, summary
-from tests.bench_cases import STREAMS, markdown, measured, on_models, terminal
+from tests.bench_cases import STREAMS, kept_calls, markdown, measured, on_models, terminal
 
 
 def test_call_costs_split_a_call_into_per_call_and_per_step() -> None:
@@ -160,3 +161,16 @@ def test_a_measurement_that_shared_its_core_is_flagged() -> None:
     found = analysis.flags(analysis.Pivot.of(records))
     assert [key.variant for key in found] == ["numba_floor"], found
     assert "25% of its CPU" in found[next(iter(found))][0]
+
+
+def test_a_figure_without_calls_has_its_median_alone_for_a_spread() -> None:
+    """``Pivot.spread_or_median``: the calls' spread where kept, the median where not, and
+    nothing for a measurement that was not timed."""
+    kept = kept_calls([1e-3, 2e-3, 3e-3], "kept", "predict", 1, 1000)
+    median_only = measured("median", "compiled", "predict", 1, 1000, 4.0, spread=0.5)
+    failed = replace(measured("failed", "compiled", "predict", 1, 1000, 1.0), median_s=None)
+    pivot = analysis.Pivot.of([kept, median_only, failed])
+    key = Key("kept", "predict", DEFAULT_MODEL, 1, 1000)
+    assert pivot.spread_or_median(key) == pivot.spread(key) == Spread(2.0, 1.5, 2.5)
+    assert pivot.spread_or_median(key.of("median")) == Spread(4.0, 4.0, 4.0)
+    assert pivot.spread_or_median(key.of("failed")) is None
