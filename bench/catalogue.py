@@ -92,6 +92,7 @@ def _by_hand(twin: str, backend: str, mechanism: str) -> Variant:
         quick=False,
         no_state_feedback="its backward is written by hand for output feedback (the price "
         "of autodiff is measured on output-feedback models)",
+        no_rate_weight="its backward is written by hand without the rate term",
         twin_of=twin,
         no_stream="its forward is its twin's (the backward alone is written by hand): the "
         "twin's stream is its own",

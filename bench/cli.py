@@ -21,14 +21,22 @@ from dataclasses import replace
 from pathlib import Path
 
 from bench.catalogue import VARIANTS, select, unavailable
-from bench.grid import BATCHES, STEPS, choose_grid, read_config, with_codec, with_quantized
+from bench.grid import (
+    BATCHES,
+    STEPS,
+    choose_grid,
+    read_config,
+    with_codec,
+    with_quantized,
+    with_rated,
+)
 from bench.measuring.job import QUICK_SETTINGS, Settings
 from bench.measuring.runner import default_out, run
 from bench.measuring.threads import check_count
 from bench.records import EVERY_OPERATION, OPERATIONS, ParityRecord, Record, to_json
 from frae.config import FRAEConfig
 from frae.files import write_atomically
-from frae.validation import check_code_step
+from frae.validation import check_code_step, check_rate_weight
 
 
 def benchmark(
@@ -45,16 +53,20 @@ def benchmark(
     config: FRAEConfig | None = None,
     code_step: float | None = None,
     parity: Sequence[ParityRecord] = (),
+    rate_weight: float | None = None,
 ) -> tuple[list[Record], str]:
     """Measure over ``bench.grid.choose_grid``'s grid (the model of ``code_step`` beside its
-    own, the codec wherever a quantized model streams), then write the report (``preamble``,
-    Markdown, before its summary); return the records and the summary for the terminal.
+    own, that model trained with ``rate_weight`` beside it, the codec wherever a quantized
+    model streams), then write the report (``preamble``, Markdown, before its summary);
+    return the records and the summary for the terminal.
     ``parity`` (``frae compare``'s) goes into ``results.jsonl`` after the run's record."""
     from bench import report
 
     grid, models = choose_grid(quick, config, batches, steps, operations)
     if code_step is not None:
         grid, models = with_quantized(grid, models, code_step)
+    if rate_weight is not None:
+        grid, models = with_rated(grid, models, rate_weight)
     grid = with_codec(grid, models)
     chosen = settings or (QUICK_SETTINGS if quick else Settings())
     records = run(select(variants, quick), grid, chosen, out, progress, models)
@@ -114,6 +126,15 @@ def parser(prog: str) -> argparse.ArgumentParser:
         "B=1, T=1000 and on the stream, beside it: what rounding costs; and the codec, its "
         "stream sent as packets of bytes (frae.codec), the entropy coder's part apart",
     )
+    add(
+        "--rate-weight",
+        type=float,
+        metavar="λ",
+        help="with --code-step (or a --config with a code_step), also measure the quantized "
+        "model trained for its rate with weight λ ≥ 0 (the loss plus λ times the code's bits a "
+        "frame under a learned prior) beside it without, at loss_and_grads and train_step at "
+        "B=1, T=1000: what the rate term costs a training step",
+    )
     add("--batch", nargs="+", type=positive_int, metavar="B", help=f"default {BATCHES}")
     add("--steps", nargs="+", type=positive_int, metavar="T", help=f"default {STEPS}")
     add(
@@ -167,6 +188,27 @@ def _measuring_options(add: Callable[..., object]) -> None:
     )
 
 
+def _check_grid(args: argparse.Namespace, config: FRAEConfig | None) -> None:
+    """``--code-step`` and ``--rate-weight`` checked against the grid they add to;
+    ``ValueError`` (or ``TypeError``) naming the option."""
+    grid, models = choose_grid(args.quick, config, args.batch, args.steps, args.operations)
+    if args.code_step is not None:
+        check_code_step(args.code_step)
+        grid, models = with_quantized(grid, models, args.code_step)
+    if args.rate_weight is not None:
+        step = args.code_step if args.code_step is not None else (config or FRAEConfig()).code_step
+        if step is None:
+            raise ValueError(
+                f"--rate-weight ({args.rate_weight:g}) needs --code-step, or a --config with a "
+                "code_step: the rate counts the bits of the quantized code's symbols"
+            )
+        try:
+            check_rate_weight(args.rate_weight, step)
+        except ValueError as error:
+            raise ValueError(f"--rate-weight: {error}") from error
+        with_rated(grid, models, args.rate_weight)
+
+
 def print_variants() -> None:
     """``--list``: each variant, its role, what it is, and how and whether it runs here."""
     for v in VARIANTS:
@@ -194,10 +236,7 @@ def main(argv: list[str] | None = None, prog: str = "python -m bench") -> None:
     try:
         config = read_config(args.config) if args.config is not None else None
         select(args.variants)
-        if args.code_step is not None:  # refused here, before any variant runs
-            check_code_step(args.code_step)
-            grid = choose_grid(args.quick, config, args.batch, args.steps, args.operations)
-            with_quantized(*grid, args.code_step)
+        _check_grid(args, config)  # refused here, before any variant runs
     except (ValueError, TypeError) as error:
         options.error(str(error))
     try:
@@ -230,6 +269,7 @@ def main(argv: list[str] | None = None, prog: str = "python -m bench") -> None:
         progress=not args.no_progress,
         config=config,
         code_step=args.code_step,
+        rate_weight=args.rate_weight,
     )
     print(summary)
     print(f"\nreport: {out / 'report.md'} ({time.perf_counter() - start:.0f} s)")

@@ -40,6 +40,9 @@ SHAPES = (
 three), predict at three B (throughput against B), the training step at T = 10000 and
 B = 256 (training linear in T), and the stream."""
 WIDTHS = (64, 256)
+RATE_OPERATIONS = ("loss_and_grads", "train_step")
+"""The operations a rate term changes (the contract's "Rate: training the codec for its
+bits"): the loss and its gradient, and the training step that runs them."""
 TARGET_SHAPE = Shape(1, 1000)
 """Where the per-step targets are judged."""
 BATCHED_SHAPE = Shape(256, 1000)
@@ -143,7 +146,10 @@ def with_codec(grid: list[Point], models: dict[str, FRAEConfig]) -> list[Point]:
 def model_label(config: FRAEConfig) -> str:
     """``"default"``, or the widths from input to output and the activations where not swish:
     ``"32-64-16-64-32"``, ``"3-5-2-4-6-3 tanh/sigmoid"``, ``"2-4-3-1-gru8-3-2"``; a quantized
-    model's ends in its code step, ``"default Δ=2^-6"``."""
+    model's ends in its code step, ``"default Δ=2^-6"``, and one trained for its rate in its
+    rate weight, ``"default Δ=2^-6 λ=0.01"``."""
+    if config.rate_weight is not None:  # before Δ: a rate weight needs its code step
+        return f"{model_label(replace(config, rate_weight=None))} λ={config.rate_weight:g}"
     if config.code_step is not None:
         exponent = math.frexp(config.code_step)[1] - 1
         return f"{model_label(replace(config, code_step=None))} Δ=2^{exponent}"
@@ -206,13 +212,15 @@ def model_points(
     variant: Variant, points: list[Point], models: dict[str, FRAEConfig]
 ) -> tuple[list[Point], str | None]:
     """``points`` without those of the models ``variant`` cannot run (a state-feedback model,
-    a quantized one), and why it is left out where that leaves it none."""
+    a quantized one, one trained for its rate), and why it is left out where that leaves it none."""
 
     def refusal(config: FRAEConfig) -> str | None:
         if config.gru is not None and variant.no_state_feedback is not None:
             return f"cannot run the state-feedback model: {variant.no_state_feedback}"
         if config.code_step is not None and variant.no_code_step is not None:
             return f"cannot run the quantized model: {variant.no_code_step}"
+        if config.rate_weight is not None and variant.no_rate_weight is not None:
+            return f"cannot train the model for its rate: {variant.no_rate_weight}"
         return None
 
     kept = [point for point in points if refusal(models[point.model]) is None]
@@ -241,3 +249,41 @@ def with_quantized(
             f"T={TARGET_SHAPE.steps} and on the stream, and the grid has neither"
         )
     return grid + points, models | {quantized: config}
+
+
+def with_rated(
+    grid: list[Point], models: dict[str, FRAEConfig], rate_weight: float
+) -> tuple[list[Point], dict[str, FRAEConfig]]:
+    """``grid`` and ``models`` with the first quantized model without a rate term trained
+    with ``rate_weight`` beside it (``FRAEConfig.rate_weight``), at its points at
+    ``TARGET_SHAPE`` and their operations of ``RATE_OPERATIONS``: what the rate term costs a
+    training step; ``ValueError`` where no quantized model trains there."""
+    at_target = [
+        point
+        for point in grid
+        if (point.batch, point.steps) == TARGET_SHAPE
+        and models[point.model].code_step is not None
+        and models[point.model].rate_weight is None
+        and set(point.operations) & set(RATE_OPERATIONS)
+    ]
+    if not at_target:
+        raise ValueError(
+            f"--rate-weight needs a quantized model (--code-step, or a --config with a "
+            f"code_step) training at B={TARGET_SHAPE.batch}, T={TARGET_SHAPE.steps}, where it "
+            f"measures {' and '.join(RATE_OPERATIONS)} with the rate term beside the same "
+            "model without it; the grid has none"
+        )
+    quantized = at_target[0].model
+    config = replace(models[quantized], rate_weight=rate_weight)
+    rated = model_label(config)
+    points = [
+        Point(
+            rated,
+            point.batch,
+            point.steps,
+            tuple(op for op in point.operations if op in RATE_OPERATIONS),
+        )
+        for point in at_target
+        if point.model == quantized
+    ]
+    return grid + points, models | {rated: config}

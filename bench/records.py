@@ -143,6 +143,7 @@ class Listing:
     of: str | None = None
     no_stream: str | None = None
     no_code_step: str | None = None
+    no_rate_weight: str | None = None
     beside: str | None = None
 
 

@@ -32,6 +32,8 @@ class Variant:
         no_state_feedback: why it cannot run a state-feedback model (``None``: it can).
         no_code_step: why it cannot run a quantized model (``FRAEConfig.code_step``;
             ``None``: it can).
+        no_rate_weight: why it cannot train a model for its rate
+            (``FRAEConfig.rate_weight``; ``None``: it can).
         twin_of: the registered backend whose backward this one writes by hand.
         devices: data-parallel on this many devices (``create(..., devices=N)``).
         of: the variant this one is, on one device (role ``DEVICES``).
@@ -57,6 +59,7 @@ class Variant:
     wide: tuple[str, ...] = ()
     no_state_feedback: str | None = None
     no_code_step: str | None = None
+    no_rate_weight: str | None = None
     twin_of: str | None = None
     devices: int | None = None
     of: str | None = None

@@ -42,7 +42,7 @@ ROOT = Path(__file__).resolve().parents[2]
 """The working tree's root: the new side."""
 OLD, NEW = "old", "new"
 PASSTHROUGH = (
-    *("quick", "config", "code_step", "batch", "steps", "operations"),
+    *("quick", "config", "code_step", "rate_weight", "batch", "steps", "operations"),
     *("repeats", "train_steps", "threads"),
 )
 """The options each tree's command line is given as the user gave them: the grid and how it

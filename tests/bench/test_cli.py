@@ -20,6 +20,7 @@ from bench.cli import benchmark, main
 from bench.records import (
     EndRecord,
     ParityRecord,
+    Point,
     Record,
     ResultRecord,
     RunRecord,
@@ -27,6 +28,7 @@ from bench.records import (
     read,
     to_json,
 )
+from frae.config import FRAEConfig
 from tests.bench_cases import STATE_LABEL, measured, run_record
 from tests.processes import ROOT, python
 
@@ -41,6 +43,13 @@ BAD_ARGUMENTS = {
     "config-unknown-field": (["--config", '{"width": 64}'], "width"),
     "variant-unknown": (["--variants", "no_such_variant"], "no_such_variant"),
     "port-not-importable": (["--variants", "no_such_module:Port"], "no_such_module"),
+    "rate-weight-unquantized": (["--rate-weight", "0.01"], "--rate-weight"),
+    "rate-weight-negative": (["--code-step", "0.25", "--rate-weight", "-1"], "--rate-weight"),
+    "rate-weight-not-finite": (["--code-step", "0.25", "--rate-weight", "inf"], "--rate-weight"),
+    "rate-weight-nothing-trains": (
+        ["--code-step", "0.25", "--rate-weight", "0.1", "--operations", "predict"],
+        "--rate-weight",
+    ),
 }
 
 
@@ -110,6 +119,37 @@ def test_the_parity_records_go_after_the_run_s_line_and_into_the_report(
     assert records == reported == read(tmp_path / "results.jsonl") == expected
     benchmark(quick=True, out=tmp_path, variants=["reference"])  # no parity: the file as run
     assert read(tmp_path / "results.jsonl") == ran
+
+
+def test_the_rate_weight_adds_the_rated_model_to_the_grid_the_runner_is_given(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """``benchmark(code_step=..., rate_weight=...)``: the quantized model and the same trained
+    for its rate, each by its config, at the training operations the grid has at B=1, T=1000."""
+    given: list[tuple[list[Point], dict[str, FRAEConfig]]] = []
+
+    def run(
+        variants: object,
+        grid: list[Point],
+        settings: object,
+        out: Path,
+        progress: bool,
+        models: dict[str, FRAEConfig],
+    ) -> list[Record]:
+        given.append((grid, models))
+        return [run_record()]
+
+    monkeypatch.setattr(bench.cli, "run", run)
+    monkeypatch.setattr("bench.report.write", lambda *_: "")
+    shape = {"batches": [1], "steps": [1000], "operations": ["train_step"]}
+    benchmark(quick=True, out=tmp_path, code_step=0.25, rate_weight=0.5, **shape)
+    ((grid, models),) = given
+    assert grid == [
+        Point("default", 1, 1000, ("train_step",)),
+        Point("default Δ=2^-2", 1, 1000, ("train_step",)),
+        Point("default Δ=2^-2 λ=0.5", 1, 1000, ("train_step",)),
+    ]
+    assert models["default Δ=2^-2 λ=0.5"] == FRAEConfig(code_step=0.25, rate_weight=0.5)
 
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"

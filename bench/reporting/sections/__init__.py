@@ -34,6 +34,7 @@ SECTIONS = (
     "data_parallel",
     "wide_layers",
     "rounding",
+    "rate",
     "coding",
     "flags",
     "variants",
@@ -71,6 +72,10 @@ class Report:
     def is_quantized(self, model: str) -> bool:
         """Whether ``model`` is a quantized model of the run (its config has a code step)."""
         return (self.run.models.get(model) or {}).get("code_step") is not None
+
+    def is_rated(self, model: str) -> bool:
+        """Whether ``model`` is trained for its rate (its config has a rate weight)."""
+        return (self.run.models.get(model) or {}).get("rate_weight") is not None
 
     def others(self) -> list[str]:
         """The models measured beside the first, quantized ones apart (``rounding``)."""

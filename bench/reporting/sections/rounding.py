@@ -21,9 +21,12 @@ CAPTION = (
 
 def rounding_rows(report: Report) -> Rows:
     """Each measurement of a quantized model beside the run's first model's at the same key
-    (none where the first is the only one, quantized or not)."""
+    (none where the first is the only one, quantized or not); a model trained for its rate
+    is the rate's section's (``bench.reporting.sections.rate``)."""
     main = report.pivot
-    quantized_models = [model for model in report.quantized() if model != main.model]
+    quantized_models = [
+        model for model in report.quantized() if model != main.model and not report.is_rated(model)
+    ]
     rows = []
     for model in quantized_models:
         quantized = Pivot.of(report.records, model)

@@ -135,7 +135,8 @@ def test_the_options_handed_on_are_the_grids_and_the_measurings_alone(
     --against, --out, --variants, --rounds, --list and --no-progress are the caller's own."""
     config = tmp_path / "model.json"
     config.write_text('{"latent_dim": 8}')
-    given = ["--quick", "--code-step", "0.25", "--batch", "1", "3", "--steps", "10"]
+    given = ["--quick", "--code-step", "0.25", "--rate-weight", "0.5"]
+    given += ["--batch", "1", "3", "--steps", "10"]
     given += ["--operations", "predict", "--repeats", "3", "--train-steps", "6", "--threads", "2"]
     own = ["--against", "HEAD", "--out", "x", "--variants", "a", "b", "--rounds", "4"]
     options = parser("test")
