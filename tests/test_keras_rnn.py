@@ -1,7 +1,7 @@
-"""Keras-specific promises of ``keras_rnn``: every Keras backend, one trace, ``.keras`` files,
-the stock ``GRUCell``'s layout, a dropped backend's models reused (never a caller's), and the
-export refusals pinned: each refused route is tried against the installed Keras and framework,
-so an upgrade that lifts one fails here and shows it can be made."""
+"""Keras-specific promises of ``keras_rnn``: every Keras backend, one trace (the rate term's
+too), ``.keras`` files, the stock ``GRUCell``'s layout, a dropped backend's models reused (never
+a caller's), and the export refusals pinned: each refused route is tried against the installed
+Keras and framework, so an upgrade that lifts one fails here and shows it can be made."""
 
 from __future__ import annotations
 
@@ -27,6 +27,7 @@ pytestmark = pytest.mark.backend_specific("keras_rnn")
 keras = pytest.importorskip("keras")
 keras_model = pytest.importorskip("impls.keras_rnn.model")
 keras_backend = pytest.importorskip("impls.keras_rnn.backend")
+keras_train = pytest.importorskip("impls.keras_rnn.train")
 
 KERAS_BACKENDS = {"tensorflow": "tensorflow", "jax": "jax", "torch": "torch"}
 OTHER_BACKEND_CASES = ("default", "state", "state_deep")
@@ -128,6 +129,52 @@ def test_repeated_calls_and_new_states_do_not_retrace(
     exercise(rng.normal(size=(3, config.feedback_dim)), 0.02)
     exercise(None, 0.02)
     assert calls["count"] == traced, "a repeated call or a new state value traced again"
+
+
+RATE_CONFIGS = {
+    "output": frae.FRAEConfig(code_step=2**-3, rate_weight=0.05),
+    "state": frae.FRAEConfig(feedback="state", state_dim=8, code_step=2**-3, rate_weight=0.05),
+}
+"""A config of each model with the rate term (the contract's "Rate: training the codec for its
+bits")."""
+
+
+@pytest.mark.skipif(
+    keras.backend.backend() == "torch", reason="on torch keras_rnn runs eagerly: nothing is traced"
+)
+@pytest.mark.parametrize("feedback", list(RATE_CONFIGS))
+def test_train_steps_with_a_rate_weight_do_not_retrace(
+    monkeypatch: pytest.MonkeyPatch, feedback: str
+) -> None:
+    """The codes' bits are computed only while Keras traces the training step: gradients and
+    steps of SGD and Adam repeated at the same shapes, with a new prior and learning rate (the
+    prior a variable, not a constant), trace nothing, and the new prior changes the loss."""
+    calls = {"count": 0}
+    original = keras_train.symbol_bits
+
+    def counting(codes, location, log_scale, step):  # type: ignore[no-untyped-def]
+        calls["count"] += 1
+        return original(codes, location, log_scale, step)
+
+    monkeypatch.setattr(keras_train, "symbol_bits", counting)
+    config = RATE_CONFIGS[feedback]
+    keras_backend.forget_built()  # models of this config compiled already would trace nothing
+    model = frae.create("keras_rnn", config, seed=1)
+    x = np.random.default_rng(6).normal(size=(3, 8, config.input_dim)).astype(np.float32)
+
+    def exercise(location: float, learning_rate: float) -> float:
+        prior = dict.fromkeys(config.prior_parameters, np.full(config.latent_dim, location))
+        model.set_weights({**model.get_weights(), **prior})
+        loss, _ = model.loss_and_grads(x)
+        for optimizer in ("sgd", "adam"):
+            model.fit(x, epochs=2, optimizer=optimizer, learning_rate=learning_rate)
+        return loss
+
+    first = exercise(0.1, 0.01)
+    traced = calls["count"]
+    assert traced > 0
+    assert exercise(-0.4, 0.02) != first, "the loss did not read the new prior"
+    assert calls["count"] == traced, "a repeated train step with a rate weight traced again"
 
 
 @pytest.mark.parametrize("case_name", ["no_encoder_hidden", "state"])
