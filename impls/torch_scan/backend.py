@@ -254,8 +254,8 @@ class TorchScanBackend(BaseBackend):
     def _tensor_loss(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         functions = self.compiled_for_gradients
         with shapes_apart():
-            return train.mean_squared_error(
-                lambda module, x: functions.unroll(module, x, None)[0], self.module, x, y
+            return train.loss(
+                lambda module, x: functions.unroll(module, x, None)[:2], self.module, x, y
             )
 
     def _loss_and_grads(self, x: Array, y: Array) -> tuple[float, Mapping[str, Any]]:

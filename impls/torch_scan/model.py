@@ -2,7 +2,9 @@
 
 A parameter's name is its canonical name with ``.`` for ``/`` and ``weight`` for ``kernel``
 (``encoder.dense_0.weight``), each kernel stored ``(out, in)``; the GRU is ``nn.GRUCell``
-(``frae.gru_layout``). ``to_canonical`` and ``load_canonical`` are the one conversion.
+(``frae.gru_layout``); with ``rate_weight`` set, the learned prior's μ and ρ are
+``prior.location`` and ``prior.log_scale``, which only the loss reads. ``to_canonical`` and
+``load_canonical`` are the one conversion.
 
 The time loop is ``torch._higher_order_ops.scan``: under ``torch.compile`` Inductor lowers it
 to one ``while`` loop, where a Python ``for`` loop would be unrolled into T copies.
@@ -73,6 +75,22 @@ class Quantizer(nn.Module):
         return (grid * self.code_step).detach() + straight
 
 
+class Prior(nn.Module):
+    """The learned prior's parameters, μ (``location``) and ρ = log s (``log_scale``), each
+    ``(L,)`` (the contract's "Rate: training the codec for its bits"); the loss reads them,
+    the recurrence never does."""
+
+    def __init__(self, latent_dim: int) -> None:
+        super().__init__()
+        self.location = nn.Parameter(torch.zeros(latent_dim))
+        self.log_scale = nn.Parameter(torch.zeros(latent_dim))
+
+
+def prior_for(config: FRAEConfig) -> Prior | None:
+    """A model's ``prior``: a ``Prior`` where ``config`` has a ``rate_weight``, else none."""
+    return None if config.rate_weight is None else Prior(config.latent_dim)
+
+
 GRU_MODULE = "decoder_gru"
 """``StateFRAE``'s attribute holding its ``nn.GRUCell``."""
 
@@ -116,6 +134,7 @@ class FRAE(nn.Module):
         self.encoder = DenseStack(config.encoder_layers)
         self.quantize = Quantizer(config.code_step)
         self.decoder = DenseStack(config.decoder_layers)
+        self.prior = prior_for(config)
 
     def step(self, feedback: torch.Tensor, x_t: torch.Tensor) -> Step:
         """x̂_{t-1}, x_t -> x̂_t, (x̂_t, z_t)."""
@@ -155,6 +174,7 @@ class StateFRAE(nn.Module):
         self.quantize = Quantizer(config.code_step)
         self.decoder_gru = nn.GRUCell(gru.input_dim, gru.state_dim)  # GRU_MODULE
         self.decoder = DenseStack(config.decoder_layers)
+        self.prior = prior_for(config)
 
     def step(self, state: torch.Tensor, x_t: torch.Tensor) -> Step:
         """s_{t-1}, x_t -> s_t, (x̂_t, z_t)."""

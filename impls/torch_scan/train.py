@@ -1,4 +1,5 @@
-"""Training in PyTorch: the loss, its gradient by autograd through the scan, the process
+"""Training in PyTorch: the loss (with the learned prior's bits, where the config has a
+``rate_weight``), its gradient by autograd through the scan, the process
 group data parallelism trains on, and the contract's SGD and Adam from ``torch.optim``."""
 
 from __future__ import annotations
@@ -10,21 +11,50 @@ import numpy as np
 import torch
 from torch import nn
 
+from frae.codec.rate import FLOOR_BITS
 from frae.optimizers import ADAM
 from frae.params import Weights
 from frae.training_state import TrainingState
 from impls.torch_scan import model
 
-Unroll = Callable[[model.Module, torch.Tensor], torch.Tensor]
-"""``module, x -> x̂``: ``model.unroll``'s outputs, compiled."""
+Unroll = Callable[[model.Module, torch.Tensor], tuple[torch.Tensor, torch.Tensor]]
+"""``module, x -> (x̂, ẑ)``: ``model.unroll``'s outputs and codes, compiled."""
 
 
-def mean_squared_error(
-    unrolled: Unroll, module: model.Module, x: torch.Tensor, y: torch.Tensor
+def symbol_bits(
+    codes: torch.Tensor, location: torch.Tensor, log_scale: torch.Tensor, step: float
 ) -> torch.Tensor:
-    """mean((x̂ - y)²) over ``(B, T, F)``, outside the compiled ``unrolled``: Inductor's C++
-    wrapper fails to compile a graph holding both (PyTorch 2.14)."""
-    return nn.functional.mse_loss(unrolled(module, x), y)
+    """Each code's bits min(P, −log2 p(u)), u = ẑ ``(…, L)``, under the prior (μ, ρ) ``(L,)``,
+    in the product's form, no factor's log cancelling (``frae.codec.rate``)::
+
+        s = exp(ρ),  a = (u − μ + Δ/2) / s,  −b = (μ − u + Δ/2) / s
+        −log2 p = −(log σ(a) + log σ(−b) + log(−expm1(−Δ/s))) / ln 2
+
+    The clamp to P = ``FLOOR_BITS`` passes no gradient where a symbol is floored. 1/s is
+    exp(−ρ), a factor: a quotient's gradient would divide by s², which underflows to 0 where
+    ρ is far below 0, and bring 0 / 0 from a floored symbol to ρ's gradient."""
+    inverse_scale = torch.exp(-log_scale)
+    centred = codes - location
+    log_p = (
+        nn.functional.logsigmoid((centred + step / 2) * inverse_scale)
+        + nn.functional.logsigmoid((step / 2 - centred) * inverse_scale)
+        + torch.log(-torch.expm1(-step * inverse_scale))
+    )
+    return torch.clamp(log_p / -math.log(2.0), max=FLOOR_BITS)
+
+
+def loss(unrolled: Unroll, module: model.Module, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """mean((x̂ - y)²) over ``(B, T, F)``, plus with λ = ``rate_weight`` λ·mean over ``(B, T)``
+    of bits_t = Σ_l ``symbol_bits``, from the codes ẑ the scan stacked (straight through to z
+    in its backward). Outside the compiled ``unrolled``: Inductor's C++ wrapper fails to
+    compile a graph holding both (PyTorch 2.14)."""
+    outputs, codes = unrolled(module, x)
+    distortion = nn.functional.mse_loss(outputs, y)
+    weight, step, prior = module.config.rate_weight, module.config.code_step, module.prior
+    if weight is None or step is None or prior is None:
+        return distortion
+    bits = symbol_bits(codes, prior.location, prior.log_scale, step).sum(dim=-1)
+    return distortion + weight * bits.mean()
 
 
 Loss = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
