@@ -13,6 +13,7 @@ from torch._higher_order_ops.scan import scan
 
 from frae.activations import activation_slope
 from frae.config import FRAEConfig, Layer
+from frae.params import Weights
 from impls.torch_scan import model
 from impls.torch_scan.backend import PYTHON_WRAPPER, TorchScanBackend, shapes_apart
 
@@ -202,9 +203,18 @@ def compiled_hand_written(config: FRAEConfig) -> tuple[RecordedUnroll, ReverseLo
 
 class TorchScanBPTTBackend(TorchScanBackend):
     """``torch_scan`` whose gradients (``loss_and_grads``, ``fit``, DDP too) come from
-    ``hand_written_loss``; a state-feedback model keeps ``torch_scan``'s autograd."""
+    ``hand_written_loss``; a state-feedback model keeps ``torch_scan``'s autograd. A config
+    with ``rate_weight`` is refused: ``HandWrittenBPTT`` has no rate term."""
 
     name = "torch_scan_bptt"
+
+    def _build(self, weights: Weights) -> None:
+        if self.config.rate_weight is not None:
+            raise ValueError(
+                f"rate_weight must be None for {self.name}, got {self.config.rate_weight!r}: "
+                "its hand-written backward has no rate term"
+            )
+        super()._build(weights)
 
     def _tensor_loss(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         """The loss, with autograd's record of it: one ``HandWrittenBPTT`` node (output
