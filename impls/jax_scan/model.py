@@ -105,6 +105,22 @@ class DenseStack(nnx.Module):
         return product(h, kernel) + bias
 
 
+class Prior(nnx.Module):
+    """The learned prior's parameters (the contract's "Rate: training the codec for its bits"),
+    each ``(L,)``: ``location`` μ and ``log_scale`` ρ = log s. The recurrence never reads
+    them; the loss does (``train.symbol_bits``)."""
+
+    def __init__(self, latent_dim: int) -> None:
+        self.location = nnx.Param(jnp.zeros((latent_dim,)))
+        self.log_scale = nnx.Param(jnp.zeros((latent_dim,)))
+
+    @classmethod
+    def of(cls, config: FRAEConfig) -> Prior | None:
+        """``config``'s prior, with ``rate_weight`` set, at the canonical paths
+        ``prior/location`` and ``prior/log_scale`` of the model holding it; else ``None``."""
+        return None if config.rate_weight is None else cls(config.latent_dim)
+
+
 class FRAE(nnx.Module):
     """Encoder and decoder of one config; ``step`` is the recurrent cell, its carry the
     feedback x̂_{t-1} ``(B, F)``::
@@ -118,6 +134,7 @@ class FRAE(nnx.Module):
         self.code_step = config.code_step
         self.encoder = DenseStack(config.encoder_layers, rngs=rngs)
         self.decoder = DenseStack(config.decoder_layers, rngs=rngs)
+        self.prior = Prior.of(config)
 
     def step(self, feedback: Array, x_t: Array, *, batch_last: bool = False) -> Step:
         """x̂_{t-1}, x_t -> x̂_t, (x̂_t, z_t); with ``batch_last``, on ``(features, B)`` arrays."""
@@ -184,6 +201,7 @@ class StateFRAE(nnx.Module):
         self.code_step = config.code_step
         self.encoder = DenseStack(config.encoder_layers, rngs=rngs)
         self.decoder = GRUDecoder(config.gru, config.decoder_layers, rngs=rngs)
+        self.prior = Prior.of(config)
 
     def step(self, state: Array, x_t: Array) -> Step:
         """s_{t-1}, x_t -> s_t, (x̂_t, z_t)."""

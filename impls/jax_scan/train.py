@@ -1,8 +1,10 @@
-"""Training in JAX: the loss, its gradient by ``jax.value_and_grad`` through the scan, and the
-contract's SGD and Adam from optax."""
+"""Training in JAX: the loss (with ``rate_weight``, the codes' bits under the learned prior),
+its gradient by ``jax.value_and_grad`` through the scan, and the contract's SGD and Adam from
+optax."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 
 import jax
@@ -11,6 +13,7 @@ import numpy as np
 import optax
 from jax.sharding import PartitionSpec
 
+from frae.codec.rate import FLOOR_BITS
 from frae.config import FRAEConfig
 from frae.optimizers import ADAM
 from frae.params import Weights, from_flat
@@ -35,17 +38,56 @@ def recomputes(config: FRAEConfig, batch: int) -> bool:
 
 
 def loss(config: FRAEConfig, params: Params, x: Array, y: Array) -> Array:
-    """mean((x̂ - y)²) over every element of ``(B, T, F)``."""
+    """mean((x̂ - y)²) over every element of ``(B, T, F)``; with ``rate_weight`` λ, plus
+    λ·``rate`` of the codes ẑ the loop produced (straight through to z, as the decoder's)."""
     large = recomputes(config, x.shape[0])
-    outputs = model.unroll(
+    outputs, codes, _ = model.unroll(
         config,
         params,
         x,
         steps_per_iteration=1 if large else GRADIENT_UNROLL,
         remat=large,
         batch_last=model.runs_batch_last(config, x.shape[0]),
-    )[0]
-    return jnp.mean(jnp.square(outputs - y))
+    )
+    distortion = jnp.mean(jnp.square(outputs - y))
+    if config.rate_weight is None:
+        return distortion
+    return distortion + config.rate_weight * rate(config, params, codes)
+
+
+def rate(config: FRAEConfig, params: Params, codes: Array) -> Array:
+    """mean over ``(B, T)`` of bits_t = Σ_l ``symbol_bits`` of the codes ``(B, T, L)``."""
+    assert config.code_step is not None  # rate_weight requires it
+    location, log_scale = (params[name] for name in config.prior_parameters)
+    bits = symbol_bits(codes, location, log_scale, config.code_step)
+    return jnp.mean(jnp.sum(bits, axis=-1))
+
+
+def symbol_bits(codes: Array, location: Array, log_scale: Array, step: float) -> Array:
+    """Each code u's bits under the discretized logistic (μ, s = e^ρ) on the grid of Δ,
+    ``min(FLOOR_BITS, −log2 p(u))``, in the product's log form, free of cancellation::
+
+        a = (u − μ + Δ/2) / s,   b = (u − μ − Δ/2) / s
+        log p(u) = log σ(a) + log σ(−b) + log(−expm1(−Δ/s))
+
+    A floored symbol passes no gradient to μ, ρ or u: its bits are the constant, and its
+    slopes are taken at the prior's centre with s = 1, all finite, where its own could
+    overflow (a code far out under a tiny scale) and make the zero they meet NaN.
+    """
+    centred = codes - location
+    floored = _information(centred, log_scale, step) > FLOOR_BITS
+    kept = _information(jnp.where(floored, 0.0, centred), jnp.where(floored, 0.0, log_scale), step)
+    return jnp.where(floored, FLOOR_BITS, kept)
+
+
+def _information(centred: Array, log_scale: Array, step: float) -> Array:
+    """−log2 p of the codes at ``centred`` = u − μ, unfloored; 1/s = e^−ρ multiplies, as a
+    quotient's slope in s (over s²) would overflow first."""
+    inverse_scale = jnp.exp(-log_scale)
+    a, b = (centred + step / 2) * inverse_scale, (centred - step / 2) * inverse_scale
+    log_sigmoid = jax.nn.log_sigmoid
+    log_p = log_sigmoid(a) + log_sigmoid(-b) + jnp.log(-jnp.expm1(-step * inverse_scale))
+    return log_p / -math.log(2.0)
 
 
 def loss_and_grads(config: FRAEConfig, params: Params, x: Array, y: Array) -> tuple[Array, Params]:
