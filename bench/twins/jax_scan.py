@@ -162,11 +162,17 @@ def compiled_by_hand(config: FRAEConfig) -> Compiled:
 
 class JaxScanBPTTBackend(JaxScanBackend):
     """``JaxScanBackend`` whose gradients and optimizer steps, on one device or several, go
-    through ``loss_by_hand``; a state-feedback config trains by autodiff."""
+    through ``loss_by_hand``; a state-feedback config trains by autodiff. A config with
+    ``rate_weight`` is refused: the backward written here has no rate term."""
 
     name = "jax_scan_bptt"
 
     def _build(self, weights: Weights) -> None:
+        if self.config.rate_weight is not None:
+            raise ValueError(
+                f"rate_weight must be None for {self.name}, got {self.config.rate_weight!r}: "
+                "its hand-written backward has no rate term"
+            )
         super()._build(weights)
         if self.config.gru is None:
             self.compiled = compiled_by_hand(self.config)
