@@ -1,9 +1,11 @@
 """Model configs and input sizes shared by the parity tests: batch, time, features and code
 width differ in every case, so a swapped axis fails; and the weights and inputs several
-tests give a case (streams' weights, the quantized cases' margin-checked inputs, ties)."""
+tests give a case (streams' weights, the quantized cases' margin-checked inputs, ties, the
+rate cases' learned priors)."""
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -11,6 +13,8 @@ import numpy.typing as npt
 import pytest
 
 from frae import FRAEConfig, codec
+from frae.codec import rate
+from frae.config import PRIOR_LOCATION, PRIOR_LOG_SCALE
 from impls.reference.model import unroll
 
 
@@ -146,7 +150,10 @@ def margin_checked(
     case: Case,
 ) -> tuple[dict[str, npt.NDArray[np.float32]], npt.NDArray[np.float32]]:
     """``large_weights`` and inputs of a quantized case, the reference's codes at least
-    ``MARGIN`` from a tie (asserted: the fixture's precondition)."""
+    ``MARGIN`` from a tie (asserted: the fixture's precondition); for a rate case,
+    ``rate_checked``'s with its moderate prior."""
+    if case.config.rate_weight is not None:
+        return rate_checked(case, "moderate")
     name = next(name for name, known in QUANTIZED.items() if known == case)
     weights, x = large_weights(case), case.inputs(INPUT_SEEDS[name])
     margin = codec.tie_margin(unrounded_codes(case, weights, x), case.config.code_step)
@@ -177,3 +184,78 @@ def tie_weights(config: FRAEConfig) -> dict[str, npt.NDArray[np.float32]]:
     weights["encoder/latent/kernel"] = np.zeros_like(weights["encoder/latent/kernel"])
     weights["encoder/latent/bias"] = (TIES * config.code_step).astype(np.float32)
     return weights
+
+
+RATE = {
+    # the contract's "Rate": the quantized cases "swish" and "state" with a learned prior, on
+    # shorter sequences; every rate test takes one of these two configs (or, for λ = 0, the
+    # same with 0). λ = 0.05 makes the rate's gradient in the encoder as large as the
+    # distortion's, so a rate that does not reach the code shows
+    "output": Case(dataclasses.replace(QUANTIZED["swish"].config, rate_weight=0.05), 3, 5),
+    "state": Case(dataclasses.replace(QUANTIZED["state"].config, rate_weight=0.05), 3, 6),
+}
+RATE_PARAMS = [pytest.param(case, id=f"rate_{name}") for name, case in RATE.items()]
+RATE_SEEDS = {"output": 44, "state": 42}
+"""Each rate case's inputs (with ``large_weights``): codes at least 0.05 steps of Δ from a tie."""
+
+Prior = tuple[tuple[float, ...], tuple[float, ...]]
+"""A learned prior, μ and ρ = log s, one entry a code dimension."""
+RATE_PRIORS: dict[str, dict[str, Prior]] = {
+    # "moderate": μ among the codes, s about their spread (5 to 13 bits a symbol), μ off
+    # their centre so that the codes' pulls on it do not cancel; "far_tails": μ several
+    # scales below the codes (10 bits to floored); "small_step": s ≈ 1100 (Δ/s ≈ 1e-5),
+    # every code within 0.01 scales of μ (15 to 18 bits)
+    "output": {
+        "moderate": ((0.2, 0.1), (-1.2, -1.9)),
+        "far_tails": ((-1.0, -1.0), (-2.5, -2.5)),
+        "small_step": ((-3.0, -3.0), (7.0, 7.0)),
+    },
+    "state": {
+        "moderate": ((1.0,), (0.0,)),
+        "far_tails": ((-1.0,), (-1.9,)),
+        "small_step": ((-3.0,), (7.0,)),
+    },
+}
+
+FLOOR_MARGIN = 1e-3
+"""The contract's least margin, in bits, between a symbol's information and the 24-bit floor:
+closer, float32 rounding may floor a symbol the reference does not (or the other way), and
+its gradient is there in one and not in the other."""
+
+
+def rate_margins(
+    case: Case, weights: dict[str, npt.NDArray[np.float32]], x: npt.NDArray[np.float32]
+) -> tuple[float, float]:
+    """The reference's margins on ``x``: its codes' from a tie (steps of Δ) and its symbols'
+    information from the floor (bits), min over every code."""
+    step = case.config.code_step
+    assert step is not None
+    codes = unrounded_codes(case, weights, x)
+    location, log_scale = weights[PRIOR_LOCATION], weights[PRIOR_LOG_SCALE]
+    bits = rate.information(codec.quantize(codes, step), location, log_scale, step)
+    return codec.tie_margin(codes, step), float(np.min(np.abs(bits - rate.FLOOR_BITS)))
+
+
+def assert_rate_margins(
+    case: Case, weights: dict[str, npt.NDArray[np.float32]], x: npt.NDArray[np.float32]
+) -> None:
+    """The precondition of comparing a rate with the reference's: codes at least ``MARGIN``
+    from a tie, symbols at least ``FLOOR_MARGIN`` from the floor."""
+    ties, floor = rate_margins(case, weights, x)
+    assert ties >= MARGIN, f"the fixture's codes lie {ties:.2g} steps from a tie"
+    assert floor >= FLOOR_MARGIN, f"a symbol of the fixture lies {floor:.2g} bits from the floor"
+
+
+def rate_checked(
+    case: Case, prior: str
+) -> tuple[dict[str, npt.NDArray[np.float32]], npt.NDArray[np.float32]]:
+    """``large_weights`` with the learned prior ``RATE_PRIORS[...][prior]``, and the inputs of
+    a rate case, its margins asserted (``assert_rate_margins``)."""
+    name = next(name for name, known in RATE.items() if known == case)
+    location, log_scale = RATE_PRIORS[name][prior]
+    weights = large_weights(case)
+    weights[PRIOR_LOCATION] = np.array(location, np.float32)
+    weights[PRIOR_LOG_SCALE] = np.array(log_scale, np.float32)
+    x = case.inputs(RATE_SEEDS[name])
+    assert_rate_margins(case, weights, x)
+    return weights, x

@@ -97,8 +97,10 @@ TRAINING_PROPERTIES = ("gradients", "straight_through", "sgd", "adam")
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Deselect the cases ``--case`` does not name, and for the ``training_only_backends``
-    all but the tests of ``TRAINING_PROPERTIES`` on output-feedback cases; under ``pytest -n``,
-    keep each backend's tests of one config on one worker, where that config is compiled."""
+    all but the tests of ``TRAINING_PROPERTIES`` on output-feedback cases (named by
+    ``--backend``, they run every test but those of a rate case, which they refuse); under
+    ``pytest -n``, keep each backend's tests of one config on one worker, where that config
+    is compiled."""
     from parity_tests.properties import PROPERTIES
 
     training = [PROPERTIES[key] for key in TRAINING_PROPERTIES]
@@ -118,9 +120,18 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if deselected:
         config.hook.pytest_deselected(items=deselected)
         items[:] = [item for item in items if not not_theirs(item)]
+    refusing = set(config.getini(TRAINING_ONLY))
     for item in items:
+        if backend_of(item) in refusing and rate_case(item):
+            item.add_marker(pytest.mark.skip(reason=f"{backend_of(item)} refuses rate_weight"))
         if item.get_closest_marker("nested") is None and (group := compilation_group(item)):
             item.add_marker(pytest.mark.xdist_group(group))
+
+
+def rate_case(item: pytest.Item) -> bool:
+    """Whether the test takes a case whose config has a rate weight."""
+    case = getattr(item, "callspec", None) and item.callspec.params.get("case")
+    return isinstance(case, Case) and case.config.rate_weight is not None
 
 
 def compilation_group(item: pytest.Item) -> str | None:

@@ -89,6 +89,43 @@ PROPERTIES = {
         ("test_a_tie_rounds_to_the_even_symbol",),
         ("outputs",),
     ),
+    "rate": Property(
+        "rate: loss and gradients",
+        "with a rate weight λ the loss (distortion plus λ·bits under the learned prior) and "
+        "every gradient, μ and ρ included, equal the reference's, on codes at least 1e-4 steps "
+        "of Δ from a tie and symbols at least 1e-3 bit from the 24-bit floor (asserted); "
+        "λ = 0: μ and ρ get zero gradients, loss and gradients the plain model's; both "
+        "feedbacks",
+        (
+            "test_the_rate_loss_and_gradients_equal_the_references",
+            "test_a_zero_rate_weight_adds_nothing_but_the_prior",
+        ),
+        ("loss", "gradients"),
+    ),
+    "rate_tails": Property(
+        "rate where a difference of sigmoids cancels",
+        "a prior several scales below the codes (symbols of 10 to 24 bits, and floored ones, "
+        "which pass no gradient) and one of Δ/s ≤ 1e-4 around them: loss, gradients and "
+        "frae.codec.bits equal the reference's; both feedbacks",
+        (
+            "test_symbols_in_the_far_tails_cost_their_bits_or_the_floor",
+            "test_a_prior_much_wider_than_its_step_costs_the_references_bits",
+        ),
+        ("loss", "gradients"),
+    ),
+    "rate_training": Property(
+        "training for the rate",
+        "6 SGD and Adam steps with λ set equal the reference's, every loss and the weights, μ "
+        "and ρ included (the margins asserted at every step); the loss falls, μ and ρ move; "
+        "the trained model's integer prior keeps the contract's promise (0.01 bit of the "
+        "reference's learned p where f ≥ 256, frequencies ≥ 1 summing to 2^24) and its bytes "
+        "decompress on the reference; both feedbacks",
+        (
+            "test_fit_with_a_rate_follows_the_reference",
+            "test_the_integer_prior_of_a_trained_model_keeps_its_promise",
+        ),
+        ("sgd", "sgd weights", "adam", "adam weights", "outputs"),
+    ),
     "coding": Property(
         "coding: the model as a codec",
         "with a prior of the reference's symbols, compress's bytes read back to the reference's "

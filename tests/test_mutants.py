@@ -1,12 +1,13 @@
 """The suite rejects every deliberately broken implementation, for the property it breaks.
 
 Each mutant of ``parity_tests.mutants``, ``gru_mutants``, ``stream_mutants``,
-``resume_mutants``, ``quantized_mutants``, ``codec_mutants``, ``torch_mutants``,
-``data_parallel_mutants`` and ``export_mutants`` runs through the tests of the property it
-names; at least one of them must fail. The control (the unbroken ``Float32Reference``) must
-pass the whole kit, and the unbroken ``jax_scan`` of the data-parallel and export mutants
-their tests, so a failure is the mutation's doing. All run in one subprocess of the kit
-(``tests/kit_plan.py``), which starts once. The kill rate is printed at the end of the run.
+``resume_mutants``, ``quantized_mutants``, ``rate_mutants``, ``codec_mutants``,
+``torch_mutants``, ``data_parallel_mutants`` and ``export_mutants`` runs through the tests of
+the property it names; at least one of them must fail. The control (the unbroken
+``Float32Reference``) must pass the whole kit, and the unbroken ``jax_scan`` of the
+data-parallel and export mutants their tests, so a failure is the mutation's doing. All run
+in one subprocess of the kit (``tests/kit_plan.py``), which starts once. The kill rate is
+printed at the end of the run.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from parity_tests import (
     gru_mutants,
     mutants,
     quantized_mutants,
+    rate_mutants,
     resume_mutants,
     stream_mutants,
 )
@@ -59,6 +61,7 @@ TARGETS = (
             stream_mutants,
             resume_mutants,
             quantized_mutants,
+            rate_mutants,
             codec_mutants,
         )
         for mutant in module.MUTANTS
