@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import frae
-from apps.demo import data, packet_loss, rate_distortion, settings, worker
+from apps.demo import data, packet_loss, rate_distortion, rate_term, settings, worker
 from frae import codec
 
 needs_sktime = pytest.mark.skipif(
@@ -75,6 +75,8 @@ def test_a_rate_point_is_the_quantized_models_own(model: str) -> None:
     data = codec.compress(backend, prior, x)
     assert point.bytes == hashlib.sha256(data).hexdigest()[:12]
     assert point.stream_bits == 8 * len(data) / 15
+    assert point.payload_bits == 8 * (len(data) - codec.HEADER_BYTES - codec.TRAILER_BYTES) / 15
+    assert point.rate_weight is None and point.counted_payload_bits is None
     information = sum(codec.information_bits(prior, sequence) for sequence in symbols)
     assert point.prior_bits == pytest.approx(information / 15)
 
@@ -138,9 +140,9 @@ def test_keras_runs_once_per_installed_keras_backend() -> None:
 
 @needs_sktime
 def test_demo_runs_end_to_end_on_the_reference(tmp_path: Path) -> None:
-    """One epoch, the reference alone: two Adam steps a model (float, and with each trained
-    Δ), the sweep of Δ after training, the long stream through lost packets, the tables and
-    plots, and the records."""
+    """One epoch, the reference alone: two Adam steps a model (float, with each trained Δ,
+    and with the rate term at each λ), the sweep of Δ after training, the long stream through
+    lost packets, the tables and plots, and the records."""
     pytest.importorskip("matplotlib")
     from apps.demo import tables  # its tables need tabulate, the demo extra's
     from apps.demo.cli import run_demo
@@ -156,6 +158,12 @@ def test_demo_runs_end_to_end_on_the_reference(tmp_path: Path) -> None:
         assert [p["step"] for p in trained] == list(rate_distortion.TRAINED_CODE_STEPS)
         rows = tables.rate_rows(results, model)
         assert len(rows) == len(rate_distortion.CODE_STEPS) and rows[0][3] == "1/1"
+        rated = outcome["rate_trained"]
+        assert [p["rate_weight"] for p in rated] == list(rate_term.RATE_WEIGHTS)
+        for point in rated:
+            assert (tmp_path / "streams" / model / f"{point['bytes']}.frae").is_file()
+        rows = tables.rate_term_rows(results, model)
+        assert [row[0] for row in rows].count("trained with Δ and λ") == len(rated)
         sweep = outcome["packet_loss"]
         assert sweep["frames"] == packet_loss.STREAM_FRAMES
         loss_rows, _ = tables.loss_rows(results, model)
@@ -164,7 +172,9 @@ def test_demo_runs_end_to_end_on_the_reference(tmp_path: Path) -> None:
         "loss.png",
         "reconstruction.png",
         "rate_distortion.png",
+        "rate_term.png",
         "packet_loss.png",
     }
     assert json.loads((tmp_path / "results.json").read_text()) == results
-    assert "through lost packets" in (tmp_path / "tables.txt").read_text()
+    text = (tmp_path / "tables.txt").read_text()
+    assert "through lost packets" in text and "the rate term's" in text

@@ -19,6 +19,7 @@ import frae
 from apps.demo import crossing, plots, tables
 from apps.demo.data import Signal, load_signal
 from apps.demo.rate_distortion import step_label
+from apps.demo.rate_term import RATE_CODE_STEP
 from apps.demo.settings import BATCH_SIZE, CHANNELS, EPOCHS, LEARNING_RATE, MODELS, SEED, WINDOW
 from apps.demo.worker import Variant, run_variant, variants
 
@@ -75,55 +76,74 @@ def run_demo(
     job = {
         "models": {name: config.to_dict() for name, config in MODELS.items()},
         "weights": str(out / "weights"),
+        "streams": str(out / "streams"),
         "epochs": epochs,
         "batch_size": BATCH_SIZE,
         "learning_rate": LEARNING_RATE,
         "seed": SEED,
     }
-    results = run_variants(out, signal, chosen, {**job, "kind": "train"}, jobs)
+    results = run_variants(out, signal, chosen, [{**job, "kind": kind} for kind in FIRST], jobs)
     if trained := first_weights(results):
         sources = ", ".join(Path(path).stem for path in trained.values())
         print(f"Quantized after training, the weights of {sources}:")
-        job |= {"trained": trained, "streams": str(out / "streams")}
-        merge(results, run_variants(out, signal, chosen, {**job, "kind": "quantize"}, jobs))
-        if wanted := crossing.streams_to_decode(results):
-            print("Each backend decoding the bytes of the others, where they differ from its own:")
-            receivers = [variant for variant in chosen if variant.label in wanted]
-            decode = {**job, "kind": "decode", "decode": wanted}
-            merge(results, run_variants(out, signal, receivers, decode, jobs))
+        job |= {"trained": trained}
+        merge(results, run_variants(out, signal, chosen, [{**job, "kind": "quantize"}], jobs))
+    if wanted := crossing.streams_to_decode(results):
+        print("Each backend decoding the bytes of the others, where they differ from its own:")
+        receivers = [variant for variant in chosen if variant.label in wanted]
+        decode = {**job, "kind": "decode", "decode": wanted}
+        merge(results, run_variants(out, signal, receivers, [decode], jobs))
     report(out, signal, results)
     print(f"total {time.perf_counter() - started:.0f} s")
     return results
 
 
+FIRST = ("train", "rate")
+"""The jobs that need nothing but the windows, run side by side: training, and training with
+the rate term."""
+
+
 def merge(results: Results, more: Results) -> None:
-    """Each model's outcome in ``more`` added to its variant's in ``results``."""
+    """Each model's outcome in ``more`` added to its variant's in ``results`` (the variant
+    taken whole where ``results`` has none)."""
     for label, found in more.items():
+        if label not in results:
+            results[label] = found
+            continue
         for model, outcome in found["models"].items():
             results[label]["models"].setdefault(model, {}).update(outcome)
 
 
 def run_variants(
-    out: Path, signal: Signal, chosen: Sequence[Variant], job: dict[str, Any], jobs: int
+    out: Path, signal: Signal, chosen: Sequence[Variant], kinds: Sequence[dict[str, Any]], jobs: int
 ) -> Results:
-    """``job`` run by each of ``chosen``'s workers, ``jobs`` at a time; a line per finished one."""
+    """Each job of ``kinds`` run by each of ``chosen``'s workers, ``jobs`` at a time, in that
+    order; a line per finished one. A variant's results are its first job's, each model's
+    outcomes of the others merged in (``merge``)."""
+    tasks = [(variant, job) for job in kinds for variant in chosen]
     with tempfile.TemporaryDirectory() as scratch:
         data = Path(scratch) / "windows.npz"
         np.savez(data, train=signal.train, test=signal.test)
 
-        def run(variant: Variant) -> dict[str, Any]:
+        def run(task: tuple[Variant, dict[str, Any]]) -> dict[str, Any]:
+            variant, job = task
             log = out / "logs" / f"{variant.label}-{job['kind']}.log"
             result = run_variant(variant, {**job, "data": str(data)}, log)
-            print(f"  {variant.label}: {tables.progress(result)}", flush=True)
+            print(f"  {variant.label} ({job['kind']}): {tables.progress(result)}", flush=True)
             return result
 
         with ThreadPoolExecutor(jobs) as pool:
-            return dict(zip((v.label for v in chosen), pool.map(run, chosen), strict=True))
+            done = list(pool.map(run, tasks))
+    results: Results = {}
+    for (variant, _), result in zip(tasks, done, strict=True):
+        merge(results, {variant.label: result})
+    return results
 
 
 def report(out: Path, signal: Signal, results: Results) -> None:
     """The SNR table; each model's rate table, quantized after training and trained
-    quantized, and its tables of lost packets; printed, and written to ``out`` as
+    quantized, its bytes, the counted prior's curve beside the rate term's, and its tables of
+    lost packets; printed, and written to ``out`` as
     ``tables.txt`` beside every variant's results (``results.json``) and the plots."""
     sections = [tables.snr_table(results)]
     for model in MODELS:
@@ -132,6 +152,10 @@ def report(out: Path, signal: Signal, results: Results) -> None:
             tables.rate_table(results, model),
             f"{model} feedback in real bytes (frae.codec), quantized after training:",
             tables.bytes_table(results, model),
+            f"{model} feedback, the counted prior's curve and the rate term's at Δ = "
+            f"{step_label(RATE_CODE_STEP)}, in real bytes (each figure every backend's, one "
+            "where they round alike):",
+            tables.rate_term_table(results, model),
         ]
         if sweeps := tables.loss_sweeps(results, model):
             sections += [
@@ -154,6 +178,7 @@ def report(out: Path, signal: Signal, results: Results) -> None:
         plots.plot_losses(out / "loss.png", results),
         plots.plot_reconstruction(out / "reconstruction.png", signal, weights),
         plots.plot_rate_distortion(out / "rate_distortion.png", results),
+        plots.plot_rate_term(out / "rate_term.png", results),
         plots.plot_packet_loss(out / "packet_loss.png", results),
     ]
     print(f"\nplots: {', '.join(str(path) for path in drawn)}")

@@ -1,6 +1,6 @@
 """The demo's plots, by matplotlib on its Agg backend (files only, no display needed): the
-training losses, a reconstruction, the rate–distortion curves, and the SNR through lost
-packets."""
+training losses, a reconstruction, the rate–distortion curves, the counted prior's beside the
+rate term's, and the SNR through lost packets."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ import numpy as np
 import frae
 from apps.demo.data import Signal, cut_windows
 from apps.demo.rate_distortion import CODE_STEPS, step_label
+from apps.demo.rate_term import RATE_CODE_STEP
 from apps.demo.settings import CHANNELS, MODELS, WINDOW
 from apps.demo.tables import loss_sweeps, points_of
 from frae.params import Weights
@@ -107,6 +108,56 @@ def plot_rate_distortion(path: Path, results: dict[str, dict[str, Any]]) -> Path
     axis.legend(fontsize="small")
     axis.grid(alpha=0.3)
     return _save(figure, path)
+
+
+RATE_TERM_CURVES = (
+    ("after_training", "o-", "C0", "counted prior, float model quantized, over Δ", (4, -10)),
+    ("trained_quantized", "D", "0.4", "counted prior, trained with Δ", (4, -10)),
+    ("rate_trained", "s-", "C3", "learned prior, trained with Δ and λ, over λ", (4, 4)),
+)
+"""Each curve of ``plot_rate_term``: the kind of its points, its style, colour, legend and
+where its points' names sit."""
+
+
+def plot_rate_term(path: Path, results: dict[str, dict[str, Any]]) -> Path:
+    """Each model's payload bits a frame against held-out SNR, of the bytes decoded: the
+    counted prior's curve over Δ, the model trained with the rate term's Δ alone, and the rate
+    term's curve over λ at that Δ, each point named by its Δ or λ, of the first backend that
+    made them; the other backends' points faint in the same colour. Lower is better: fewer
+    bits for the same SNR."""
+    plt = _pyplot()
+    figure, axes = plt.subplots(1, len(MODELS), figsize=(11, 4.5), sharey=True)
+    for axis, model in zip(axes, MODELS, strict=True):
+        for kind, style, colour, label, offset in RATE_TERM_CURVES:
+            for rank, sweep in enumerate(points_of(results, model, kind).values()):
+                points = [
+                    p for p in sweep if kind != "trained_quantized" or p["step"] == RATE_CODE_STEP
+                ]
+                snrs, bits = [p["snr_db"] for p in points], [p["payload_bits"] for p in points]
+                if rank:
+                    axis.plot(snrs, bits, style[0], color=colour, alpha=0.25, markersize=4)
+                    continue
+                axis.plot(snrs, bits, style, color=colour, label=label)
+                for point in points:
+                    where = (point["snr_db"], point["payload_bits"])
+                    axis.annotate(
+                        _point_name(point),
+                        where,
+                        xytext=offset,
+                        textcoords="offset points",
+                        fontsize=7,
+                    )
+        axis.set(title=f"{model} feedback", xlabel="held-out SNR of the bytes decoded (dB)")
+        axis.grid(alpha=0.3)
+        axis.legend(fontsize="small", loc="upper left")
+    axes[0].set_ylabel("bits per frame, the stream's payload")
+    return _save(figure, path)
+
+
+def _point_name(point: dict[str, Any]) -> str:
+    """``Δ = 1/16`` for a point without the rate term, ``λ = 0.004`` for one with it."""
+    weight = point.get("rate_weight")
+    return f"Δ = {step_label(point['step'])}" if weight is None else f"λ = {weight:g}"
 
 
 def plot_packet_loss(path: Path, results: dict[str, dict[str, Any]]) -> Path:

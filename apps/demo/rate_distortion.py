@@ -7,9 +7,11 @@ A rate point is a model with ``code_step`` Δ (the contract's "Quantized codes":
 rounded inside the recurrence, so the decoder and the feedback see only ẑ_t, as at a
 receiver) run by a backend on the held-out windows: its symbols from ``encode``, x̂ from
 ``decode`` of its codes. The rate is the symbols' empirical entropy, summed over the L code
-dimensions, in bits per frame (``bits_per_frame``). Two ways to a quantized model: the float
-model's trained weights quantized after training (``quantized_after_training``), and a model
-trained with Δ set, straight through (the worker's).
+dimensions, in bits per frame (``bits_per_frame``); in real bytes, those of the stream that
+codes its symbols under a prior, counted from its symbols of the training windows (by default)
+or its own learned one. Three ways to a quantized model: the float model's trained weights
+quantized after training (``quantized_after_training``), a model trained with Δ set, straight
+through (the worker's), and one trained with the rate term too (``apps.demo.rate_term``).
 
 A live signal is one long sequence: the held-out windows end to end (``end_to_end``) stand
 for it where the bytes of packets, one frame each, are counted.
@@ -60,8 +62,8 @@ def bits_per_frame(symbols: npt.NDArray[np.integer[Any]]) -> float:
     return total
 
 
-Keep = Callable[[bytes, codec.Prior], None]
-"""What a rate point hands its stream to: its bytes and their prior."""
+Keep = Callable[[frae.Backend, bytes, codec.Prior], None]
+"""What a rate point hands its stream to: the model, its bytes and their prior."""
 
 
 def end_to_end(windows: npt.NDArray[Any], frames: int | None = None) -> npt.NDArray[Any]:
@@ -73,12 +75,17 @@ def end_to_end(windows: npt.NDArray[Any], frames: int | None = None) -> npt.NDAr
 @dataclass(frozen=True)
 class RatePoint:
     """A quantized model on the held-out windows: its Δ, rate in bits per frame (the symbols'
-    entropy; their information under the prior; the bytes of one stream, everything counted),
-    SNR of the stream decompressed, the mean bits of a packet of one frame, past the stream's
-    opening, and how far they exceed the information of the frame they carry (of the first
-    ``PACKET_FRAMES`` frames end to end, sent a frame a packet), how far the words of the
-    windows end to end as one sequence exceed their information (a fraction), and digests of
-    its symbols and bytes (equal digests: the same, to the last one)."""
+    entropy; their information under the prior; the bytes of one stream, everything counted;
+    its payload, the stream's bytes less its header and trailer, which a stream has once
+    whatever its length), SNR of the stream decompressed, the mean bits of a packet of one
+    frame, past the stream's opening, and how far they exceed the information of the frame
+    they carry (of the first ``PACKET_FRAMES`` frames end to end, sent a frame a packet), how
+    far the words of the windows end to end as one sequence exceed their information (a
+    fraction), and digests of its symbols and bytes (equal digests: the same, to the last
+    one); where it was trained with the rate term, its ``rate_weight`` λ; where its prior is
+    not the one its symbols of the training windows count (a learned one), its payload under
+    that counted one too (``counted_payload_bits``).
+    """
 
     step: float
     bits: float
@@ -86,10 +93,13 @@ class RatePoint:
     symbols: str
     prior_bits: float
     stream_bits: float
+    payload_bits: float
     packet_bits: float
     packet_overhead: float
     payload_excess: float
     bytes: str
+    rate_weight: float | None = None
+    counted_payload_bits: float | None = None
 
 
 def digest(data: bytes) -> str:
@@ -102,31 +112,44 @@ def rate_point(
     x: npt.NDArray[np.float32],
     train: npt.NDArray[np.float32],
     keep: Keep | None = None,
+    prior: codec.Prior | None = None,
 ) -> RatePoint:
     """``model``'s (a config with ``code_step``) symbols, bytes and reconstruction of ``x``,
-    under the prior of its symbols of ``train``; the bytes and the prior handed to ``keep``."""
+    under ``prior`` (default: the prior of its symbols of ``train``; where another is given,
+    the payload under that one too); the model, the bytes and the prior handed to ``keep``."""
     step = model.config.code_step
     assert step is not None, "a quantized model"
     symbols = codec.symbols(model.encode(x), step)
-    prior = codec.fit_prior(model, train)
-    data = codec.compress(model, prior, x)
+    counted = codec.fit_prior(model, train)
+    own = counted if prior is None else prior
+    data = codec.compress(model, own, x)
     if keep is not None:
-        keep(data, prior)
+        keep(model, data, own)
     frames = symbols.shape[0] * symbols.shape[1]
-    information = sum(codec.information_bits(prior, sequence) for sequence in symbols)
-    packet_bits, packet_information = one_frame_packets(model, prior, end_to_end(x, PACKET_FRAMES))
+    information = sum(codec.information_bits(own, sequence) for sequence in symbols)
+    packet_bits, packet_information = one_frame_packets(model, own, end_to_end(x, PACKET_FRAMES))
     return RatePoint(
         step,
         bits_per_frame(symbols),
-        snr_db(x, codec.decompress(model, prior, data)),
+        snr_db(x, codec.decompress(model, own, data)),
         digest(symbols.tobytes()),
         prior_bits=information / frames,
         stream_bits=8 * len(data) / frames,
+        payload_bits=payload_bits(data, frames),
         packet_bits=packet_bits,
         packet_overhead=packet_bits - packet_information,
-        payload_excess=payload_excess(model, prior, x),
+        payload_excess=payload_excess(model, own, x),
         bytes=digest(data),
+        rate_weight=model.config.rate_weight,
+        counted_payload_bits=None
+        if prior is None
+        else payload_bits(codec.compress(model, counted, x), frames),
     )
+
+
+def payload_bits(data: bytes, frames: int) -> float:
+    """A stream's bits a frame, its header and trailer (a stream's once) left out."""
+    return 8 * (len(data) - codec.HEADER_BYTES - codec.TRAILER_BYTES) / frames
 
 
 def one_frame_packets(

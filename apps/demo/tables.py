@@ -1,5 +1,6 @@
 """What the demo prints: each worker's progress line, the SNR table, each model's
-rate–distortion tables and its tables of lost packets (rendered by ``tabulate``)."""
+rate–distortion tables (the counted prior's curve beside the rate term's among them) and its
+tables of lost packets (rendered by ``tabulate``)."""
 
 from __future__ import annotations
 
@@ -10,20 +11,25 @@ from tabulate import tabulate
 
 from apps.demo import crossing
 from apps.demo.rate_distortion import CODE_STEPS, step_label
+from apps.demo.rate_term import RATE_CODE_STEP, RATE_WEIGHTS, counted_bits_at
 from apps.demo.settings import MODELS
 
 
 def progress(result: dict[str, Any]) -> str:
     """One worker's line: its seconds (and CPU seconds), then each model's SNR (of the
-    float model, or of the finest quantized one) or error."""
+    float model, of the finest quantized one, or of each λ's) or error."""
     cpu = result["cpu_seconds"]
     parts = [f"{result['seconds']:.0f} s" + (f" ({cpu:.0f} s CPU)" if cpu is not None else "")]
     for model, outcome in result["models"].items():
         if "error" in outcome:
             parts.append(f"{model}: {outcome['error']}")
+        elif "rate_error" in outcome:
+            parts.append(f"{model} with the rate term: {outcome['rate_error']}")
         elif "decoded" in outcome:
-            count = sum(len(names) for names in outcome["decoded"].values())
-            parts.append(f"{model}: {count} other backends' streams decoded")
+            parts.append(f"{model}: {len(outcome['decoded'])} other backends' streams decoded")
+        elif "rate_trained" in outcome:
+            snrs = ", ".join(f"{point['snr_db']:.2f}" for point in outcome["rate_trained"])
+            parts.append(f"{model} with the rate term {snrs} dB")
         elif "after_training" in outcome:
             last = outcome["after_training"][-1]
             parts.append(f"{model} {last['snr_db']:.2f} dB at Δ = {step_label(last['step'])}")
@@ -74,8 +80,8 @@ RATE_HEADERS = [
 
 
 def points_of(results: dict[str, dict[str, Any]], model: str, kind: str) -> dict[str, list[Any]]:
-    """Each variant's rate points of ``model`` of ``kind`` (``after_training`` or
-    ``trained_quantized``), by label, where it made them."""
+    """Each variant's rate points of ``model`` of ``kind`` (``after_training``,
+    ``trained_quantized`` or ``rate_trained``), by label, where it made them."""
     return {
         label: result["models"][model][kind]
         for label, result in results.items()
@@ -139,6 +145,107 @@ def bytes_rows(results: dict[str, dict[str, Any]], model: str) -> list[list[Any]
         agreed = f"{same}/{len(points)}"
         rows.append([step_label(step), *(first[f] for f in fields), excess, agreed, crossed])
     return rows
+
+
+def rate_term_table(results: dict[str, dict[str, Any]], model: str) -> str:
+    # every cell is text already, λ's figures among them, which tabulate would round as numbers
+    rows = rate_term_rows(results, model)
+    return tabulate(rows, headers=RATE_TERM_HEADERS, disable_numparse=True)
+
+
+RATE_TERM_HEADERS = [
+    "model",
+    "prior",
+    "Δ",
+    "λ",
+    "payload: bits/frame",
+    "information: bits/frame",
+    "SNR dB",
+    "counted curve at this SNR: bits/frame",
+    "less the counted curve",
+    "its symbols counted: payload bits/frame",
+    "decoded, sender × receiver",
+]
+
+
+def rate_term_rows(results: dict[str, dict[str, Any]], model: str) -> list[list[Any]]:
+    """The counted prior's curve, the float weights quantized after training at each Δ; the
+    model trained with Δ = ``RATE_CODE_STEP`` alone; then the rate term's curve, trained at
+    that Δ with each λ. Every backend's figure (one where all round alike, else their span):
+    the payload's bits a frame (``RatePoint.payload_bits``), the symbols' information under
+    the prior, the SNR of the bytes decoded; past the counted curve, the counted curve's bits
+    at the same SNR and how far the point's lie below them (each backend's against its own
+    counted curve; blank beyond the curve's SNR), and for the rate term's models, their
+    payload under the prior their own symbols count; every backend's bytes decoded on every
+    backend: the ordered pairs decoded of all, and the farthest any decode lies from the
+    sender's own."""
+    counted = points_of(results, model, "after_training")
+    rows = []
+    for index, step in enumerate(CODE_STEPS):
+        points = {label: sweep[index] for label, sweep in counted.items()}
+        if points:
+            crossed = _crossed_from_own(results, model, index, "after_training", len(points))
+            start = ["quantized after training", "counted", step_label(step), ""]
+            rows.append([*start, *_rate_cells(points), "", "", "", crossed])
+    grid = step_label(RATE_CODE_STEP)
+    alone = {
+        label: point
+        for label, sweep in points_of(results, model, "trained_quantized").items()
+        for point in sweep
+        if point["step"] == RATE_CODE_STEP
+    }
+    if alone:
+        against = _against_counted(counted, alone)
+        rows.append(["trained with Δ", "counted", grid, "", *_rate_cells(alone), *against, "", ""])
+    trained = points_of(results, model, "rate_trained")
+    for index, weight in enumerate(RATE_WEIGHTS):
+        points = {label: sweep[index] for label, sweep in trained.items()}
+        if points:
+            against = _against_counted(counted, points)
+            own = _spread([point["counted_payload_bits"] for point in points.values()])
+            crossed = _crossed_from_own(results, model, index, "rate_trained", len(points))
+            start = ["trained with Δ and λ", "learned", grid, f"{weight:g}"]
+            rows.append([*start, *_rate_cells(points), *against, own, crossed])
+    return rows
+
+
+def _rate_cells(points: dict[str, dict[str, Any]]) -> list[str]:
+    """Every backend's payload bits a frame, information bits a frame and SNR."""
+    fields = ("payload_bits", "prior_bits", "snr_db")
+    return [_spread([point[field] for point in points.values()]) for field in fields]
+
+
+def _against_counted(
+    counted: dict[str, list[dict[str, Any]]], points: dict[str, dict[str, Any]]
+) -> list[str]:
+    """Every backend's counted curve's bits a frame at its point's SNR, and the point's bits
+    less them."""
+    at_snr = [_counted_at(counted.get(label), point) for label, point in points.items()]
+    less = [
+        None if bits is None else point["payload_bits"] - bits
+        for bits, point in zip(at_snr, points.values(), strict=True)
+    ]
+    return [_spread(at_snr), _spread(less)]
+
+
+def _counted_at(sweep: list[dict[str, Any]] | None, point: dict[str, Any]) -> float | None:
+    """The bits a frame of the counted curve ``sweep`` at ``point``'s SNR."""
+    if sweep is None:
+        return None
+    return counted_bits_at([(p["snr_db"], p["payload_bits"]) for p in sweep], point["snr_db"])
+
+
+def _crossed_from_own(
+    results: dict[str, dict[str, Any]], model: str, index: int, kind: str, backends: int
+) -> str:
+    """ "49/49 within 0.01 dB": the ordered pairs decoded, and the farthest a receiver's SNR
+    lies from the sender's own decode of its bytes."""
+    pairs = crossing.pair_snrs(results, model, index, kind)
+    own = crossing.own_snrs(results, model, index, kind)
+    if not pairs:
+        return f"0/{backends**2}"
+    farthest = max(abs(snr - own[sender]) for (sender, _), snr in pairs.items())
+    return f"{len(pairs)}/{backends**2} within {farthest:.2f} dB"
 
 
 def loss_table(results: dict[str, dict[str, Any]], model: str) -> str:

@@ -3,8 +3,9 @@
 Each backend trains both models in a fresh process (Keras' backend is fixed when it
 starts), on one thread, as many at once as there are CPUs (up to 4); Keras runs once per
 installed Keras backend. ``run_variant`` starts the process, ``python -m apps.demo.worker
-'<job as JSON>'``, which runs the job's kind (``JOBS``: training, or the quantization sweep)
-and prints its results as one JSON line.
+'<job as JSON>'``, which runs the job's kind (``JOBS``: training; training with the rate
+term; the quantization sweep; decoding the other backends' bytes) and prints its results as
+one JSON line.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from typing import Any
 import numpy as np
 
 import frae
-from apps.demo import packet_loss
+from apps.demo import packet_loss, rate_term
 from apps.demo.crossing import decode_in_this_process, keep_stream
 from apps.demo.rate_distortion import (
     TRAINED_CODE_STEPS,
@@ -105,8 +106,36 @@ def train_in_this_process(job: dict[str, Any]) -> dict[str, Any]:
                 for step in TRAINED_CODE_STEPS
             ]
         except Exception as error:  # reported in the table, the other model still runs
-            results[model] = {"error": f"{type(error).__name__}: {error}".splitlines()[0]}
+            results[model] = {"error": _first_line(error)}
     return {"models": results, "cpu_seconds": _cpu_seconds()}
+
+
+def rate_in_this_process(job: dict[str, Any]) -> dict[str, Any]:
+    """The worker's training with the rate term: each model of ``job`` at each λ
+    (``apps.demo.rate_term``), trained as the job says, and its rate point under its learned
+    prior, each stream kept in ``job["streams"]`` (``apps.demo.crossing``). A model that
+    fails, as on a backend without the rate term, reports its error (``rate_error``) beside
+    the other results of the model."""
+    with np.load(job["data"]) as data:
+        train, test = data["train"], data["test"]
+    results: dict[str, Any] = {}
+    for model, fields in job["models"].items():
+        keep = partial(keep_stream, Path(job["streams"]) / model)
+        fitted = partial(_fitted_model, job, train)
+        try:
+            points = rate_term.rate_trained(FRAEConfig.from_dict(fields), test, train, fitted, keep)
+            results[model] = {"rate_trained": [asdict(point) for point in points]}
+        except Exception as error:  # the table shows it; the model's other points stand
+            results[model] = {"rate_error": _first_line(error)}
+    return {"models": results, "cpu_seconds": _cpu_seconds()}
+
+
+def _first_line(error: Exception) -> str:
+    return f"{type(error).__name__}: {error}".splitlines()[0]
+
+
+def _fitted_model(job: dict[str, Any], train: np.ndarray, config: FRAEConfig) -> frae.Backend:
+    return _fitted(job, config, train)[0]
 
 
 def _fitted(
@@ -144,12 +173,13 @@ def quantize_in_this_process(job: dict[str, Any]) -> dict[str, Any]:
                 "packet_loss": packet_loss.measured(job["backend"], config, weights, test, train),
             }
         except Exception as error:  # reported in the table, the other model still runs
-            results[model] = {"error": f"{type(error).__name__}: {error}".splitlines()[0]}
+            results[model] = {"error": _first_line(error)}
     return {"models": results, "cpu_seconds": _cpu_seconds()}
 
 
 JOBS = {
     "train": train_in_this_process,
+    "rate": rate_in_this_process,
     "quantize": quantize_in_this_process,
     "decode": decode_in_this_process,
 }
@@ -163,7 +193,7 @@ def _cpu_seconds() -> float:
 
 
 def run_variant(variant: Variant, job: dict[str, Any], log: Path) -> dict[str, Any]:
-    """``train_in_this_process`` in a fresh process with ``variant``'s environment, its
+    """``job`` (its kind one of ``JOBS``) in a fresh process with ``variant``'s environment, its
     wall-clock ``seconds`` added; a process that fails gives every model its log's tail as
     the error."""
     env = {**ONE_THREAD, **os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", **variant.env}
