@@ -21,26 +21,38 @@ Unroll = Callable[[model.Module, torch.Tensor], tuple[torch.Tensor, torch.Tensor
 """``module, x -> (x̂, ẑ)``: ``model.unroll``'s outputs and codes, compiled."""
 
 
-def symbol_bits(
-    codes: torch.Tensor, location: torch.Tensor, log_scale: torch.Tensor, step: float
-) -> torch.Tensor:
-    """Each code's bits min(P, −log2 p(u)), u = ẑ ``(…, L)``, under the prior (μ, ρ) ``(L,)``,
+def information(centred: torch.Tensor, log_scale: torch.Tensor, step: float) -> torch.Tensor:
+    """I = −log2 p of codes at ``centred`` = u − μ ``(…, L)`` under the scales ρ, unfloored,
     in the product's form, no factor's log cancelling (``frae.codec.rate``)::
 
         s = exp(ρ),  a = (u − μ + Δ/2) / s,  −b = (μ − u + Δ/2) / s
-        −log2 p = −(log σ(a) + log σ(−b) + log(−expm1(−Δ/s))) / ln 2
+        I = −(log σ(a) + log σ(−b) + log(−expm1(−Δ/s))) / ln 2
 
-    The clamp to P = ``FLOOR_BITS`` passes no gradient where a symbol is floored. 1/s is
-    exp(−ρ), a factor: a quotient's gradient would divide by s², which underflows to 0 where
-    ρ is far below 0, and bring 0 / 0 from a floored symbol to ρ's gradient."""
+    1/s is exp(−ρ), a factor: a quotient's gradient would divide by s², which underflows to 0
+    where ρ is far below 0."""
     inverse_scale = torch.exp(-log_scale)
-    centred = codes - location
     log_p = (
         nn.functional.logsigmoid((centred + step / 2) * inverse_scale)
         + nn.functional.logsigmoid((step / 2 - centred) * inverse_scale)
         + torch.log(-torch.expm1(-step * inverse_scale))
     )
-    return torch.clamp(log_p / -math.log(2.0), max=FLOOR_BITS)
+    return log_p / -math.log(2.0)
+
+
+def symbol_bits(
+    codes: torch.Tensor, location: torch.Tensor, log_scale: torch.Tensor, step: float
+) -> torch.Tensor:
+    """Each code's bits min(P, I), P = ``FLOOR_BITS``, for codes u = ẑ ``(…, L)`` under the
+    prior (μ, ρ) ``(L,)``. A floored symbol (I > P) passes no gradient to μ, ρ or u: its I is
+    taken at u = μ with s = 1, whose slopes are finite, where its own may be 0 / 0 (Δ/s
+    rounding to 0 for a very wide prior)."""
+    centred = codes - location
+    with torch.no_grad():
+        floored = information(centred, log_scale, step) > FLOOR_BITS
+    kept = information(
+        torch.where(floored, 0.0, centred), torch.where(floored, 0.0, log_scale), step
+    )
+    return torch.where(floored, FLOOR_BITS, kept)
 
 
 def loss(unrolled: Unroll, module: model.Module, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
