@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import frae
-from apps.demo import rate_distortion, rate_term, settings, tables
+from apps.demo import rate_distortion, rate_term, settings
 from frae import codec
 
 pytest.importorskip("constriction")
@@ -112,6 +112,8 @@ def test_the_rate_term_table_sets_each_trained_point_against_the_counted_curve()
     """Two backends alike in the counted curve, their trained points half a bit apart: each
     trained point's counted bits at its SNR and how far below them it lies, every backend's
     span; the decodes of the other's bytes measured from the sender's own."""
+    from apps.demo import tables  # tabulate: the demo extra's
+
     results = {"a": _results("a", 3.0), "b": _results("b", 3.5)}
     results["a"]["models"]["output"]["decoded"] = {"b0": 3.52}
     results["b"]["models"]["output"]["decoded"] = {"a0": 3.5}
@@ -130,12 +132,40 @@ def test_the_rate_term_table_sets_each_trained_point_against_the_counted_curve()
 
 
 def test_beyond_the_counted_curves_snr_the_comparison_is_blank() -> None:
-    results = {"a": _results("a", 3.0)}
+    """Blank where no backend's point lies within the curve's SNR; where some do, theirs,
+    and how many."""
+    from apps.demo import tables  # tabulate: the demo extra's
+
+    results = {"a": _results("a", 3.0), "b": _results("b", 3.0)}
     results["a"]["models"]["output"]["rate_trained"][-1]["snr_db"] = 9.5
+    assert tables.rate_term_rows(results, "output")[-1][7:9] == ["9.00 (1 of 2)", "-3.00 (1 of 2)"]
+    results["b"]["models"]["output"]["rate_trained"][-1]["snr_db"] = 2.5
     assert tables.rate_term_rows(results, "output")[-1][7:9] == ["", ""]
 
 
+def test_the_rate_terms_jobs_train_a_model_each_beside_the_training() -> None:
+    """The first jobs: training, then one rate job a model; their results merge by model."""
+    pytest.importorskip("tabulate")  # the demo extra's, which the command imports
+    from apps.demo.cli import first_jobs, merge
+
+    models = {name: config.to_dict() for name, config in settings.MODELS.items()}
+    jobs = first_jobs({"models": models, "seed": 0})
+    assert [(job["kind"], list(job["models"])) for job in jobs] == [
+        ("train", list(models)),
+        *(("rate", [name]) for name in models),
+    ]
+    assert all(job["seed"] == 0 for job in jobs)
+    results: dict[str, Any] = {}
+    merge(results, {"a": {"models": {"output": {"snr_db": 7.0}}, "seconds": 2.0}})
+    merge(results, {"a": {"models": {"output": {"rate_trained": []}}, "seconds": 9.0}})
+    assert results == {
+        "a": {"models": {"output": {"snr_db": 7.0, "rate_trained": []}}, "seconds": 2.0}
+    }
+
+
 def test_a_backend_without_the_rate_term_says_so_in_its_progress_line() -> None:
+    from apps.demo import tables  # tabulate: the demo extra's
+
     result: dict[str, Any] = {
         "models": {"output": {"rate_error": "ValueError: no rate term"}},
         "seconds": 3.0,

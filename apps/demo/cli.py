@@ -82,7 +82,7 @@ def run_demo(
         "learning_rate": LEARNING_RATE,
         "seed": SEED,
     }
-    results = run_variants(out, signal, chosen, [{**job, "kind": kind} for kind in FIRST], jobs)
+    results = run_variants(out, signal, chosen, first_jobs(job), jobs)
     if trained := first_weights(results):
         sources = ", ".join(Path(path).stem for path in trained.values())
         print(f"Quantized after training, the weights of {sources}:")
@@ -98,9 +98,15 @@ def run_demo(
     return results
 
 
-FIRST = ("train", "rate")
-"""The jobs that need nothing but the windows, run side by side: training, and training with
-the rate term."""
+def first_jobs(job: dict[str, Any]) -> list[dict[str, Any]]:
+    """The jobs that need nothing but the windows, run side by side: training, and training
+    with the rate term, a job a model (each trains fewer models than the training job, so
+    that none runs longer than it)."""
+    rate = [
+        {**job, "kind": "rate", "models": {model: fields}, "part": model}
+        for model, fields in job["models"].items()
+    ]
+    return [{**job, "kind": "train"}, *rate]
 
 
 def merge(results: Results, more: Results) -> None:
@@ -127,9 +133,10 @@ def run_variants(
 
         def run(task: tuple[Variant, dict[str, Any]]) -> dict[str, Any]:
             variant, job = task
-            log = out / "logs" / f"{variant.label}-{job['kind']}.log"
+            kind = "-".join(filter(None, (job["kind"], job.get("part"))))
+            log = out / "logs" / f"{variant.label}-{kind}.log"
             result = run_variant(variant, {**job, "data": str(data)}, log)
-            print(f"  {variant.label} ({job['kind']}): {tables.progress(result)}", flush=True)
+            print(f"  {variant.label} ({kind}): {tables.progress(result)}", flush=True)
             return result
 
         with ThreadPoolExecutor(jobs) as pool:

@@ -112,7 +112,7 @@ def plot_rate_distortion(path: Path, results: dict[str, dict[str, Any]]) -> Path
 
 RATE_TERM_CURVES = (
     ("after_training", "o-", "C0", "counted prior, float model quantized, over Δ", (4, -10)),
-    ("trained_quantized", "D", "0.4", "counted prior, trained with Δ", (4, -10)),
+    ("trained_quantized", "D", "0.4", "counted prior, trained with Δ", (-48, 4)),
     ("rate_trained", "s-", "C3", "learned prior, trained with Δ and λ, over λ", (4, 4)),
 )
 """Each curve of ``plot_rate_term``: the kind of its points, its style, colour, legend and

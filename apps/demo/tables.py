@@ -26,7 +26,7 @@ def progress(result: dict[str, Any]) -> str:
         elif "rate_error" in outcome:
             parts.append(f"{model} with the rate term: {outcome['rate_error']}")
         elif "decoded" in outcome:
-            parts.append(f"{model}: {len(outcome['decoded'])} other backends' streams decoded")
+            parts.append(f"{model}: {len(outcome['decoded'])} streams of other backends decoded")
         elif "rate_trained" in outcome:
             snrs = ", ".join(f"{point['snr_db']:.2f}" for point in outcome["rate_trained"])
             parts.append(f"{model} with the rate term {snrs} dB")
@@ -219,13 +219,15 @@ def _against_counted(
     counted: dict[str, list[dict[str, Any]]], points: dict[str, dict[str, Any]]
 ) -> list[str]:
     """Every backend's counted curve's bits a frame at its point's SNR, and the point's bits
-    less them."""
+    less them; how many backends' points lie within the curve's SNR where some do not."""
     at_snr = [_counted_at(counted.get(label), point) for label, point in points.items()]
     less = [
         None if bits is None else point["payload_bits"] - bits
         for bits, point in zip(at_snr, points.values(), strict=True)
     ]
-    return [_spread(at_snr), _spread(less)]
+    known = sum(bits is not None for bits in at_snr)
+    within = "" if known in (0, len(at_snr)) else f" ({known} of {len(at_snr)})"
+    return [_spread(at_snr) + within, _spread(less) + within]
 
 
 def _counted_at(sweep: list[dict[str, Any]] | None, point: dict[str, Any]) -> float | None:
