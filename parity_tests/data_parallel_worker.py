@@ -28,9 +28,11 @@ SEQUENCES, STEPS = 16, 24
 MODELS = {
     "output": frae.FRAEConfig(),
     "state": frae.FRAEConfig(feedback="state", state_dim=8, code_step=2**-5),
+    "rate": frae.FRAEConfig(latent_dim=2, code_step=2**-6, rate_weight=0.05),
 }
-"""The kit's cases "default" and quantized "state": the quantized codes' straight-through
-gradient is reduced over the devices like any other."""
+"""The kit's cases "default", quantized "state" and rate "output": the quantized codes'
+straight-through gradient, and the rate's and the prior's, are reduced over the devices like
+any other."""
 
 
 def _lists(arrays: Mapping[str, Any]) -> dict[str, Any]:

@@ -196,7 +196,7 @@ PROPERTIES = {
         "chained through their states equal one call of the reference, outputs and last state, "
         "for a batch, a batch of one and one sequence; a call from a given state equals the "
         "reference's from it; initial_state is the zero state; for both feedbacks, and with "
-        "a code step",
+        "a code step (and, for the output model, a rate weight)",
         (
             "test_chained_chunks_equal_one_call",
             "test_quantized_chunks_equal_one_call",
@@ -318,7 +318,7 @@ PROPERTIES = {
         "fit (step, epoch, Adam's moments) is the reference's; a state fit cannot continue "
         "(another optimizer, a moment missing, extra, misshapen, not finite or negative, a "
         "negative count, not a state) is refused, naming it, with the weights untouched; for "
-        "both feedbacks",
+        "both feedbacks, and with a rate weight (μ, ρ and their moments)",
         (
             "test_a_checkpoint_resumes_fit_where_it_stopped",
             "test_a_checkpoint_crosses_to_each_other_backend",
@@ -366,7 +366,8 @@ PROPERTIES = {
         "data-parallel training",
         "create(devices=N): SGD and Adam losses (Adam resumed from its training state too), "
         "weights, Adam's moments and predictions on 4 virtual devices in one process (both "
-        "models, the state model's codes quantized), and on two processes joined by the "
+        "models, the state model's codes quantized, and the output model with a rate weight), "
+        "and on two processes joined by the "
         "framework's engine (the output model; both where a process holds one device), equal "
         "those on one device; an uneven mini-batch or too many devices is refused, naming "
         "them; a backend without an engine refuses devices > 1",

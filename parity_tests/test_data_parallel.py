@@ -30,6 +30,13 @@ MODELS = tuple(data_parallel_worker.MODELS)
 ENGINES = {"jax": "jax.sharding", "tensorflow": "tf.distribute", "torch": "DDP"}
 
 
+def models_of(training_only: bool, models: tuple[str, ...] = MODELS) -> tuple[str, ...]:
+    """``models`` but, for a training-only backend, those with a rate weight, which it
+    refuses."""
+    configs = data_parallel_worker.MODELS
+    return tuple(m for m in models if not training_only or configs[m].rate_weight is None)
+
+
 def framework(backend: str) -> str:
     """The framework ``backend`` trains on: for an import path, that of the registered
     backend it derives from, or ``"none"``."""
@@ -121,7 +128,9 @@ def assert_same_training(result: dict[str, Any], devices: int, first: dict[str, 
 
 
 @pytest.mark.processes
-def test_data_parallel_equals_one_device(backend_spec: str, tmp_path: Path) -> None:
+def test_data_parallel_equals_one_device(
+    backend_spec: str, tmp_path: Path, training_only: bool
+) -> None:
     """Training on four virtual CPU devices in one process equals training on one."""
     if not has_engine(backend_spec):
         pytest.skip("no data-parallel engine: test_devices_refused_without_engine")
@@ -130,7 +139,12 @@ def test_data_parallel_equals_one_device(backend_spec: str, tmp_path: Path) -> N
             frae.create(backend_spec, devices=VIRTUAL_DEVICES)
         return
     (result,) = run_workers(
-        backend_spec, tmp_path, devices=VIRTUAL_DEVICES, processes=1, cpu_devices=VIRTUAL_DEVICES
+        backend_spec,
+        tmp_path,
+        devices=VIRTUAL_DEVICES,
+        processes=1,
+        cpu_devices=VIRTUAL_DEVICES,
+        models=models_of(training_only),
     )
     assert_same_training(result, VIRTUAL_DEVICES, result)
 
@@ -144,8 +158,8 @@ def test_data_parallel_across_processes(
         pytest.skip("no data-parallel engine: test_devices_refused_without_engine")
     if training_only and framework(backend_spec) != "torch":
         pytest.skip("its twin's engine, its gradient checked on 4 devices in one process")
-    # the one-process test trained both models; what a cluster adds is the same for both
-    models = MODELS if framework(backend_spec) == "torch" else ("output",)
+    # the one-process test trained every model; what a cluster adds is the same for each
+    models = models_of(training_only) if framework(backend_spec) == "torch" else ("output",)
     results = run_workers(
         backend_spec, tmp_path, devices=2, processes=2, cpu_devices=None, models=models
     )

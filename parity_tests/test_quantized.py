@@ -15,6 +15,7 @@ from frae import codec
 from frae.data import multi_sine
 from parity_tests.cases import (
     QUANTIZED,
+    RATE_PARAMS,
     TIES,
     Case,
     margin_checked,
@@ -68,7 +69,7 @@ def test_decode_quantizes_what_it_is_given(
     assert_close("self", model.decode(model.encode(x)), model.predict(x), "decode(encode(x))")
 
 
-@pytest.mark.parametrize("case", quantized_params("swish", "state"))
+@pytest.mark.parametrize("case", [*quantized_params("swish", "state"), RATE_PARAMS[0]])
 def test_quantized_chunks_equal_one_call(
     make_backend: MakeBackend, reference: MakeBackend, case: Case
 ) -> None:

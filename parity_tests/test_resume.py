@@ -11,7 +11,7 @@ import pytest
 
 import frae
 from frae.data import multi_sine
-from parity_tests.cases import BOTH_MODELS, Case
+from parity_tests.cases import BOTH_MODELS, RATE_PARAMS, Case
 from parity_tests.checks import assert_same_weights
 from parity_tests.conftest import MakeBackend
 from parity_tests.tolerances import assert_close
@@ -22,6 +22,18 @@ OPTIMIZERS = pytest.mark.parametrize(
 HALF = 2
 """Epochs of each half: 4 sequences in mini-batches of 3 are 2 steps an epoch (the second
 of one sequence), so k = 4 steps a half, and the shuffle's permutation differs each epoch."""
+
+
+PAIRS = [
+    *(
+        pytest.param(partner, *case.values, id=f"{partner}-{case.id}")
+        for partner in ("itself", "reference")
+        for case in BOTH_MODELS
+    ),
+    pytest.param("reference", *RATE_PARAMS[0].values, id=f"reference-{RATE_PARAMS[0].id}"),
+]
+"""The partners a checkpoint crosses to and from, and the cases: both models with each, and
+the rate case (μ, ρ and their moments in the checkpoint) with the reference."""
 
 
 def _options(optimizer: str, learning_rate: float) -> dict[str, object]:
@@ -73,8 +85,7 @@ def _assert_same_training(
 
 
 @OPTIMIZERS
-@pytest.mark.parametrize("case", BOTH_MODELS)
-@pytest.mark.parametrize("partner_name", ["itself", "reference"])
+@pytest.mark.parametrize("partner_name, case", PAIRS)
 def test_a_checkpoint_resumes_fit_where_it_stopped(
     make_backend: MakeBackend,
     reference: MakeBackend,
