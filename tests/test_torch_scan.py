@@ -1,10 +1,10 @@
 """PyTorch-specific promises of ``torch_scan``: the ``nn.Linear`` and ``nn.GRUCell`` layouts
-and their one transpose, float32, one compilation for every shape and state, chunks chained
-through their states equal to one call, nothing global changed in the user's process; its
-route (``frae.routes``: Inductor's C++ wrapper by default, Python for T = 1's gradient, a
-user's ``TORCHINDUCTOR_CPP_WRAPPER`` kept, ``FRAE_ROUTES=defaults`` honoured); and its export
-refusals pinned, each retried against the installed PyTorch, so an upgrade that lifts one
-fails here and shows that the format can be made."""
+and their one transpose, float32, one compilation for every shape and state (the rate term's
+train steps too), chunks chained through their states equal to one call, nothing global changed
+in the user's process; its route (``frae.routes``: Inductor's C++ wrapper by default, Python
+for T = 1's gradient, a user's ``TORCHINDUCTOR_CPP_WRAPPER`` kept, ``FRAE_ROUTES=defaults``
+honoured); and its export refusals pinned, each retried against the installed PyTorch, so an
+upgrade that lifts one fails here and shows that the format can be made."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ import pytest
 
 import frae
 from frae import routes
-from parity_tests.cases import CASES
+from parity_tests.cases import CASES, RATE
 from parity_tests.checks import assert_same_weights
 from parity_tests.tolerances import assert_close
 from tests.bench_cases import check_streaming
@@ -177,6 +177,40 @@ def test_chained_chunks_equal_one_call_and_compile_once(config: frae.FRAEConfig)
     model = frae.create("torch_scan", config, seed=3)
     check_streaming(model, config, batch=BATCH, cuts=(width, width + 2), steps=width + 5)
     assert graphs["unique_graphs"] - before == 2
+
+
+RATE_CONFIGS = {name: case.config for name, case in RATE.items()}
+"""The kit's rate cases' configs (the contract's "Rate: training the codec for its bits")."""
+
+
+def _compilations() -> tuple[int, int, int]:
+    """What this process has traced and compiled so far: Dynamo's graphs, AOTAutograd's joint
+    graphs, and Inductor's (each forward and backward looked up in its cache, hit or not)."""
+    counters = torch._dynamo.utils.counters
+    inductor = sum(n for name, n in counters["inductor"].items() if name.startswith("fxgraph"))
+    return counters["stats"]["unique_graphs"], counters["aot_autograd"]["total"], inductor
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("config", RATE_CONFIGS.values(), ids=RATE_CONFIGS)
+def test_train_steps_with_a_rate_weight_compile_nothing_more(config: frae.FRAEConfig) -> None:
+    """The bits are summed outside the compiled scan, from the codes it returns: after a first
+    step, gradients and steps of SGD and Adam at the same shapes, with a new prior, trace and
+    compile nothing, and the new prior changes the loss."""
+    model = frae.create("torch_scan", config, seed=1)
+    x = _inputs(seed=6, config=config)
+    model.fit(x, optimizer="sgd")
+    before = _compilations()
+    assert before[0] > 0
+    losses = []
+    for location in (0.25, -0.5):
+        prior = dict.fromkeys(config.prior_parameters, np.full(config.latent_dim, location))
+        model.set_weights({**model.get_weights(), **prior})
+        losses.append(model.loss_and_grads(x)[0])
+        for optimizer in ("sgd", "adam"):
+            model.fit(x, epochs=2, optimizer=optimizer)
+    assert losses[0] != losses[1], "the loss did not read the new prior"
+    assert _compilations() == before, "a repeated train step with a rate weight compiled again"
 
 
 PROBE = """
