@@ -104,8 +104,9 @@ def _slopes_of_a_difference(codes: Any, location: Any, log_scale: Any, step: flo
 
 class DifferenceOfSigmoidsInFloat32(_RateTermBroken):
     """p = σ(a) − σ(b) in float32, the first form of the contract: in the tails above μ both
-    sigmoids round to 1 and a symbol of 20 bits is floored or costs a few bits less; near
-    the centre with Δ/s small p keeps a few digits, and its slopes none."""
+    sigmoids lie a few ulp below 1, and a symbol of 15 to 24 bits is off by up to a bit (or
+    floored, where p rounds to 0); near the centre with Δ/s small p keeps a few digits, and
+    its slopes fewer."""
 
     breaks = "rate_tails"
     rate_term = (_bits_of_a_difference, _slopes_of_a_difference)
