@@ -203,8 +203,8 @@ Prior = tuple[tuple[float, ...], tuple[float, ...]]
 RATE_PRIORS: dict[str, dict[str, Prior]] = {
     # "moderate": μ among the codes, s about their spread (5 to 13 bits a symbol), μ off
     # their centre so that the codes' pulls on it do not cancel; "far_tails": μ several
-    # scales below the codes (10 bits to floored); "small_step": s ≈ 1100 (Δ/s ≈ 1e-5),
-    # every code within 0.01 scales of μ (15 to 18 bits)
+    # scales below the codes (from 10 or 15 bits to floored); "small_step": s ≈ 1100 (Δ/s
+    # 1.4e-5 and 2.8e-5), every code within 0.01 scales of μ (17 or 18 bits)
     "output": {
         "moderate": ((0.2, 0.1), (-1.2, -1.9)),
         "far_tails": ((-1.0, -1.0), (-2.5, -2.5)),
