@@ -92,6 +92,18 @@ def paired(rounds: Sequence[ResultRecord], over: Collection[str]) -> Spread | No
     return spread_of([r for r in ratios if r is not None])
 
 
+def partner_spread(rounds: Sequence[ResultRecord], name: str, scale: float = 1e6) -> Spread | None:
+    """The µs per time step (``scale`` 1e6) of ``name``'s calls taken in turn with a
+    measurement's rounds (``ResultRecord.partners_s``), with their spread; ``None`` unless
+    every timed round has them."""
+    timed = [r for r in rounds if r.median_s is not None]
+    found = [(r.partners_s or {}).get(name) for r in timed]
+    if not timed or any(calls is None for calls in found):
+        return None
+    pairs = zip(timed, found, strict=True)
+    return spread_of([np.asarray(calls, float) / r.steps * scale for r, calls in pairs])
+
+
 def figure_spread(rounds: Sequence[ResultRecord], scale: float = 1e6) -> Spread | None:
     """A measurement's µs per time step (``scale`` 1e6) with its spread over its calls and
     rounds: seconds per step of each call, over the T of its shape."""

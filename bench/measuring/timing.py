@@ -8,6 +8,7 @@ operation's (``bench.measuring.operations``).
 from __future__ import annotations
 
 import gc
+import itertools
 import resource
 import sys
 import time
@@ -141,8 +142,33 @@ class Prepared:
         return list(zip(self.rows, self.firsts, strict=True))
 
 
+@dataclass
+class Beside(Prepared):
+    """A measurement timed in turn with another in the same process (the same calls on a
+    second model): a sample is one call of each, the order reversed every other sample. Its
+    record keeps the other's seconds per step as a partner's (``ResultRecord.partners_s``,
+    under ``partner``), the pairs ``bench.comparing.pairs`` divides."""
+
+    partner: str = ""
+
+    def records(self) -> list[ResultRecord]:
+        own, other = super().records()
+        if own.calls_s is None or other.calls_s is None:
+            return [own]
+        per_step = [seconds / (other.steps_per_sample or 1) for seconds in other.calls_s]
+        return [replace(own, partners_s={**(own.partners_s or {}), self.partner: per_step})]
+
+
 Made = Prepared | list[ResultRecord]
 """A unit prepared, or its records where it cannot be timed (or was timed in one call)."""
+
+
+def noted(made: Made, why: str) -> Made:
+    """``made`` with ``why`` added to its records' notes."""
+    if isinstance(made, Prepared):
+        made.note = why if made.note is None else f"{made.note}; {why}"
+        return made
+    return [replace(record, note="; ".join(filter(None, [record.note, why]))) for record in made]
 
 
 def alone(made: Made) -> list[ResultRecord]:
@@ -185,6 +211,42 @@ def prepare_calls(
         return [row(first_call_s=first_call_s, error=f"{type(error).__name__}: {error}")]
     one = partial(seconds_of, steady)
     return Prepared([row], [first_call_s], lambda: [one()], per_call, Rule.of(settings), note)
+
+
+def prepare_beside(
+    calls: Calls,
+    beside: Calls,
+    partner: str,
+    settings: Settings,
+    row: Callable[..., ResultRecord],
+    collect: bool = True,
+) -> Made:
+    """``calls`` and ``beside`` each prepared (``prepare_calls``), then timed in turn
+    (``Beside``, its record keeping ``beside``'s seconds per step under ``partner``); ``calls``
+    alone where ``beside`` cannot be timed, or not the same number of steps a call."""
+    own = prepare_calls(calls, settings, row, collect)
+    other = prepare_calls(beside, settings, row, collect)
+    if not isinstance(own, Prepared):
+        return own
+    if not isinstance(other, Prepared):
+        (record,) = other
+        why = record.error or record.unsupported or "one timed call"
+        return noted(own, f"not in turn with {partner}, whose calls were not timed: {why}")
+    if other.per_call != own.per_call:
+        return noted(own, f"not in turn with {partner}, whose calls make other steps")
+    reversed_next = itertools.cycle((False, True))
+
+    def each_once() -> list[float]:
+        if next(reversed_next):
+            theirs = other.run()
+            ours = own.run()
+        else:
+            ours = own.run()
+            theirs = other.run()
+        return [*ours, *theirs]
+
+    rows, firsts = [*own.rows, *other.rows], [*own.firsts, *other.firsts]
+    return Beside(rows, firsts, each_once, own.per_call, own.rule, own.note, partner=partner)
 
 
 def _warmed(

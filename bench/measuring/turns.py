@@ -177,9 +177,9 @@ def measure(members: list[tuple[Worker, Unit]], floors: Iterable[Floor], keep: K
 
 def with_partners(keep: Keep, paired: dict[str, list[float]], record: Record) -> None:
     """``record`` to ``keep``, with the others' seconds taken in turn with it if it was
-    timed."""
+    timed, beside those its own process took in turn with it (``timing.Beside``)."""
     if paired and isinstance(record, ResultRecord) and record.calls_s is not None:
-        record = replace(record, partners_s=paired)
+        record = replace(record, partners_s={**(record.partners_s or {}), **paired})
     keep(record)
 
 

@@ -7,19 +7,26 @@ from __future__ import annotations
 
 from typing import Any
 
+from bench.comparing.pairs import Spread, partner_spread
+from bench.records import Key
 from bench.reporting.analysis import Pivot, label
 from bench.reporting.render import Brief, Section
 from bench.reporting.sections import Report
 from bench.reporting.tables import Rows, figure_cell
 
 HEADER = ["variant", "operation", "without µs/step", "with µs/step", "with / without"]
+HEADER += ["measured"]
+IN_TURN, APART = "in turn", "apart"
 CAPTION = (
     "The quantized model trained for its rate (λ in its label: the loss adds λ times its "
     "code's bits a frame under a learned prior, whose location and log-scale train with the "
-    "weights) beside the same model without the rate term, in the same process, one after the "
-    "other (not in turn): µs per step, median, with its spread (the lower to the upper "
-    "quartile of the calls, widened to each round's median), and with / without, whose spread "
-    "takes in both figures' (from the lower with over the upper without to the upper with "
+    "weights) beside the same model without the rate term, holding the same weights, in the "
+    "same process: µs per step, median, with its spread (the lower to the upper quartile of "
+    "the calls, widened to each round's median), and with / without. *In turn*: a call of "
+    "each in every sample, the order reversed every other one, the ratio the median of each "
+    "sample's, with its spread. *Apart*: each its own measurement, one after the other (a "
+    "file from before the calls in turn, or a call too long to repeat), the ratio's spread "
+    "taking in both figures' (from the lower with over the upper without to the upper with "
     "over the lower without)."
 )
 
@@ -50,14 +57,29 @@ def rate_rows(report: Report) -> Rows:
     for base, rated in found:
         without, with_rate = Pivot.of(report.records, base), Pivot.of(report.records, rated)
         for key in with_rate.results:
-            other = without.key(key.variant, key.operation, key.shape, key.side, key.chunk)
-            before, after = without.spread_or_median(other), with_rate.spread_or_median(key)
-            ratio = None if before is None or after is None else after.over_apart(before)
+            before, after, ratio, how = beside(without, with_rate, key)
             named = key.variant if len(found) == 1 else f"{key.variant} ({rated})"
             shown = f"{label(key.operation, key.side, key.chunk)} B={key.batch} T={key.steps}"
-            cells = [figure_cell(before), figure_cell(after), figure_cell(ratio, "×")]
+            cells = [figure_cell(before), figure_cell(after), figure_cell(ratio, "×"), how]
             rows.append([named, shown, *cells])
     return rows
+
+
+def beside(
+    without: Pivot, with_rate: Pivot, key: Key
+) -> tuple[Spread | None, Spread | None, Spread | None, str]:
+    """µs per step without and with the rate term at ``key`` (``with_rate``'s) and their
+    ratio, each with its spread, and how they were measured: in turn, from the calls of the
+    model without (``without``'s) its record keeps beside its own
+    (``bench.measuring.timing.Beside``), or else apart, each its own measurement."""
+    after = with_rate.spread_or_median(key)
+    rounds = with_rate.rounds.get(key, [])
+    if (ratio := with_rate.in_turn(key, without.model)) is not None:
+        return partner_spread(rounds, without.model), after, ratio, IN_TURN
+    other = without.key(key.variant, key.operation, key.shape, key.side, key.chunk)
+    before = without.spread_or_median(other)
+    ratio = None if before is None or after is None else after.over_apart(before)
+    return before, after, ratio, APART
 
 
 def untimed(report: Report) -> list[str]:

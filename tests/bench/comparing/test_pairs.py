@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from bench.comparing.pairs import Spread, paired, paired_ratios, spread_of
+from bench.comparing.pairs import Spread, paired, paired_ratios, partner_spread, spread_of
 from tests.bench_cases import kept_calls
 
 FLOORS = ("slow_floor", "fast_floor")
@@ -46,3 +46,14 @@ def test_a_ratio_of_figures_measured_apart_spans_both_spreads() -> None:
     over the fewer rounds of the two."""
     ratio = Spread(4.0, 3.0, 6.0, 2).over_apart(Spread(2.0, 1.5, 2.5, 3))
     assert ratio == Spread(2.0, 1.2, 4.0, 2)
+
+
+def test_a_partners_calls_in_turn_give_its_figure_where_every_round_kept_them() -> None:
+    """µs per time step of the calls kept under its name (T = 1000 here), over the rounds."""
+    one = kept_calls([1.0, 1.0], steps=1000, partners_s={"other": [1e-3, 2e-3]}, round=1)
+    two = kept_calls([1.0, 1.0], steps=1000, partners_s={"other": [3e-3, 3e-3]}, round=2)
+    found = partner_spread([one, two], "other")
+    assert found is not None and found.rounds == 2
+    assert (found.value, found.low, found.high) == pytest.approx((2.5, 1.5, 3.0))
+    assert partner_spread([one, kept_calls([1.0], steps=1000, round=2)], "other") is None
+    assert partner_spread([one], "floor") is None

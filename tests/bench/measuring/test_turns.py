@@ -4,6 +4,7 @@ floor's the operation a ratio to the floor divides by."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +15,7 @@ from bench.measuring.job import Settings
 from bench.measuring.point import Unit, units
 from bench.measuring.runner import Planned, env_of, groups, job_of, shared
 from bench.measuring.timing import Rule
-from bench.measuring.turns import Floor, Turn, Worker, in_turn, measure
+from bench.measuring.turns import Floor, Turn, Worker, in_turn, measure, with_partners
 from bench.records import OVER_FLOOR, STREAM, Point, Record, ResultRecord
 from bench.roles import Role
 from bench.variant import Variant
@@ -137,3 +138,15 @@ def test_only_the_fastest_floor_on_its_own_takes_its_turn() -> None:
         floor.note(ResultRecord(floor.worker.name, "predict", 1, 20, median_s=median))
     assert slow.unit_for(predict) is None and fast.unit_for(predict) == predict
     assert slow.unit_for(Unit(point, "train_step")) is not None, "its gradient: none on its own"
+
+
+def test_partners_taken_in_other_processes_join_those_taken_in_its_own() -> None:
+    """A rated model's calls of the model without it, taken in its own process, stay beside
+    the group's and the floors'."""
+    kept: list[Record] = []
+    own = {"default Δ=2^-6": [0.5, 1.0]}
+    record = ResultRecord("v", "train_step", 1, 10, median_s=1.0, calls_s=[1.0, 2.0])
+    with_partners(kept.append, {"floor": [0.1, 0.2]}, replace(record, partners_s=own))
+    (found,) = kept
+    assert isinstance(found, ResultRecord)
+    assert found.partners_s == {**own, "floor": [0.1, 0.2]}

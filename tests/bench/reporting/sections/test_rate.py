@@ -139,18 +139,30 @@ def test_the_report_sets_each_rated_time_beside_the_same_model_without_it() -> N
     section = section_of(markdown(records))
     assert f"## What the rate term costs ({RATED})" in section
     row = next(line for line in section.splitlines() if line.startswith("| fast "))
-    cells = [cell.strip() for cell in row.split("|")[2:6]]
-    assert cells == ["train step B=1 T=1000", "4 (4–4)", "5 (5–5)", "1.25× (1.25–1.25)"]
+    cells = [cell.strip() for cell in row.split("|")[2:7]]
+    assert cells == ["train step B=1 T=1000", "4 (4–4)", "5 (5–5)", "1.25× (1.25–1.25)", "apart"]
     assert "`hand`: no rate" in section and "| hand " not in section
 
 
-def test_the_ratio_carries_the_spread_of_both_figures() -> None:
-    """Measured one after the other, not in turn: the low end the lower with the rate over
-    the upper without, the high end the other way round."""
+def test_a_ratio_measured_apart_carries_the_spread_of_both_figures() -> None:
+    """Each its own measurement (no calls of the model without kept in turn): the low end
+    the lower with the rate over the upper without, the high end the other way round."""
     without = kept_calls([1.0e-3, 1.1e-3, 1.2e-3], "fast", "train_step", 1, 1000, model=QUANTIZED)
     with_rate = kept_calls([2.0e-3, 2.2e-3, 2.4e-3], "fast", "train_step", 1, 1000, model=RATED)
     (row,) = rate_rows(Report(rated_records(without, with_rate)))
-    assert row[2:] == ["1.1 (1.05–1.15)", "2.2 (2.1–2.3)", "2× (1.83–2.19)"]
+    assert row[2:] == ["1.1 (1.05–1.15)", "2.2 (2.1–2.3)", "2× (1.83–2.19)", "apart"]
+
+
+def test_a_ratio_measured_in_turn_is_the_median_of_each_samples() -> None:
+    """The calls of the model without, kept beside the rated ones, give the figure without
+    and the ratio, sample by sample: a drift of the machine falls on both, so the ratio
+    holds where the figures move (here each sample slower than the last)."""
+    calls = [1.0e-3, 2.0e-3, 4.0e-3]
+    beside = {QUANTIZED: [0.8 * seconds for seconds in calls]}
+    with_rate = kept_calls(calls, "fast", "train_step", 1, 1000, model=RATED, partners_s=beside)
+    apart = kept_calls([9.0e-3] * 3, "fast", "train_step", 1, 1000, model=QUANTIZED)
+    (row,) = rate_rows(Report(rated_records(apart, with_rate)))
+    assert row[2:] == ["1.6 (1.2–2.4)", "2 (1.5–3)", "1.25× (1.25–1.25)", "in turn"]
 
 
 def test_a_rated_measurement_that_failed_says_why_and_has_no_ratio() -> None:
@@ -163,7 +175,7 @@ def test_a_rated_measurement_that_failed_says_why_and_has_no_ratio() -> None:
         measured("fast", Role.COMPILED, "train_step", 1, 1000, 4.0, model=QUANTIZED), failed
     )
     (row,) = rate_rows(Report(records))
-    assert row[3:] == ["—", "—"]
+    assert row[3:] == ["—", "—", "apart"]
     assert "- `fast`, train step: ValueError: no rate here" in section_of(markdown(records))
 
 
