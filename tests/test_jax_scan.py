@@ -14,6 +14,7 @@ import pytest
 
 import frae
 from frae import gru_layout
+from frae.codec import rate
 from frae.training_state import fresh_state
 from impls.reference.model import unroll as reference_unroll
 from parity_tests.tolerances import TOLERANCES, assert_close
@@ -32,6 +33,8 @@ nnx = jax_model.nnx
 # every size different, no square kernel: a swapped axis or transposed kernel fails
 CONFIG = frae.FRAEConfig(input_dim=3, encoder_units=(5,), latent_dim=2, decoder_units=(4, 6))
 STATE_CONFIG = dataclasses.replace(CONFIG, feedback="state", state_dim=9)
+RATE_CONFIG = dataclasses.replace(CONFIG, code_step=2**-3, rate_weight=0.05)
+STATE_RATE_CONFIG = dataclasses.replace(STATE_CONFIG, code_step=2**-3, rate_weight=0.05)
 BATCH, STEPS = 4, 7
 
 
@@ -40,10 +43,15 @@ def _inputs(seed: int, width: int = CONFIG.input_dim) -> np.ndarray:
     return rng.uniform(-1.0, 1.0, size=(BATCH, STEPS, width)).astype(np.float32)
 
 
-@pytest.mark.parametrize("config", [CONFIG, STATE_CONFIG], ids=["output", "state"])
+@pytest.mark.parametrize(
+    "config",
+    [CONFIG, STATE_CONFIG, RATE_CONFIG, STATE_RATE_CONFIG],
+    ids=["output", "state", "output-rate", "state-rate"],
+)
 def test_weights_round_trip_through_the_nnx_state(config: frae.FRAEConfig) -> None:
-    """Each canonical parameter sits at its path in the module: an ``nnx.Linear``, or this
-    backend's ``GRUCell`` at ``decoder/gru``."""
+    """Each canonical parameter sits at its path in the module: an ``nnx.Linear``, this
+    backend's ``GRUCell`` at ``decoder/gru``, or with a rate weight its ``Prior`` at
+    ``prior``."""
     weights = frae.initial_weights(config, seed=1)
     state = jax_model.state_from_weights(weights)
     assert list(jax_model.weights_from_state(state)) == sorted(weights)
@@ -56,6 +64,8 @@ def test_weights_round_trip_through_the_nnx_state(config: frae.FRAEConfig) -> No
         np.testing.assert_array_equal(np.asarray(getattr(layer, kind)[...]), value, err_msg=name)
         if layer_path[-1] == "gru":
             assert isinstance(layer, jax_model.GRUCell), name
+        elif layer_path[-1] == "prior":
+            assert isinstance(layer, jax_model.Prior), name
         else:
             assert isinstance(layer, nnx.Linear), name
             assert kind == "bias" or (layer.in_features, layer.out_features) == value.shape
@@ -126,6 +136,38 @@ def test_canonical_gates_in_flax_stock_gru_cell_equal_the_reference() -> None:
     tolerance = TOLERANCES["outputs"]
     error = np.abs(swapped - expected).max()
     assert error > 100 * (tolerance.atol + tolerance.rtol * np.abs(expected).max()), error
+
+
+# the contract's "Rate: training the codec for its bits": a floored symbol passes no gradient,
+# which float32 autodiff of min(FLOOR_BITS, I) breaks where I's own slopes overflow
+OVERFLOWING_LOCATION, OVERFLOWING_LOG_SCALE = [0.3, 0.0], [-60.0, 100.0]
+"""Priors whose float32 slopes overflow: s = e^−60, under which every code costs far past
+the floor but μ's own symbol, 0 bits; and s = e^100, past float32's range, under which every
+code is floored."""
+
+
+def test_floored_symbols_pass_no_gradient_where_their_slopes_overflow() -> None:
+    """``train.symbol_bits`` and its gradients in the codes, μ and ρ equal
+    ``frae.codec.rate``'s, exactly: the floor or 0 bits, and zero slopes, none NaN."""
+    step = RATE_CONFIG.code_step
+    assert step is not None
+    codes = (step * np.arange(-3, 5)[:, None] * np.ones(2)).astype(np.float32)  # (8, L = 2)
+    prior = (
+        np.array(OVERFLOWING_LOCATION, np.float32),
+        np.array(OVERFLOWING_LOG_SCALE, np.float32),
+    )
+
+    def total_bits(codes: object, location: object, log_scale: object) -> object:
+        return jax_train.symbol_bits(codes, location, log_scale, step).sum()
+
+    bits = jax_train.symbol_bits(codes, *prior, step)
+    grads = jax.grad(total_bits, argnums=(0, 1, 2))(codes, *prior)
+    with np.errstate(over="ignore"):  # float64's expm1(Δ/s) is infinite too: c / expm1(c) = 0
+        expected = rate.slopes(codes, *prior, step)
+    np.testing.assert_array_equal(bits, rate.symbol_bits(codes, *prior, step))
+    assert (np.asarray(bits) == rate.FLOOR_BITS).any() and (np.asarray(bits) == 0.0).any()
+    for name, grad, slope in zip(("code", "μ", "ρ"), grads, expected, strict=True):
+        np.testing.assert_array_equal(grad, slope if name == "code" else slope.sum(0), name)
 
 
 def _traced_unrolls(monkeypatch: pytest.MonkeyPatch) -> list[tuple[int, dict[str, object]]]:
@@ -208,18 +250,35 @@ TRACED_CALLS: dict[str, Callable[[frae.Backend, np.ndarray], object]] = {
 }
 
 
-@pytest.mark.parametrize("call", TRACED_CALLS.values(), ids=TRACED_CALLS)
+ONE_TRACE_CASES = [pytest.param(CONFIG, call, id=call) for call in TRACED_CALLS] + [
+    pytest.param(RATE_CONFIG, call, id=f"{call}-rate")
+    for call in ("loss_and_grads", "sgd step", "adam step")
+]
+"""Every call on ``CONFIG``; the training calls, which the rate term joins, on ``RATE_CONFIG``."""
+
+
+def _new_weights(config: frae.FRAEConfig, seed: int) -> dict[str, np.ndarray]:
+    """Initial weights of ``seed``, and a learned prior (if any) that differs with it."""
+    prior = {
+        name: np.full(config.latent_dim, seed / 4, np.float32) for name in config.prior_parameters
+    }
+    return frae.initial_weights(config, seed=seed) | prior
+
+
+@pytest.mark.parametrize(("config", "call_name"), ONE_TRACE_CASES)
 def test_one_trace_per_shape(
-    monkeypatch: pytest.MonkeyPatch, call: Callable[[frae.Backend, np.ndarray], object]
+    monkeypatch: pytest.MonkeyPatch, config: frae.FRAEConfig, call_name: str
 ) -> None:
-    """Repeated calls with new values, new weights or a new instance reuse the compiled code."""
+    """Repeated calls with new values, new weights (a new prior too) or a new instance reuse
+    the compiled code."""
+    call = TRACED_CALLS[call_name]
     traces = _traced_unrolls(monkeypatch)
     jax_backend.compiled.cache_clear()  # compile afresh, so that the first call must trace
-    model = frae.create("jax_scan", CONFIG, seed=4)
+    model = frae.create("jax_scan", config, seed=4)
     for seed in range(3):
         call(model, _inputs(seed=seed))
-        model.set_weights(frae.initial_weights(CONFIG, seed=seed))
-    call(frae.create("jax_scan", CONFIG, seed=5), _inputs(seed=4))
+        model.set_weights(_new_weights(config, seed))
+    call(frae.create("jax_scan", config, seed=5), _inputs(seed=4))
     assert _by_t(traces) == {STEPS: 1}
     call(model, _inputs(seed=5)[:, :3])
     assert _by_t(traces) == {STEPS: 1, 3: 1}, "a new shape should trace once more"
