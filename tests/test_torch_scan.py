@@ -19,6 +19,7 @@ import pytest
 
 import frae
 from frae import routes
+from frae.codec import rate
 from parity_tests.cases import CASES, RATE
 from parity_tests.checks import assert_same_weights
 from parity_tests.tolerances import assert_close
@@ -37,6 +38,7 @@ torch = pytest.importorskip("torch")
 torch_model = pytest.importorskip("impls.torch_scan.model")
 torch_backend = pytest.importorskip("impls.torch_scan.backend")
 torch_export = pytest.importorskip("impls.torch_scan.export", exc_type=ImportError)
+torch_train = pytest.importorskip("impls.torch_scan.train")
 
 # every size different, no square kernel: a swapped axis or transposed kernel fails; the
 # kit's configs, whose compiled graphs the run's graph caches hold once either compiled them
@@ -211,6 +213,34 @@ def test_train_steps_with_a_rate_weight_compile_nothing_more(config: frae.FRAECo
             model.fit(x, epochs=2, optimizer=optimizer)
     assert losses[0] != losses[1], "the loss did not read the new prior"
     assert _compilations() == before, "a repeated train step with a rate weight compiled again"
+
+
+# a floored symbol passes no gradient, which float32 autograd of min(FLOOR_BITS, I) breaks
+# where I's own slopes are 0 / 0
+OVERFLOWING_LOCATION, OVERFLOWING_LOG_SCALE = [0.3, 0.0], [-60.0, 110.0]
+"""Priors whose float32 slopes break: s = e^−60, whose s² (a quotient's slope) underflows to
+0, under which every code costs far past the floor but μ's own symbol, 0 bits; and s = e^110,
+past float32's range (Δ/s rounds to 0), under which every code is floored."""
+
+
+def test_floored_symbols_pass_no_gradient_where_their_slopes_break() -> None:
+    """``train.symbol_bits`` and its gradients in the codes, μ and ρ equal
+    ``frae.codec.rate``'s, exactly: the floor or 0 bits, and zero slopes, none NaN."""
+    step = 2**-3
+    codes = (step * np.arange(-3, 5)[:, None] * np.ones(2)).astype(np.float32)  # (8, L = 2)
+    prior = (
+        np.array(OVERFLOWING_LOCATION, np.float32),
+        np.array(OVERFLOWING_LOG_SCALE, np.float32),
+    )
+    tensors = [torch.tensor(value, requires_grad=True) for value in (codes, *prior)]
+    bits = torch_train.symbol_bits(*tensors, step)
+    grads = torch.autograd.grad(bits.sum(), tensors)
+    with np.errstate(over="ignore"):  # float64's expm1(Δ/s) is infinite too: c / expm1(c) = 0
+        expected = rate.slopes(codes, *prior, step)
+    np.testing.assert_array_equal(bits.detach().numpy(), rate.symbol_bits(codes, *prior, step))
+    assert (bits == rate.FLOOR_BITS).any() and (bits == 0.0).any()
+    for name, grad, slope in zip(("code", "μ", "ρ"), grads, expected, strict=True):
+        np.testing.assert_array_equal(grad, slope if name == "code" else slope.sum(0), name)
 
 
 PROBE = """
