@@ -9,6 +9,7 @@ upgrade that lifts one fails here and shows that the format can be made."""
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import importlib.util
 import subprocess
 from collections.abc import Callable
@@ -57,11 +58,20 @@ def _inputs(seed: int, config: frae.FRAEConfig = CONFIG, batch: int = BATCH) -> 
     return rng.uniform(-1.0, 1.0, size=(batch, STEPS, config.input_dim)).astype(np.float32)
 
 
-@pytest.mark.parametrize("config", CONFIGS.values(), ids=CONFIGS)
+LAYOUT_CONFIGS = CONFIGS | {
+    f"{name}_rate": dataclasses.replace(config, code_step=2**-3, rate_weight=0.05)
+    for name, config in CONFIGS.items()
+}
+
+
+@pytest.mark.parametrize("config", LAYOUT_CONFIGS.values(), ids=LAYOUT_CONFIGS)
 def test_weights_load_into_the_modules_layers_transposed(config: frae.FRAEConfig) -> None:
-    """Each canonical parameter is its ``nn.Linear``'s, or ``nn.GRUCell``'s under its
-    ``gru_layout.TORCH_NAMES`` name, each kernel transposed."""
+    """Each canonical parameter is its ``nn.Linear``'s, ``nn.GRUCell``'s under its
+    ``gru_layout.TORCH_NAMES`` name, or with a rate weight the ``Prior``'s at ``prior``, each
+    kernel transposed."""
     weights = frae.initial_weights(config, seed=1)
+    for index, name in enumerate(config.prior_parameters):  # each its own, not the zeros
+        weights[name] = np.arange(config.latent_dim, dtype=np.float32) + 0.5 + index
     module = torch_model.module_for(config)
     torch_model.load_canonical(module, weights)
     parameters = torch_model.named_parameters_of(module)
@@ -72,7 +82,8 @@ def test_weights_load_into_the_modules_layers_transposed(config: frae.FRAEConfig
         owner = (
             module.decoder_gru if gru else module.get_submodule(layer.replace("/", ".layers.", 1))
         )
-        assert type(owner) is (torch.nn.GRUCell if gru else torch.nn.Linear), name
+        kinds = {"decoder/gru": torch.nn.GRUCell, "prior": torch_model.Prior}
+        assert type(owner) is kinds.get(layer, torch.nn.Linear), name
         stored = getattr(owner, kind)
         assert stored is parameters[torch_model.parameter_name(name)], name
         expected = value.T if name.endswith("kernel") else value
