@@ -16,24 +16,31 @@ from parity_tests.checks import assert_same_weights
 from parity_tests.conftest import MakeBackend
 from parity_tests.tolerances import assert_close
 
-OPTIMIZERS = pytest.mark.parametrize(
-    "optimizer, learning_rate", [("sgd", 0.5), ("adam", 1e-2)], ids=["sgd", "adam"]
-)
+LEARNING_RATES = {"sgd": 0.5, "adam": 1e-2}
+"""Each optimizer's learning rate."""
 HALF = 2
 """Epochs of each half: 4 sequences in mini-batches of 3 are 2 steps an epoch (the second
 of one sequence), so k = 4 steps a half, and the shuffle's permutation differs each epoch."""
 
 
-PAIRS = [
+RUNS = [
     *(
-        pytest.param(partner, *case.values, id=f"{partner}-{case.id}")
+        pytest.param(partner, *case.values, optimizer, lr, id=f"{partner}-{case.id}-{optimizer}")
         for partner in ("itself", "reference")
         for case in BOTH_MODELS
+        for optimizer, lr in LEARNING_RATES.items()
     ),
-    pytest.param("reference", *RATE_PARAMS[0].values, id=f"reference-{RATE_PARAMS[0].id}"),
+    pytest.param(
+        "reference",
+        *RATE_PARAMS[0].values,
+        "adam",
+        LEARNING_RATES["adam"],
+        id=f"reference-{RATE_PARAMS[0].id}-adam",
+    ),
 ]
-"""The partners a checkpoint crosses to and from, and the cases: both models with each, and
-the rate case (μ, ρ and their moments in the checkpoint) with the reference."""
+"""The partner a checkpoint crosses to and from, the case and the optimizer: both models with
+each partner and optimizer, and the rate case with the reference and Adam (μ and ρ, and their
+moments, in the checkpoint)."""
 
 
 def _options(optimizer: str, learning_rate: float) -> dict[str, object]:
@@ -84,8 +91,7 @@ def _assert_same_training(
         assert_close(f"{optimizer} weights", weights[name], value, f"{what}: {name}")
 
 
-@OPTIMIZERS
-@pytest.mark.parametrize("partner_name, case", PAIRS)
+@pytest.mark.parametrize("partner_name, case, optimizer, learning_rate", RUNS)
 def test_a_checkpoint_resumes_fit_where_it_stopped(
     make_backend: MakeBackend,
     reference: MakeBackend,
