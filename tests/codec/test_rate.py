@@ -79,7 +79,7 @@ def test_the_slopes_are_the_bits_derivatives(location: float, log_scale: float) 
         (bits(rho=log_scale + h) - bits(rho=log_scale - h)) / (2 * h),
     ]
     for found, expected in zip(slopes, numeric, strict=True):
-        np.testing.assert_allclose(found, expected, atol=1e-7)
+        np.testing.assert_allclose(found, expected, atol=1e-8)
 
 
 def test_bits_of_a_model_sum_its_codes_bits_per_frame() -> None:
