@@ -147,7 +147,9 @@ class Beside(Prepared):
     """A measurement timed in turn with another in the same process (the same calls on a
     second model): a sample is one call of each, the order reversed every other sample. Its
     record keeps the other's seconds per step as a partner's (``ResultRecord.partners_s``,
-    under ``partner``), the pairs ``bench.comparing.pairs`` divides."""
+    under ``partner``), the pairs ``bench.comparing.pairs`` divides, and of what other
+    processes took of its CPUs over both calls (``others_s``) the share of its own calls'
+    time, as a measurement timed alone counts it over its own calls."""
 
     partner: str = ""
 
@@ -156,7 +158,10 @@ class Beside(Prepared):
         if own.calls_s is None or other.calls_s is None:
             return [own]
         per_step = [seconds / (other.steps_per_sample or 1) for seconds in other.calls_s]
-        return [replace(own, partners_s={**(own.partners_s or {}), self.partner: per_step})]
+        partners = {**(own.partners_s or {}), self.partner: per_step}
+        ours, both = sum(own.calls_s), sum(own.calls_s) + sum(other.calls_s)
+        others_s = None if own.others_s is None else own.others_s * ours / both
+        return [replace(own, partners_s=partners, others_s=others_s)]
 
 
 Made = Prepared | list[ResultRecord]

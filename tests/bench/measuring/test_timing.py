@@ -4,7 +4,10 @@ the record's own."""
 
 from __future__ import annotations
 
+import time
 from functools import partial
+
+import pytest
 
 from bench.measuring.job import Settings
 from bench.measuring.timing import Beside, Calls, alone, prepare_beside
@@ -47,3 +50,19 @@ def test_calls_whose_partner_cannot_be_timed_are_timed_alone_saying_why() -> Non
         record.note
         == "not in turn with other, whose calls were not timed: ValueError: no such model"
     )
+
+
+def test_what_other_processes_took_is_shared_by_the_calls_in_proportion() -> None:
+    """Taken over both calls of every sample, it counts against the record's own calls in
+    the share of their time (here a tenth: its own calls take a ninth of the other's)."""
+    own = Calls(lambda: time.sleep(0.001), lambda: time.sleep(0.001), 1)
+    other = Calls(lambda: time.sleep(0.009), lambda: time.sleep(0.009), 1)
+    made = prepare_beside(own, other, "other", SETTINGS, ROW)
+    assert isinstance(made, Beside)
+    for _ in range(3):
+        made.sample()
+    made.others_s = 1.0
+    (record,) = made.records()
+    assert record.calls_s is not None and record.partners_s is not None
+    share = sum(record.calls_s) / (sum(record.calls_s) + sum(record.partners_s["other"]))
+    assert record.others_s == pytest.approx(share) and 0.05 < share < 0.2
