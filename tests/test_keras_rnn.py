@@ -160,11 +160,13 @@ def test_train_steps_with_a_rate_weight_do_not_retrace(
     config = RATE_CONFIGS[feedback]
     keras_backend.forget_built()  # models of this config compiled already would trace nothing
     model = frae.create("keras_rnn", config, seed=1)
+    start = model.get_weights()
     x = np.random.default_rng(6).normal(size=(3, 8, config.input_dim)).astype(np.float32)
 
     def exercise(location: float, learning_rate: float) -> float:
+        """The loss at the start's weights with the prior μ = ρ = ``location``; then fits."""
         prior = dict.fromkeys(config.prior_parameters, np.full(config.latent_dim, location))
-        model.set_weights({**model.get_weights(), **prior})
+        model.set_weights({**start, **prior})
         loss, _ = model.loss_and_grads(x)
         for optimizer in ("sgd", "adam"):
             model.fit(x, epochs=2, optimizer=optimizer, learning_rate=learning_rate)
