@@ -15,7 +15,8 @@ import pytest
 
 import frae
 from frae import gru_layout
-from frae.config import GRU
+from frae.config import GRU, PRIOR_LOG_SCALE
+from frae.params import initial_weights
 from parity_tests.cases import CASES
 from parity_tests.checks import assert_same_weights
 from parity_tests.tolerances import TOLERANCES, assert_close
@@ -177,6 +178,28 @@ def test_train_steps_with_a_rate_weight_do_not_retrace(
     assert traced > 0
     assert exercise(-0.4, 0.02) != first, "the loss did not read the new prior"
     assert calls["count"] == traced, "a repeated train step with a rate weight traced again"
+
+
+# the reference's slope in ρ, c / expm1(c) at c = Δ/s ≈ 1e25, overflows to its right value, 0
+@pytest.mark.filterwarnings("ignore:overflow encountered in expm1:RuntimeWarning")
+@pytest.mark.parametrize("log_scale", [-60.0, 110.0])
+def test_floored_symbols_pass_zero_gradients_under_extreme_priors(log_scale: float) -> None:
+    """Under s = e^−60 (a slope in s over s² underflows to a division by zero) and s = e^110
+    (s overflows, Δ/s rounds to 0) every symbol but those at μ is floored: the loss and every
+    gradient are the reference's, none NaN, μ's and ρ's zero, where ``min(FLOOR_BITS, I)``
+    alone meets an infinite slope with the floor's zero and makes NaN."""
+    config = RATE_CONFIGS["output"]
+    weights = initial_weights(config, 9)
+    weights[PRIOR_LOG_SCALE] = np.full(config.latent_dim, log_scale, np.float32)
+    x = np.random.default_rng(8).uniform(-1, 1, (3, 5, config.input_dim)).astype(np.float32)
+    loss, grads = frae.create("keras_rnn", config, weights=weights).loss_and_grads(x)
+    expected_loss, expected = frae.create("reference", config, weights=weights).loss_and_grads(x)
+    assert_close("loss", np.float32(loss), np.float64(expected_loss))
+    for name, value in expected.items():
+        assert np.isfinite(grads[name]).all(), name
+        assert_close("gradients", grads[name], value, name)
+    for name in config.prior_parameters:
+        np.testing.assert_array_equal(grads[name], 0.0, name)
 
 
 @pytest.mark.parametrize("case_name", ["no_encoder_hidden", "state"])

@@ -26,21 +26,33 @@ REMAT_MIN_BATCH = 64
 
 
 def symbol_bits(codes: Tensor, location: Tensor, log_scale: Tensor, step: float) -> Tensor:
-    """Each code's bits under the learned prior (the contract's "Rate: training the codec for
-    its bits"), codes u (…, L), μ and ρ (L,), in the product's form, each factor's log without
-    cancellation (``keras.ops.log_sigmoid`` is the framework's own)::
+    """Each code's bits ``min(FLOOR_BITS, I)`` under the learned prior (the contract's "Rate:
+    training the codec for its bits"), codes u (…, L), μ and ρ (L,), ``information``'s I.
 
-        a = (u − μ + Δ/2) / s,   b = (u − μ − Δ/2) / s,   s = exp(ρ)
-        bits = min(FLOOR_BITS, −(log σ(a) + log σ(−b) + log(−expm1(−Δ/s))) / ln 2)
-
-    A floored symbol passes no gradient: ``minimum`` sends it to the constant, and every
-    factor's slope is finite, so none is 0 · ∞.
+    A floored symbol (I > FLOOR_BITS) passes no gradient to μ, ρ or u: its bits are the
+    constant, and its I is taken at u = μ with s = 1, whose slopes are finite, where its own
+    may be ∞ (a code far out under a tiny scale, Δ/s rounding to 0 under a huge one) and
+    make the zero they meet NaN.
     """
-    scale = ops.exp(log_scale)
     centred = codes - location
-    a, b = (centred + step / 2) / scale, (centred - step / 2) / scale
-    log_p = ops.log_sigmoid(a) + ops.log_sigmoid(-b) + ops.log(-ops.expm1(-step / scale))
-    return ops.minimum(float(FLOOR_BITS), log_p / -math.log(2.0))
+    floored = information(centred, log_scale, step) > FLOOR_BITS
+    safe = information(ops.where(floored, 0.0, centred), ops.where(floored, 0.0, log_scale), step)
+    return ops.where(floored, float(FLOOR_BITS), safe)
+
+
+def information(centred: Tensor, log_scale: Tensor, step: float) -> Tensor:
+    """I = −log2 p of the codes at ``centred`` = u − μ, in the product's form, each factor's
+    log free of cancellation (``keras.ops.log_sigmoid`` is the framework's own)::
+
+        a = (u − μ + Δ/2) / s,   b = (u − μ − Δ/2) / s,   s = e^ρ
+        I = −(log σ(a) + log σ(−b) + log(−expm1(−Δ/s))) / ln 2
+
+    1/s = e^−ρ multiplies: a quotient's slope in s (over s²) would overflow first.
+    """
+    inverse_scale = ops.exp(-log_scale)
+    a, b = (centred + step / 2) * inverse_scale, (centred - step / 2) * inverse_scale
+    log_p = ops.log_sigmoid(a) + ops.log_sigmoid(-b) + ops.log(-ops.expm1(-step * inverse_scale))
+    return log_p / -math.log(2.0)
 
 
 @keras.saving.register_keras_serializable(package=PACKAGE)
@@ -79,7 +91,8 @@ class SquaredErrorCell(keras.layers.Layer):
     def rate(self, code: Tensor) -> Tensor:
         """λ·bits_t = λ·Σ_l bits of ẑ_t (B, L) under the cell's prior, ``(B, 1)``."""
         config, weights = self.cell.frae_config, self.cell.weights_by_name
-        location, log_scale = (weights[name] for name in config.prior_parameters)
+        # tensors, not variables: ``where`` on JAX takes no Keras variable
+        location, log_scale = (ops.convert_to_tensor(weights[n]) for n in config.prior_parameters)
         bits = symbol_bits(code, location, log_scale, float(config.code_step or 0.0))
         return float(self.rate_weight or 0.0) * ops.sum(bits, axis=-1, keepdims=True)
 
