@@ -25,9 +25,9 @@ CAPTION = (
     "the calls, widened to each round's median), and with / without. *In turn*: a call of "
     "each in every sample, the order reversed every other one, the ratio the median of each "
     "sample's, with its spread. *Apart*: each its own measurement, one after the other (a "
-    "file from before the calls in turn, or a call too long to repeat), the ratio's spread "
-    "taking in both figures' (from the lower with over the upper without to the upper with "
-    "over the lower without)."
+    "file from before the calls in turn, a first call too long to repeat, a model without the "
+    "rate term that could not be made), the ratio's spread taking in both figures' (from the "
+    "lower with over the upper without to the upper with over the lower without)."
 )
 
 
