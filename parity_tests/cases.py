@@ -204,16 +204,22 @@ RATE_PRIORS: dict[str, dict[str, Prior]] = {
     # "moderate": μ among the codes, s about their spread (5 to 13 bits a symbol), μ off
     # their centre so that the codes' pulls on it do not cancel; "far_tails": μ several
     # scales below the codes (from 10 or 15 bits to floored); "small_step": s ≈ 1100 (Δ/s
-    # 1.4e-5 and 2.8e-5), every code within 0.01 scales of μ (17 or 18 bits)
+    # 1.4e-5 and 2.8e-5), every code within 0.01 scales of μ (17 or 18 bits); "narrow" and
+    # "wide": every symbol floored, s = e^−60 (whose s² is 0 in float32) and s = e^110
+    # (infinite in float32, Δ/s 0), μ off the grid
     "output": {
         "moderate": ((0.2, 0.1), (-1.2, -1.9)),
         "far_tails": ((-1.0, -1.0), (-2.5, -2.5)),
         "small_step": ((-3.0, -3.0), (7.0, 7.0)),
+        "narrow": ((0.3, 0.3), (-60.0, -60.0)),
+        "wide": ((0.3, 0.3), (110.0, 110.0)),
     },
     "state": {
         "moderate": ((1.0,), (0.0,)),
         "far_tails": ((-1.0,), (-1.9,)),
         "small_step": ((-3.0,), (7.0,)),
+        "narrow": ((0.3,), (-60.0,)),
+        "wide": ((0.3,), (110.0,)),
     },
 }
 

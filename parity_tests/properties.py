@@ -106,10 +106,12 @@ PROPERTIES = {
         "rate where a difference of sigmoids cancels",
         "a prior several scales below the codes (symbols of 10 to 24 bits, and floored ones, "
         "which pass no gradient) and one of Δ/s ≤ 1e-4 around them: loss, gradients and "
-        "frae.codec.bits equal the reference's; both feedbacks",
+        "frae.codec.bits equal the reference's; priors of s = e^−60 and e^110 floor every "
+        "symbol, μ and ρ get zero gradients, none NaN; both feedbacks",
         (
             "test_symbols_in_the_far_tails_cost_their_bits_or_the_floor",
             "test_a_prior_much_wider_than_its_step_costs_the_references_bits",
+            "test_a_prior_that_floors_every_symbol_passes_no_gradient",
         ),
         ("loss", "gradients"),
     ),

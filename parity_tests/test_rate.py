@@ -129,6 +129,25 @@ def test_a_prior_much_wider_than_its_step_costs_the_references_bits(
     _assert_loss_and_gradients_equal(model, oracle, x)
 
 
+@pytest.mark.parametrize("prior", ["narrow", "wide"])
+@pytest.mark.parametrize("case", RATE_PARAMS)
+def test_a_prior_that_floors_every_symbol_passes_no_gradient(
+    make_backend: MakeBackend, reference: MakeBackend, case: Case, prior: str
+) -> None:
+    """s = e^−60 or e^110 (beyond float32), μ off the grid: every symbol costs 24 bits and
+    passes no gradient, none NaN (μ's and ρ's are zero); the loss and every gradient are the
+    reference's."""
+    model, oracle, x = _pair(make_backend, reference, case, prior)
+    assert np.all(_information(oracle, x) > rate.FLOOR_BITS)
+    loss, grads = model.loss_and_grads(x)
+    expected_loss, expected = oracle.loss_and_grads(x)
+    for name in case.config.prior_parameters:
+        np.testing.assert_array_equal(grads[name], 0.0, f"{name}'s gradient")
+    assert_close("loss", np.array(loss, np.float32), np.array(expected_loss))
+    for name, value in expected.items():
+        assert_close("gradients", grads[name], value, name)
+
+
 _TRAINED: dict[tuple[object, ...], tuple[list[float], dict[str, np.ndarray]]] = {}
 """``FIT_STEPS`` steps' losses and the weights after, by (backend, config, optimizer):
 the trajectory test and the integer prior's both need Adam's."""
