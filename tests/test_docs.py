@@ -45,9 +45,10 @@ def test_robustness_page_states_the_hostile_input_counts() -> None:
     assert expected in " ".join(page.split()), expected
 
 
-@pytest.mark.parametrize("run", ["full_grid", "rounding"])
+@pytest.mark.parametrize("run", ["full_grid", "rounding", "rate"])
 def test_a_committed_report_is_what_its_results_give(tmp_path: Path, run: str) -> None:
-    """docs/full_grid (the latest full grid) and docs/rounding (what rounding costs): each
+    """docs/full_grid (the latest full grid), docs/rounding (what rounding costs) and
+    docs/rate (what the rate term costs a training step): each
     report.md and its plots are what ``python -m bench.report docs/RUN/results.jsonl``
     writes: an edit by hand, or stale results, shows here."""
     from bench import report
