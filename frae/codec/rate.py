@@ -80,7 +80,9 @@ def slopes(
     unfloored = information(u, location, log_scale, step) <= FLOOR_BITS
     ln2 = math.log(2.0)
     d_code = (sigmoid(b) - sigmoid(-a)) / (scale * ln2) * unfloored
-    d_log_scale = (a * sigmoid(-a) - b * sigmoid(b) + c / np.expm1(c)) / ln2 * unfloored
+    with np.errstate(over="ignore"):  # expm1 of a huge Δ/s is inf, and c / inf the limit 0
+        mass_slope = c / np.expm1(c)
+    d_log_scale = (a * sigmoid(-a) - b * sigmoid(b) + mass_slope) / ln2 * unfloored
     return Slopes(d_code, -d_code, d_log_scale)
 
 

@@ -29,17 +29,30 @@ def symbol_bits(
         a = (u − μ + Δ/2)·e^−ρ,   b = (u − μ − Δ/2)·e^−ρ
         min(P, −log2 p),   log p = log σ(a) + log σ(−b) + log(−expm1(−c))
 
-    the product's form, no cancellation in either tail. Past the floor P the minimum passes
-    no gradient; multiplying by e^−ρ, not dividing by e^ρ, keeps the unused slopes of a
-    floored symbol finite even where a or b overflows, so none is 0·∞.
+    the product's form, no cancellation in either tail. A floored symbol passes no gradient
+    to μ, ρ or u: its bits are the constant P, and its slopes are taken at the prior's centre
+    with s = 1, all finite, where its own could overflow (a code far out under a tiny scale,
+    or Δ/s rounding to 0 under a huge one) and make the zero they meet NaN.
     """
-    inverse_scale = tf.exp(-log_scale)
     centred = codes - location
+    log_scale = log_scale + tf.zeros_like(centred)
+    floored = _information(centred, log_scale, code_step) > FLOOR_BITS
+    safe_centred, safe_log_scale = (
+        tf.where(floored, tf.zeros_like(value), value) for value in (centred, log_scale)
+    )
+    kept = _information(safe_centred, safe_log_scale, code_step)
+    return tf.where(floored, float(FLOOR_BITS), kept)
+
+
+def _information(centred: tf.Tensor, log_scale: tf.Tensor, code_step: float) -> tf.Tensor:
+    """−log2 p of the codes at ``centred`` = u − μ, unfloored; 1/s = e^−ρ multiplies, as a
+    quotient's slope in s (over s²) would overflow first."""
+    inverse_scale = tf.exp(-log_scale)
     a = (centred + code_step / 2) * inverse_scale
     b = (centred - code_step / 2) * inverse_scale
     mass = -tf.math.expm1(-code_step * inverse_scale)
     log_p = tf.math.log_sigmoid(a) + tf.math.log_sigmoid(-b) + tf.math.log(mass)
-    return tf.minimum(float(FLOOR_BITS), -log_p / math.log(2.0))
+    return -log_p / math.log(2.0)
 
 
 def distortion_and_rate(
