@@ -11,6 +11,7 @@ import jax
 import jax.numpy as jnp
 from flax import nnx
 
+from bench.twins import refuse_rate_weight
 from frae.activations import activation_slope
 from frae.codec import SYMBOL_LIMIT
 from frae.config import FUSED_PRODUCT_MAX_SIZE, FRAEConfig
@@ -168,11 +169,7 @@ class JaxScanBPTTBackend(JaxScanBackend):
     name = "jax_scan_bptt"
 
     def _build(self, weights: Weights) -> None:
-        if self.config.rate_weight is not None:
-            raise ValueError(
-                f"rate_weight must be None for {self.name}, got {self.config.rate_weight!r}: "
-                "its hand-written backward has no rate term"
-            )
+        refuse_rate_weight(self.config, self.name)
         super()._build(weights)
         if self.config.gru is None:
             self.compiled = compiled_by_hand(self.config)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 from typing import Any
 
+from bench.twins import refuse_rate_weight
 from frae.activations import activation_slope
 from frae.codec import SYMBOL_LIMIT
 from frae.config import FRAEConfig, Layer
@@ -169,11 +170,7 @@ class TFWhileBPTTBackend(TFWhileBackend):
     name = "tf_while_bptt"
 
     def _build(self, weights: Weights) -> None:
-        if self.config.rate_weight is not None:
-            raise ValueError(
-                f"rate_weight must be None for {self.name}, got {self.config.rate_weight!r}: "
-                "its hand-written backward has no rate term"
-            )
+        refuse_rate_weight(self.config, self.name)
         super()._build(weights)
         if self.config.gru is None:
             self.compiled = compiled_by_hand(self.jit_compile)

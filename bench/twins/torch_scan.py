@@ -11,6 +11,7 @@ import torch
 from torch import nn
 from torch._higher_order_ops.scan import scan
 
+from bench.twins import refuse_rate_weight
 from frae.activations import activation_slope
 from frae.config import FRAEConfig, Layer
 from frae.params import Weights
@@ -209,11 +210,7 @@ class TorchScanBPTTBackend(TorchScanBackend):
     name = "torch_scan_bptt"
 
     def _build(self, weights: Weights) -> None:
-        if self.config.rate_weight is not None:
-            raise ValueError(
-                f"rate_weight must be None for {self.name}, got {self.config.rate_weight!r}: "
-                "its hand-written backward has no rate term"
-            )
+        refuse_rate_weight(self.config, self.name)
         super()._build(weights)
 
     def _tensor_loss(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:

@@ -153,13 +153,3 @@ def test_the_reverse_loop_carries_only_the_feedback_gradient(batch: int) -> None
     assert any(
         len(carries) > 1 for carries in _loop_carries(function.lower(*args).compile().as_text())
     )
-
-
-@pytest.mark.parametrize("config", [CONFIG, STATE_CONFIG], ids=["output", "state"])
-def test_the_twin_refuses_a_rate_weight(config: frae.FRAEConfig) -> None:
-    """Its backward has no rate term: a config with ``rate_weight`` (0 included) is refused at
-    creation, naming it, whatever the feedback; the same config without one is made."""
-    quantized = dataclasses.replace(config, code_step=2**-3)
-    frae.create(TWIN, quantized)
-    with pytest.raises(ValueError, match="rate_weight"):
-        frae.create(TWIN, dataclasses.replace(quantized, rate_weight=0.0))

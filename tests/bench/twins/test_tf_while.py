@@ -125,15 +125,3 @@ def test_the_reverse_loop_carries_only_the_feedback_gradient() -> None:
     weights = {f"f32[{rows},{cols}]" for rows, cols in [(4, 4), (4, 3), (3, 1), (3, 3), (3, 2)]}
     autodiff = unexpected(checks.gradient_loops())
     assert weights <= {shape for shapes in autodiff for shape in shapes}, autodiff
-
-
-@on_twin
-@pytest.mark.parametrize("feedback", ["output", "state"])
-def test_the_twin_refuses_a_rate_weight(feedback: str) -> None:
-    """Its backward has no rate term: a config with ``rate_weight`` (0 included) is refused
-    at creation, naming it, whatever the feedback."""
-    state_dim = 4 if feedback == "state" else None
-    config = frae.FRAEConfig(feedback=feedback, state_dim=state_dim, code_step=2**-3)
-    frae.create(TWIN, config)  # the same model without a rate weight is made
-    with pytest.raises(ValueError, match="rate_weight"):
-        frae.create(TWIN, dataclasses.replace(config, rate_weight=0.0))

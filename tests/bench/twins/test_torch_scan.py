@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
-
 import numpy as np
 import pytest
 
@@ -67,13 +65,3 @@ def test_state_feedback_is_differentiated_by_autograd() -> None:
     assert_close("loss", np.float32(loss), np.float64(expected_loss))
     for name, grad in expected.items():
         assert_close("gradients", grads[name], grad, name)
-
-
-@pytest.mark.parametrize("config", [CONFIG, STATE_CONFIG], ids=["output", "state"])
-def test_the_twin_refuses_a_rate_weight(config: frae.FRAEConfig) -> None:
-    """Its backward has no rate term: a config with ``rate_weight`` (0 included) is refused at
-    creation, naming it, whatever the feedback; the same config without one is made."""
-    quantized = dataclasses.replace(config, code_step=2**-3)
-    frae.create(TWIN, quantized)
-    with pytest.raises(ValueError, match="rate_weight"):
-        frae.create(TWIN, dataclasses.replace(quantized, rate_weight=0.0))
