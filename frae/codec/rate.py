@@ -42,15 +42,32 @@ def sigmoid(value: npt.ArrayLike) -> Array:
     return np.asarray(np.exp(log_sigmoid(value)))
 
 
+class Standardized(NamedTuple):
+    """a, b and c = Δ/s of each code, and the scale s (the module's formulas)."""
+
+    a: Array
+    b: Array
+    c: Array
+    scale: Array
+
+
+def standardized(
+    codes: npt.ArrayLike, location: npt.ArrayLike, log_scale: npt.ArrayLike, step: float
+) -> Standardized:
+    """The codes' ends of their bins in scales from μ, in float64."""
+    scale = np.exp(np.asarray(log_scale, np.float64))
+    centred = np.asarray(codes, np.float64) - np.asarray(location, np.float64)
+    return Standardized(
+        (centred + step / 2) / scale, (centred - step / 2) / scale, step / scale, scale
+    )
+
+
 def information(
     codes: npt.ArrayLike, location: npt.ArrayLike, log_scale: npt.ArrayLike, step: float
 ) -> Array:
     """I = −log2 p of each code (…, L) under the prior (μ, ρ) (L,), unfloored."""
-    u = np.asarray(codes, np.float64)
-    scale = np.exp(np.asarray(log_scale, np.float64))
-    centred = u - np.asarray(location, np.float64)
-    a, b = (centred + step / 2) / scale, (centred - step / 2) / scale
-    log_p = log_sigmoid(a) + log_sigmoid(-b) + np.log(-np.expm1(-step / scale))
+    a, b, c, _ = standardized(codes, location, log_scale, step)
+    log_p = log_sigmoid(a) + log_sigmoid(-b) + np.log(-np.expm1(-c))
     return np.asarray(-log_p / math.log(2.0))
 
 
@@ -73,11 +90,8 @@ def slopes(
     codes: npt.ArrayLike, location: npt.ArrayLike, log_scale: npt.ArrayLike, step: float
 ) -> Slopes:
     """The exact slopes of ``symbol_bits`` in u, μ and ρ (the module's formulas)."""
-    u = np.asarray(codes, np.float64)
-    scale = np.exp(np.asarray(log_scale, np.float64))
-    centred = u - np.asarray(location, np.float64)
-    a, b, c = (centred + step / 2) / scale, (centred - step / 2) / scale, step / scale
-    unfloored = information(u, location, log_scale, step) <= FLOOR_BITS
+    a, b, c, scale = standardized(codes, location, log_scale, step)
+    unfloored = information(codes, location, log_scale, step) <= FLOOR_BITS
     ln2 = math.log(2.0)
     d_code = (sigmoid(b) - sigmoid(-a)) / (scale * ln2) * unfloored
     with np.errstate(over="ignore"):  # expm1 of a huge Δ/s is inf, and c / inf the limit 0
