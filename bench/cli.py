@@ -112,6 +112,33 @@ def parser(prog: str) -> argparse.ArgumentParser:
         help="registered variants (--list) or ports of your own as package.module:Factory, "
         "found from the working folder; default: all but those --list marks 'only when named'",
     )
+    _model_options(add)
+    add("--batch", nargs="+", type=positive_int, metavar="B", help=f"default {BATCHES}")
+    add("--steps", nargs="+", type=positive_int, metavar="T", help=f"default {STEPS}")
+    add(
+        "--operations",
+        nargs="+",
+        choices=EVERY_OPERATION,
+        metavar="OP",
+        help=f"among {EVERY_OPERATION}; default {OPERATIONS} (the stream is B sequences sent a "
+        "chunk at a time over each T)",
+    )
+    _measuring_options(add)
+    add(
+        "--against",
+        metavar="REV",
+        help="also measure the git revision REV (a commit, a branch, a tag), checked out in a "
+        "temporary worktree, and judge the working tree against it: both trees' command lines "
+        "in turn, one process a variant and round (bench.comparing.against)",
+    )
+    add("--out", type=Path, help="report folder (default reports/<timestamp>)")
+    add("--no-progress", action="store_true", help="no progress bar on standard error")
+    add("--list", action="store_true", help="list the variants and exit")
+    return options
+
+
+def _model_options(add: Callable[..., object]) -> None:
+    """Which model is measured: the default or another, quantized, trained for its rate."""
     add(
         "--config",
         metavar="JSON_OR_FILE",
@@ -135,28 +162,6 @@ def parser(prog: str) -> argparse.ArgumentParser:
         "frame under a learned prior) beside it without, at loss_and_grads and train_step at "
         "B=1, T=1000: what the rate term costs a training step",
     )
-    add("--batch", nargs="+", type=positive_int, metavar="B", help=f"default {BATCHES}")
-    add("--steps", nargs="+", type=positive_int, metavar="T", help=f"default {STEPS}")
-    add(
-        "--operations",
-        nargs="+",
-        choices=EVERY_OPERATION,
-        metavar="OP",
-        help=f"among {EVERY_OPERATION}; default {OPERATIONS} (the stream is B sequences sent a "
-        "chunk at a time over each T)",
-    )
-    _measuring_options(add)
-    add(
-        "--against",
-        metavar="REV",
-        help="also measure the git revision REV (a commit, a branch, a tag), checked out in a "
-        "temporary worktree, and judge the working tree against it: both trees' command lines "
-        "in turn, one process a variant and round (bench.comparing.against)",
-    )
-    add("--out", type=Path, help="report folder (default reports/<timestamp>)")
-    add("--no-progress", action="store_true", help="no progress bar on standard error")
-    add("--list", action="store_true", help="list the variants and exit")
-    return options
 
 
 def _measuring_options(add: Callable[..., object]) -> None:
